@@ -1,0 +1,289 @@
+/**
+ * `npm run bench`: HTTP throughput and latency of the API against the ceiling of this machine.
+ *
+ * Measures, one after the other and each in a server process of its own (so the load generator,
+ * autocannon in this process, never shares a thread with the server under test):
+ *
+ *   a. bare     a bare Express 5 JSON route, no middleware (the ceiling)
+ *   b. auth     GET /api/v1/auth-check with a live key
+ *   c. list     GET /api/v1/services?limit=25 with a live key, over 10,000 services
+ *
+ * The API runs as production does: startRuntime('all') (API and job worker in one process, private
+ * Redis), NODE_ENV=production (response validation off), LOG_LEVEL=warn. The database is PGlite
+ * by default; with DATABASE_URL set (a PostgreSQL server) a database capi_bench_<pid> is created
+ * there and dropped at the end.
+ *
+ * Settings (env): BENCH_CONNECTIONS (32), BENCH_DURATION seconds per route (6), BENCH_WARMUP
+ * seconds (1), BENCH_PROFILE=1 writes a V8 CPU profile of the API process to var/bench-profile/.
+ * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import express from 'express';
+import { runAdminSql } from '../src/db/client.ts';
+
+const SELF = fileURLToPath(import.meta.url);
+const ROOT = path.resolve(path.dirname(SELF), '..');
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DURATION = Number(process.env.BENCH_DURATION ?? 6);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
+const SERVICES = 10_000;
+const READY = 'BENCH_READY ';
+/** Comma-separated subset of bare,auth,list (e.g. to profile one route); default all. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'bare,auth,list').split(',').map((s) => s.trim()));
+/** Extra diagnostic rows: auth-check without the service count. */
+const DIAG = process.env.BENCH_DIAG === '1';
+
+interface Ready {
+  url: string;
+  key?: string;
+  plainKey?: string;
+}
+
+// ------------------------------------------------------------------ server processes
+
+/** (a) The ceiling: Express 5, one JSON route of about the size of an auth-check answer. */
+async function serveBare(): Promise<void> {
+  const app = express();
+  const data = { key_id: 'key_0123456789ab', key_name: 'Bench key', mode: 'live', scopes: ['admin:full'], broker_id: 'brk_0123456789ab', broker_name: 'Bench', service_count: SERVICES };
+  app.get('/bare', (_req, res) => {
+    res.json({ success: true, data });
+  });
+  const server = app.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number };
+    console.log(READY + JSON.stringify({ url: `http://127.0.0.1:${port}` } satisfies Ready));
+  });
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+/** (b, c) The API as `npm start` runs it, with one broker, a live key and 10,000 services. */
+async function serveApi(): Promise<void> {
+  const { startRuntime } = await import('../src/main/runtime.ts');
+  const { generateApiKey } = await import('../src/auth/keys.ts');
+  const { credentialsFor } = await import('../src/services/credentials.ts');
+  const runtime = await startRuntime('all');
+  const prisma = runtime.database.prisma;
+  const brokerId = `brk_${randomBytes(6).toString('hex')}`;
+  await prisma.broker.create({ data: { id: brokerId, slug: `bench-${brokerId}`, name: 'Bench broker', email: 'bench@example.com', approval: 'automatic' } });
+  const key = generateApiKey('live');
+  await prisma.apiKey.create({
+    data: {
+      id: `key_${randomBytes(6).toString('hex')}`,
+      brokerId,
+      name: 'Bench key',
+      mode: 'live',
+      keyHash: key.hash,
+      prefix: key.prefix,
+      last4: key.last4,
+      scopes: ['admin:full'],
+      ipRestricted: false,
+      ipWhitelist: [],
+      rateLimit: 1_000_000_000,
+      active: true,
+    },
+  });
+  const plans = await prisma.plan.findMany({ orderBy: { tier: 'asc' } });
+  const passwordEnc = (await credentialsFor({ config: runtime.config })).encrypt('Bench-Passw0rd-123');
+  const statuses = ['active', 'active', 'active', 'suspended', 'pending', 'cancelled'] as const;
+  const started = Date.now();
+  for (let from = 0; from < SERVICES; from += 2000) {
+    await prisma.service.createMany({
+      data: Array.from({ length: Math.min(2000, SERVICES - from) }, (_, j) => {
+        const i = from + j;
+        const at = new Date(Date.UTC(2024, 0, 1) + i * 60_000);
+        return {
+          serviceNumber: 100_000_000 + i,
+          brokerId,
+          planId: plans[i % plans.length]!.id,
+          status: statuses[i % statuses.length]!,
+          hostname: `vps${i}.bench.example`,
+          customerEmail: `customer${i}@bench.example`,
+          customerName: `Customer ${i}`,
+          billingCycle: 'monthly' as const,
+          username: 'root',
+          passwordEnc,
+          createdAt: at,
+          updatedAt: at,
+        };
+      }),
+    });
+  }
+  // What autovacuum does on PostgreSQL a little after a bulk import (PGlite has no autovacuum):
+  // fresh statistics and a visibility map, so runs do not depend on when it happened to run.
+  await prisma.$executeRawUnsafe('VACUUM ANALYZE services');
+  console.error(`bench: ${SERVICES} services inserted and vacuumed in ${Date.now() - started} ms (${runtime.database.kind})`);
+  // A second key without services:read: its auth-check skips the service count (BENCH_DIAG=1).
+  const plain = generateApiKey('live');
+  await prisma.apiKey.create({
+    data: {
+      id: `key_${randomBytes(6).toString('hex')}`,
+      brokerId,
+      name: 'Bench key without services:read',
+      mode: 'live',
+      keyHash: plain.hash,
+      prefix: plain.prefix,
+      last4: plain.last4,
+      scopes: ['reports:generate'],
+      ipRestricted: false,
+      ipWhitelist: [],
+      rateLimit: 1_000_000_000,
+      active: true,
+    },
+  });
+  console.log(READY + JSON.stringify({ url: runtime.url!, key: key.key, plainKey: plain.key } satisfies Ready));
+  let stopping = false;
+  process.on('SIGTERM', () => {
+    if (stopping) return;
+    stopping = true;
+    void runtime.shutdown('bench done').finally(() => process.exit(0));
+  });
+}
+
+// ------------------------------------------------------------------ orchestration
+
+function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Ready }> {
+  const flags = ['--import', 'tsx'];
+  if (mode === 'api' && process.env.BENCH_PROFILE === '1') {
+    flags.push('--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'var', 'bench-profile')}`);
+  }
+  const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (line.startsWith(READY)) resolve({ child, ready: JSON.parse(line.slice(READY.length)) as Ready });
+      else process.stderr.write(`[${mode}] ${line}\n`);
+    });
+    child.once('exit', (code) => reject(new Error(`${mode} server exited (${code}) before it was ready`)));
+  });
+}
+
+function stopServer(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+interface Figures {
+  name: string;
+  path: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+async function measure(name: string, url: string, headers: Record<string, string>): Promise<Figures> {
+  const run = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, headers });
+  if (WARMUP > 0) await run(WARMUP);
+  const r = await run(DURATION);
+  return {
+    name,
+    path: new URL(url).pathname + new URL(url).search,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
+}
+
+async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `capi_bench_${process.pid}`;
+  const admin = (sql: string) => runAdminSql(serverUrl, sql);
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}
+
+async function main(): Promise<void> {
+  const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-'));
+  const db = serverUrl ? await createBenchDatabase(serverUrl) : undefined;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'production',
+    VALIDATE_RESPONSES: 'false',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db?.url ?? '',
+  };
+  const results: Figures[] = [];
+  const children: ChildProcess[] = [];
+  try {
+    console.error(`bench: ${CONNECTIONS} connections, ${DURATION} s per route (+${WARMUP} s warm-up), database ${db ? 'PostgreSQL' : 'PGlite'}, ${os.cpus().length} CPUs, Node ${process.version}`);
+    console.error(`bench: load average before the run ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this machine skew the figures)`);
+    // The bare server stays up (idle, it costs nothing) and is measured before and after the API
+    // routes: on a shared machine the load changes during a run, and the ceiling is their mean.
+    const bare = ONLY.has('bare') ? await startServer('bare', env) : undefined;
+    if (bare) {
+      children.push(bare.child);
+      results.push(await measure('bare Express 5 JSON route', `${bare.ready.url}/bare`, {}));
+    }
+    if (ONLY.has('auth') || ONLY.has('list') || DIAG) {
+      const api = await startServer('api', env);
+      children.push(api.child);
+      const auth = { Authorization: `Bearer ${api.ready.key}` };
+      if (ONLY.has('auth')) results.push(await measure('GET auth-check (live key)', `${api.ready.url}/api/v1/auth-check`, auth));
+      if (DIAG) {
+        const plain = { Authorization: `Bearer ${api.ready.plainKey}` };
+        results.push(await measure('GET auth-check, no service count', `${api.ready.url}/api/v1/auth-check`, plain));
+      }
+      if (ONLY.has('list')) results.push(await measure(`GET services?limit=25 over ${SERVICES}`, `${api.ready.url}/api/v1/services?limit=25`, auth));
+      await stopServer(api.child);
+    }
+    if (bare) {
+      results.push(await measure('bare Express 5 JSON route (again)', `${bare.ready.url}/bare`, {}));
+      await stopServer(bare.child);
+    }
+    console.error(`bench: load average after the run ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  } finally {
+    for (const child of children) await stopServer(child);
+    await db?.drop().catch((err: unknown) => console.error('bench: could not drop the bench database', err));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const bares = results.filter((r) => r.name.startsWith('bare'));
+  const ceiling = bares.length > 0 ? bares.reduce((sum, r) => sum + r.rps, 0) / bares.length : Number.NaN;
+  const rows = results.map((r) => ({
+    route: r.name,
+    'req/s': Math.round(r.rps),
+    'p50 ms': r.p50,
+    'p99 ms': r.p99,
+    'of bare (mean)': `${((100 * r.rps) / ceiling).toFixed(0)}%`,
+    'non-2xx': r.non2xx,
+    errors: r.errors,
+  }));
+  console.log(`\nClient API v1 HTTP bench: ${db ? 'PostgreSQL' : 'PGlite'}, ${CONNECTIONS} connections, ${DURATION} s per route`);
+  console.table(rows);
+  let ok = true;
+  for (const r of results.filter((x) => !x.name.startsWith('bare'))) {
+    const ratio = r.rps / ceiling;
+    const verdict = ratio >= 0.5 && r.p99 < 20 && r.non2xx === 0 && r.errors === 0;
+    ok &&= verdict;
+    console.log(`${verdict ? 'meets' : 'MISSES'} the goal (>= 50% of bare, p99 < 20 ms, all 2xx): ${r.name}: ${(100 * ratio).toFixed(0)}%, p99 ${r.p99} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}`);
+  }
+  if (process.env.BENCH_JSON) console.log(JSON.stringify({ database: db ? 'postgresql' : 'pglite', connections: CONNECTIONS, duration: DURATION, results }));
+  process.exitCode = ok || process.env.BENCH_STRICT !== '1' ? 0 : 1;
+}
+
+const role = process.argv[2];
+if (role === '--serve-bare') await serveBare();
+else if (role === '--serve-api') await serveApi();
+else await main();

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// Writes what is generated from the sources of truth:
+//   generated/api.ts    <- openapi.yaml (openapi-typescript; committed, checked fresh in CI)
+//   generated/prisma/   <- prisma/schema.prisma (prisma generate; build output, not committed)
+// `--check` regenerates the API types to a temporary file and fails if the committed copy differs.
+// `--prisma` / `--api` limit the run to one of them.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const args = new Set(process.argv.slice(2));
+const only = args.has('--prisma') ? 'prisma' : args.has('--api') ? 'api' : 'all';
+const bin = (name) => path.join('node_modules', '.bin', name);
+
+function run(command, argv, env = {}) {
+  const result = spawnSync(command, argv, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+function apiTypes(target) {
+  run(bin('openapi-typescript'), ['openapi.yaml', '--output', target, '--silent']);
+}
+
+if (args.has('--check')) {
+  const fresh = path.join(mkdtempSync(path.join(os.tmpdir(), 'capi-gen-')), 'api.ts');
+  apiTypes(fresh);
+  const committed = existsSync('generated/api.ts') ? readFileSync('generated/api.ts', 'utf8') : '';
+  if (readFileSync(fresh, 'utf8') !== committed) {
+    console.error('generated/api.ts is stale: run `npm run generate` and commit the result');
+    process.exit(1);
+  }
+  console.log('generated/api.ts is up to date with openapi.yaml');
+  process.exit(0);
+}
+
+if (only !== 'prisma') apiTypes('generated/api.ts');
+if (only !== 'api') {
+  // prisma generate needs no engine, but its CLI insists a schema-engine path exists; no download
+  // can happen here, so point it at any existing file (the node binary).
+  run(bin('prisma'), ['generate'], {
+    PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? process.execPath,
+    PRISMA_HIDE_UPDATE_MESSAGE: '1',
+  });
+}

@@ -1,0 +1,107 @@
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
+import helmet from 'helmet';
+import { pinoHttp } from 'pino-http';
+import type { AppDeps } from './deps.ts';
+import type { Contract } from './http/contract.ts';
+import { registerDocs } from './http/docs.ts';
+import { errorMiddleware } from './http/error-middleware.ts';
+import { ApiError, notFound } from './http/errors.ts';
+import { inputHygiene } from './http/input-hygiene.ts';
+import { requestId } from './http/request-id.ts';
+import { createValidator } from './http/validation.ts';
+import { registerOps } from './ops/health.ts';
+import { metricsMiddleware } from './ops/metrics.ts';
+import { scrubSecrets } from './ops/redact.ts';
+import { resourceModules, type RegisterRoutes } from './routes.ts';
+
+/** Resolves the operation a request is for; an unknown path or method under /api is a 404. */
+function resolveOperation(contract: Contract): RequestHandler {
+  return (req, res, next) => {
+    const op = contract.match(req.method, req.baseUrl + req.path);
+    if (!op) {
+      next(notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`));
+      return;
+    }
+    res.locals.operation = op;
+    next();
+  };
+}
+
+/** A POST sent with no body at all is read as `{}`, so its missing fields are named one by one. */
+const emptyBodyAsObject: RequestHandler = (req, _res, next) => {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (req.method === 'POST' && req.body === undefined && !hasBody) {
+    req.body = {};
+    delete req.headers['content-type'];
+    req.headers['content-type'] = 'application/json';
+  }
+  next();
+};
+
+/** Operations whose module is not built yet answer honestly rather than with invented data. */
+function registerNotImplemented(router: Router, contract: Contract): void {
+  const mounted = new Set(
+    router.stack.flatMap((layer) => {
+      const route = (layer as { route?: { path: string; methods: Record<string, boolean> } }).route;
+      return route ? Object.keys(route.methods).map((m) => `${m.toUpperCase()} ${route.path}`) : [];
+    }),
+  );
+  for (const op of contract.operations) {
+    if (mounted.has(`${op.method} ${op.expressPath}`)) continue;
+    router[op.method.toLowerCase() as 'get' | 'post'](op.expressPath, () => {
+      throw new ApiError('server_error', 'not implemented');
+    });
+  }
+}
+
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+export interface AppOptions {
+  /** The resource modules to mount (default: all of src/routes.ts). */
+  modules?: RegisterRoutes[];
+}
+
+export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
+  const { config, contract, logger } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('query parser', 'extended');
+
+  app.use(metricsMiddleware);
+  app.use(requestId);
+  // Security headers on every response; /docs replaces the CSP with the one Redoc needs.
+  app.use(helmet());
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (_req, res) => String(res.locals.requestId),
+      customProps: (_req, res) => ({ requestId: res.locals.requestId }),
+      serializers: {
+        req: (req: Request & { raw?: Request }) => ({ method: req.method, url: scrubSecrets(req.url) }),
+        // The status is enough; the response headers are the same on every line.
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+      // Probes and scrapes every few seconds would drown the request log.
+      autoLogging: { ignore: (req) => OPS_PATHS.has(req.url ?? '') },
+    }),
+  );
+
+  registerOps(app, deps);
+  registerDocs(app, contract);
+
+  app.use('/api', resolveOperation(contract));
+  app.use('/api', deps.gate);
+  app.use('/api', express.json({ limit: '1mb', strict: true }), emptyBodyAsObject, inputHygiene);
+  app.use(createValidator(contract, config.validateResponses));
+
+  const router = express.Router();
+  for (const register of options.modules ?? resourceModules) register(router, deps);
+  registerNotImplemented(router, contract);
+  app.use(router);
+
+  app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
+  app.use(errorMiddleware(contract, logger));
+  return app;
+}

@@ -1,0 +1,172 @@
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Logger } from '../logger.ts';
+import type { KeyMode } from './keys.ts';
+
+/** One row of `api_logs`. Never carries the key itself: only its id. */
+export interface ApiLogEntry {
+  at: Date;
+  apiKeyId: string;
+  brokerId: string;
+  mode: KeyMode;
+  method: string;
+  /** The path without the query string (queries can hold customer data). */
+  path: string;
+  status: number;
+  ip: string;
+  durationMs: number;
+  requestId: string;
+}
+
+export interface ApiLogOptions {
+  /** How often buffered entries are written (default 1000 ms). */
+  flushIntervalMs?: number;
+  /** A flush starts at once when this many entries are waiting (default 200). */
+  flushAtEntries?: number;
+  /** Beyond this many waiting entries (the database is down), the oldest are dropped (default 50 000). */
+  maxBuffered?: number;
+}
+
+export interface ApiLog {
+  /** Buffers one entry; written by the next flush. */
+  record(entry: ApiLogEntry): void;
+  /** Notes that a key was used at `at`; coalesced to one update per key per flush. */
+  touch(keyId: string, at: Date): void;
+  /** Writes everything buffered so far. Rejects if the database refused (the entries stay buffered). */
+  flush(): Promise<void>;
+  /** Stops the timer and writes what is left (for a graceful shutdown, after the server stops accepting). */
+  close(): Promise<void>;
+  /** Entries and key touches waiting to be written. */
+  pending(): { entries: number; keys: number };
+}
+
+/** Entries per INSERT statement. */
+const CHUNK = 1000;
+
+/**
+ * Writes `rows` as ONE statement with ONE bound parameter (a JSON array). `createMany` cost
+ * 260-310 ms of Prisma CPU per 200 rows on the request thread (bench/README.md); this costs
+ * ~40-50 ms, most of it in the database. Rows are inserted in array order, so ids follow it.
+ */
+async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise<void> {
+  const json = JSON.stringify(
+    rows.map((e) => ({
+      at: e.at.toISOString(),
+      api_key_id: e.apiKeyId,
+      broker_id: e.brokerId,
+      mode: e.mode,
+      method: e.method,
+      path: e.path,
+      status: e.status,
+      ip: e.ip,
+      duration_ms: Math.round(e.durationMs),
+      request_id: e.requestId,
+    })),
+  );
+  await prisma.$executeRaw`
+    INSERT INTO "api_logs" ("at", "api_key_id", "broker_id", "mode", "method", "path", "status", "ip", "duration_ms", "request_id")
+    SELECT x."at", x."api_key_id", x."broker_id", x."mode"::"key_mode", x."method", x."path", x."status", x."ip", x."duration_ms", x."request_id"
+      FROM jsonb_to_recordset(${json}::jsonb) AS x("at" timestamptz(3), "api_key_id" text, "broker_id" text, "mode" text,
+           "method" text, "path" text, "status" int, "ip" text, "duration_ms" int, "request_id" text)`;
+}
+
+/**
+ * Last-used times of every touched key in ONE statement (was one updateMany per key in a
+ * transaction). GREATEST and the WHERE keep a time from ever moving backwards.
+ */
+async function updateLastUsed(prisma: PrismaClient, touches: Map<string, Date>): Promise<void> {
+  const json = JSON.stringify([...touches].map(([id, at]) => ({ id, at: at.toISOString() })));
+  await prisma.$executeRaw`
+    UPDATE "api_keys" AS k SET "last_used_at" = GREATEST(k."last_used_at", x."at")
+      FROM jsonb_to_recordset(${json}::jsonb) AS x("id" text, "at" timestamptz(3))
+     WHERE k."id" = x."id" AND (k."last_used_at" IS NULL OR k."last_used_at" < x."at")`;
+}
+
+/**
+ * API log and last-used times, written off the request path: entries are buffered in memory and
+ * written with one INSERT per batch (insertEntries) every `flushIntervalMs` or as soon as `flushAtEntries` are waiting;
+ * last-used times are coalesced per key (the latest wins, and never moves backwards in the
+ * database). Flushes run one at a time. A failed write keeps its entries for the next flush.
+ */
+export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiLogOptions = {}): ApiLog {
+  const flushIntervalMs = options.flushIntervalMs ?? 1000;
+  const flushAtEntries = options.flushAtEntries ?? 200;
+  const maxBuffered = options.maxBuffered ?? 50_000;
+
+  let entries: ApiLogEntry[] = [];
+  let lastUsed = new Map<string, Date>();
+  let dropped = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let queued = false;
+  let closed = false;
+
+  async function writeOnce(): Promise<void> {
+    queued = false;
+    const batch = entries;
+    const touches = lastUsed;
+    entries = [];
+    lastUsed = new Map();
+    if (batch.length === 0 && touches.size === 0) return;
+    let written = 0;
+    try {
+      for (; written < batch.length; written += CHUNK) {
+        await insertEntries(prisma, batch.slice(written, written + CHUNK));
+      }
+      if (touches.size > 0) await updateLastUsed(prisma, touches);
+    } catch (err) {
+      // Put back what was not written, ahead of anything recorded meanwhile.
+      entries = [...batch.slice(written), ...entries];
+      for (const [id, at] of touches) {
+        const newer = lastUsed.get(id);
+        if (!newer || newer < at) lastUsed.set(id, at);
+      }
+      trim();
+      throw err;
+    }
+  }
+
+  function trim(): void {
+    if (entries.length > maxBuffered) {
+      const excess = entries.length - maxBuffered;
+      entries.splice(0, excess);
+      dropped += excess;
+      logger.error({ dropped }, 'API log buffer full: oldest entries dropped');
+    }
+  }
+
+  function flush(): Promise<void> {
+    const run = chain.then(writeOnce);
+    chain = run.catch(() => {});
+    return run;
+  }
+
+  function flushInBackground(): void {
+    if (queued) return;
+    queued = true;
+    flush().catch((err: unknown) => logger.error({ err }, 'API log flush failed; entries kept for the next attempt'));
+  }
+
+  const timer = setInterval(() => {
+    if (entries.length > 0 || lastUsed.size > 0) flushInBackground();
+  }, flushIntervalMs);
+  timer.unref();
+
+  return {
+    record(entry) {
+      entries.push(entry);
+      trim();
+      if (entries.length >= flushAtEntries || closed) flushInBackground();
+    },
+    touch(keyId, at) {
+      const known = lastUsed.get(keyId);
+      if (!known || known < at) lastUsed.set(keyId, at);
+      if (closed) flushInBackground();
+    },
+    flush,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await flush();
+    },
+    pending: () => ({ entries: entries.length, keys: lastUsed.size }),
+  };
+}

@@ -1,0 +1,210 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { Redis } from 'ioredis';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { AuthContext } from '../http/auth-context.ts';
+import { hasScope } from '../http/auth-context.ts';
+import type { OperationInfo } from '../http/contract.ts';
+import { ApiError, notFound, serverError } from '../http/errors.ts';
+import type { Logger } from '../logger.ts';
+import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
+import { displayIp } from './ip-whitelist.ts';
+import { createKeyStore, type KeyStore, type StoredKey } from './key-store.ts';
+import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey } from './keys.ts';
+import {
+  createKeyRateLimiter,
+  RATE_LIMIT_WINDOW_SECONDS,
+  RateLimitUnavailableError,
+  setRateLimitHeaders,
+  type KeyRateLimiter,
+} from './rate-limit.ts';
+
+export interface GateDeps {
+  prisma: PrismaClient;
+  /** The fail-fast request client (src/redis.ts requestRedis). */
+  redis: Redis;
+  logger: Logger;
+  /** How long a key row may be reused in process; 0 looks every request up (default 2000 ms). */
+  keyCacheMs?: number;
+  /** API log buffering (flush interval and size threshold). */
+  apiLog?: ApiLogOptions;
+  /** Clock, for tests of expiry. */
+  now?: () => Date;
+}
+
+export interface Gate {
+  /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
+  gate: RequestHandler;
+  apiLog: Pick<ApiLog, 'flush' | 'close' | 'pending'>;
+  keys: Pick<KeyStore, 'invalidate'>;
+}
+
+/** Default life of a cached key row: a revoked key stops working within this time everywhere. */
+export const DEFAULT_KEY_CACHE_MS = 2000;
+
+const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'): ApiError =>
+  new ApiError('authentication_failed', message, undefined, {
+    // RFC 6750: tell the client which scheme is expected, and why the token was refused.
+    'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
+  });
+
+/** Step 1: the key named by the Authorization header, valid now, or a 401. */
+async function authenticate(req: Request, keys: KeyStore, now: Date): Promise<StoredKey> {
+  const header = req.headers.authorization;
+  if (header === undefined || header.trim() === '') {
+    throw authFailed('Missing API key: send it as "Authorization: Bearer <API_KEY>"');
+  }
+  const token = bearerToken(header);
+  if (token === undefined) {
+    throw authFailed('Malformed Authorization header: expected "Bearer <API_KEY>"', 'invalid_request');
+  }
+  const claimedMode = modeOfKey(token);
+  if (claimedMode === undefined) throw authFailed('Invalid API key', 'invalid_token');
+  const hash = hashApiKey(token);
+  const key = await keys.findByHash(hash);
+  // The look-up is by an index on the hash; the constant-time comparison is the check itself.
+  if (!key || !hashesEqual(key.keyHash, hash) || key.mode !== claimedMode) {
+    throw authFailed('Invalid API key', 'invalid_token');
+  }
+  if (!key.active || key.revokedAt !== null) throw authFailed('This API key has been revoked', 'invalid_token');
+  if (key.expiresAt !== null && key.expiresAt.getTime() <= now.getTime()) {
+    throw authFailed('This API key has expired', 'invalid_token');
+  }
+  return key;
+}
+
+/** Step 2: a restricted key (live or sandbox) only answers callers on its whitelist. */
+function checkIp(key: StoredKey, ip: string | undefined): void {
+  if (!key.ipRestricted) return;
+  if (key.whitelist.rules.length === 0) {
+    throw new ApiError('insufficient_permissions', 'This API key is restricted to an IP whitelist, which is empty', {
+      reason: 'ip_not_allowed',
+      ip: displayIp(ip),
+    });
+  }
+  if (!key.whitelist.allows(ip)) {
+    throw new ApiError('insufficient_permissions', 'The caller IP address is not on this API key\'s whitelist', {
+      reason: 'ip_not_allowed',
+      ip: displayIp(ip),
+    });
+  }
+}
+
+/** Step 4: the operation's scopes (any one of them; admin:full always does). */
+function checkScopes(auth: AuthContext, operation: OperationInfo): void {
+  if (operation.scopes.length === 0 || hasScope(auth, ...operation.scopes.filter(isScope))) return;
+  throw new ApiError(
+    'insufficient_permissions',
+    `This API key lacks the scope this operation requires (one of: ${operation.scopes.join(', ')})`,
+    { required_scopes: operation.scopes },
+  );
+}
+
+function authContextOf(key: StoredKey): AuthContext {
+  return {
+    keyId: key.id,
+    keyName: key.name,
+    mode: key.mode,
+    // A scope this version does not know (a row written by a newer one) grants nothing here.
+    scopes: key.scopes.filter(isScope),
+    brokerId: key.broker.id,
+    brokerName: key.broker.name,
+    brokerApproval: key.broker.approval,
+  };
+}
+
+/** Step 3 for a request refused at step 2: the headers still say where the key stands, uncounted. */
+async function headersWithoutCounting(res: Response, limiter: KeyRateLimiter, key: StoredKey, logger: Logger) {
+  try {
+    setRateLimitHeaders(res, await limiter.peek(key.id, key.rateLimit));
+  } catch (err) {
+    logger.warn({ err }, 'rate limit state unavailable for a refused request');
+  }
+}
+
+/**
+ * The gate in front of every /api/v1 operation, after the operation resolver (`res.locals.operation`).
+ *
+ * 1. authentication (401) · 2. IP whitelist (403) · 3. rate limit (429, still counted) · 4. scope (403).
+ *
+ * Every request past step 1 touches the key's last-used time and gets an API log entry with its
+ * final status, written in batches off the request path. A request refused at step 2 does not use
+ * up the key's quota (so a leaked key used from elsewhere cannot starve its owner), but carries
+ * the rate-limit headers like every authenticated response.
+ */
+export function createGate(deps: GateDeps): Gate {
+  const { logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const keys = createKeyStore(deps.prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS);
+  const limiter = createKeyRateLimiter(deps.redis);
+  const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
+
+  const gate: RequestHandler = async (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const at = now();
+    let key: StoredKey;
+    try {
+      key = await authenticate(req, keys, at);
+    } catch (err) {
+      next(err);
+      return;
+    }
+
+    apiLog.touch(key.id, at);
+    const ip = req.ip;
+    res.once('finish', () => {
+      apiLog.record({
+        at,
+        apiKeyId: key.id,
+        brokerId: key.broker.id,
+        mode: key.mode,
+        method: req.method,
+        path: req.originalUrl.split('?')[0]!.slice(0, 2048),
+        status: res.statusCode,
+        ip: displayIp(ip),
+        durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
+        requestId: String(res.locals.requestId ?? ''),
+      });
+    });
+
+    try {
+      try {
+        checkIp(key, ip);
+      } catch (err) {
+        await headersWithoutCounting(res, limiter, key, logger);
+        throw err;
+      }
+
+      const state = await limiter.consume(key.id, key.rateLimit);
+      setRateLimitHeaders(res, state);
+      if (state.exceeded) {
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
+          { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
+          { 'Retry-After': String(state.resetSeconds) },
+        );
+      }
+
+      const auth = authContextOf(key);
+      const operation = res.locals.operation as OperationInfo | undefined;
+      if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
+      checkScopes(auth, operation);
+
+      res.locals.auth = auth;
+      next();
+    } catch (err) {
+      if (err instanceof RateLimitUnavailableError) {
+        logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
+        next(serverError());
+        return;
+      }
+      next(err);
+    }
+  };
+
+  return {
+    gate,
+    apiLog: { flush: apiLog.flush, close: apiLog.close, pending: apiLog.pending },
+    keys: { invalidate: keys.invalidate },
+  };
+}

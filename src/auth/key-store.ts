@@ -1,0 +1,108 @@
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { KeyMode } from './keys.ts';
+import { IpWhitelist } from './ip-whitelist.ts';
+
+/** What the gate needs of a key row and its broker. */
+export interface StoredKey {
+  id: string;
+  name: string;
+  mode: KeyMode;
+  keyHash: string;
+  scopes: string[];
+  ipRestricted: boolean;
+  whitelist: IpWhitelist;
+  rateLimit: number;
+  active: boolean;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  broker: { id: string; name: string; approval: 'automatic' | 'manual' };
+}
+
+export interface KeyStore {
+  /** The key whose stored hash is `hash`, or undefined. Revocation shows within `cacheMs`. */
+  findByHash(hash: string): Promise<StoredKey | undefined>;
+  /** Forgets cached rows (all, or one hash), e.g. after a revocation in this process. */
+  invalidate(hash?: string): void;
+}
+
+/** How many key rows the in-process cache holds before it starts over. */
+const MAX_CACHED = 10_000;
+
+/**
+ * Looks keys up by the SHA-256 of the whole key (a unique index). Found rows may be kept in
+ * process for `cacheMs` (a couple of seconds by default) to save a database round trip on busy
+ * keys; the row's state (active, expiry) is checked on every request, so a revocation made
+ * elsewhere (the CLI, another API process) takes effect within `cacheMs`. Unknown keys are
+ * never cached. `cacheMs: 0` turns the cache off.
+ */
+export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore {
+  const cache = new Map<string, { key: StoredKey; until: number }>();
+  const inFlight = new Map<string, Promise<StoredKey | undefined>>();
+
+  async function load(hash: string): Promise<StoredKey | undefined> {
+    const row = await prisma.apiKey.findUnique({
+      where: { keyHash: hash },
+      select: {
+        id: true,
+        name: true,
+        mode: true,
+        keyHash: true,
+        scopes: true,
+        ipRestricted: true,
+        ipWhitelist: true,
+        rateLimit: true,
+        active: true,
+        expiresAt: true,
+        revokedAt: true,
+        broker: { select: { id: true, name: true, approval: true } },
+      },
+    });
+    if (!row) return undefined;
+    const { ipWhitelist, ...rest } = row;
+    return { ...rest, whitelist: new IpWhitelist(ipWhitelist) };
+  }
+
+  return {
+    async findByHash(hash) {
+      if (cacheMs <= 0) return load(hash);
+      const hit = cache.get(hash);
+      if (hit && hit.until > Date.now()) return hit.key;
+      // Single flight: when a busy key's entry expires, every request of that key misses at
+      // once; they share one look-up instead of each running the same query.
+      const running = inFlight.get(hash);
+      if (running) return running;
+      const started = Date.now();
+      const lookup = load(hash).then(
+        (key) => {
+          // Not kept when invalidate() ran meanwhile (the row may predate the change).
+          if (inFlight.get(hash) !== lookup) return key;
+          inFlight.delete(hash);
+          if (key) {
+            if (cache.size >= MAX_CACHED) cache.clear();
+            cache.set(hash, { key, until: started + cacheMs });
+          } else {
+            cache.delete(hash);
+          }
+          return key;
+        },
+        (err: unknown) => {
+          if (inFlight.get(hash) === lookup) inFlight.delete(hash);
+          throw err;
+        },
+      );
+      inFlight.set(hash, lookup);
+      return lookup;
+    },
+    invalidate(hash) {
+      // A look-up already running may have read the row before the change: drop it too, so
+      // the next request reads again.
+      if (hash === undefined) {
+        cache.clear();
+        inFlight.clear();
+      } else {
+        cache.delete(hash);
+        inFlight.delete(hash);
+      }
+    },
+  };
+}

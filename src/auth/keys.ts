@@ -1,0 +1,69 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const SCOPES = [
+  'services:read',
+  'services:write',
+  'requests:read',
+  'requests:write',
+  'reports:generate',
+  'admin:full',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+export type KeyMode = 'live' | 'test';
+
+const PREFIX: Record<KeyMode, string> = { live: 'sk_live_', test: 'sk_test_' };
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const SECRET_LENGTH = 32;
+/** The shape of every key we issue; anything else is refused before a database look-up. */
+export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9]{32}$/;
+
+export const isScope = (value: string): value is Scope => (SCOPES as readonly string[]).includes(value);
+
+/**
+ * SHA-256 of the whole key. A key carries ~190 random bits, so a fast unsalted hash cannot be
+ * brute-forced, and it lets a key be found by an indexed equality look-up.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two hex digests (a stored hash against a computed one). */
+export function hashesEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
+}
+
+export interface NewApiKey {
+  /** Shown once, at creation; never stored. */
+  key: string;
+  hash: string;
+  /** The first 12 characters (`sk_live_AbCd`), safe to display to identify a key. */
+  prefix: string;
+  last4: string;
+}
+
+export function generateApiKey(mode: KeyMode): NewApiKey {
+  // Rejection sampling keeps every base62 character equally likely.
+  let secret = '';
+  while (secret.length < SECRET_LENGTH) {
+    for (const byte of randomBytes(SECRET_LENGTH * 2)) {
+      if (byte < 248 && secret.length < SECRET_LENGTH) secret += BASE62[byte % 62];
+    }
+  }
+  const key = PREFIX[mode] + secret;
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, 12), last4: key.slice(-4) };
+}
+
+/** The mode a key's prefix claims, or undefined for a malformed key. */
+export function modeOfKey(key: string): KeyMode | undefined {
+  const match = KEY_PATTERN.exec(key);
+  return match ? (match[1] as KeyMode) : undefined;
+}
+
+/** The token of an `Authorization: Bearer <key>` header, or undefined when absent or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}

@@ -1,0 +1,211 @@
+/**
+ * `demo`: a ready-made broker to try the API with. The first run creates the broker (automatic
+ * approval), a handful of services across statuses and plans, two pending requests and a few
+ * months of invoices; every run issues a fresh pair of admin:full keys (test and live), since a
+ * key is shown only once and cannot be printed again.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import type { PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { createKey } from './keys.ts';
+import { randomId } from './ids.ts';
+import { isUniqueViolation } from './db-types.ts';
+
+export const DEMO_SLUG = 'demo';
+
+export interface DemoResult {
+  broker: string;
+  test_key: string;
+  live_key: string;
+}
+
+export interface DemoOutcome {
+  result: DemoResult;
+  /** False when the demo broker already existed (only new keys were made). */
+  created: boolean;
+}
+
+const DAY = 86_400_000;
+
+interface SampleService {
+  plan: string;
+  status: ServiceStatus;
+  host: string;
+  customer: [string, string];
+  ageDays: number;
+}
+
+const SAMPLE_SERVICES: SampleService[] = [
+  { plan: 'Basic VPS', status: 'active', host: 'web01', customer: ['Ada Lovelace', 'ada@example.com'], ageDays: 150 },
+  { plan: 'Standard VPS', status: 'active', host: 'web02', customer: ['Grace Hopper', 'grace@example.com'], ageDays: 120 },
+  { plan: 'Professional VPS', status: 'active', host: 'db01', customer: ['Alan Turing', 'alan@example.com'], ageDays: 100 },
+  { plan: 'Enterprise VPS', status: 'suspended', host: 'batch01', customer: ['Edsger Dijkstra', 'edsger@example.com'], ageDays: 130 },
+  { plan: 'Basic VPS', status: 'cancelled', host: 'old01', customer: ['Barbara Liskov', 'barbara@example.com'], ageDays: 160 },
+  { plan: 'Standard VPS', status: 'pending', host: 'new01', customer: ['Ken Thompson', 'ken@example.com'], ageDays: 1 },
+];
+
+function randomPassword(): string {
+  return randomBytes(15).toString('base64url'); // 20 characters
+}
+
+/** Nine-digit service numbers not in use yet. */
+async function freeServiceNumbers(tx: Prisma.TransactionClient, count: number): Promise<number[]> {
+  for (;;) {
+    const wanted = new Set<number>();
+    while (wanted.size < count) wanted.add(randomInt(100_000_000, 1_000_000_000));
+    const taken = await tx.service.findMany({ where: { serviceNumber: { in: [...wanted] } }, select: { serviceNumber: true } });
+    if (taken.length === 0) return [...wanted];
+  }
+}
+
+/** First day of the month `monthsAgo` months before `now`, UTC midnight. */
+function monthStart(now: Date, monthsAgo: number): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - monthsAgo, 1));
+}
+
+function invoiceStatus(service: SampleService, monthsAgo: number): InvoiceStatus | undefined {
+  switch (service.status) {
+    case 'active':
+      return monthsAgo === 0 ? 'pending' : 'paid';
+    case 'suspended':
+      return monthsAgo >= 3 ? 'paid' : 'overdue';
+    case 'cancelled':
+      return monthsAgo >= 2 ? 'paid' : monthsAgo === 1 ? 'refunded' : 'cancelled';
+    default:
+      return undefined; // a pending service has not been billed
+  }
+}
+
+async function createDemoData(prisma: PrismaClient, credentials: Credentials, now: Date): Promise<void> {
+  await prisma.$transaction(
+    async (tx) => {
+      const broker = await tx.broker.create({
+        data: { id: randomId('brk_'), slug: DEMO_SLUG, name: 'Demo Hosting Reseller', email: 'demo@example.com', approval: 'automatic' },
+      });
+      const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
+      const plan = (name: string) => {
+        const p = plans.get(name);
+        if (!p) throw new Error(`plan catalogue is missing "${name}" (are the migrations applied?)`);
+        return p;
+      };
+      const numbers = await freeServiceNumbers(tx, SAMPLE_SERVICES.length);
+      const services = [];
+      for (const [i, s] of SAMPLE_SERVICES.entries()) {
+        const createdAt = new Date(now.getTime() - s.ageDays * DAY);
+        services.push(
+          await tx.service.create({
+            data: {
+              serviceNumber: numbers[i]!,
+              brokerId: broker.id,
+              planId: plan(s.plan).id,
+              status: s.status,
+              hostname: `${s.host}.demo.example.com`,
+              customerName: s.customer[0],
+              customerEmail: s.customer[1],
+              billingCycle: 'monthly',
+              username: `u${numbers[i]}`,
+              passwordEnc: credentials.encrypt(randomPassword()),
+              createdAt,
+              updatedAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : createdAt,
+              cancelledAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : null,
+            },
+          }),
+        );
+      }
+
+      // Every service except the pending one came from an approved create request.
+      for (const [i, s] of SAMPLE_SERVICES.entries()) {
+        if (s.status === 'pending') continue;
+        const at = services[i]!.createdAt;
+        await tx.serviceRequest.create({
+          data: {
+            brokerId: broker.id,
+            serviceId: services[i]!.id,
+            type: 'create',
+            status: 'approved',
+            source: 'admin',
+            requestedPlanId: plan(s.plan).id,
+            hostname: services[i]!.hostname,
+            customerEmail: s.customer[1],
+            customerName: s.customer[0],
+            billingCycle: 'monthly',
+            createdAt: at,
+            updatedAt: at,
+            decidedAt: at,
+          },
+        });
+      }
+      // Two requests waiting for a decision: an upgrade and a new service.
+      await tx.serviceRequest.create({
+        data: {
+          brokerId: broker.id,
+          serviceId: services[0]!.id,
+          type: 'upgrade',
+          status: 'pending',
+          source: 'portal',
+          currentPlanId: plan('Basic VPS').id,
+          requestedPlanId: plan('Standard VPS').id,
+          reason: 'More memory for the shop',
+          createdAt: new Date(now.getTime() - 2 * DAY),
+          updatedAt: new Date(now.getTime() - 2 * DAY),
+        },
+      });
+      await tx.serviceRequest.create({
+        data: {
+          brokerId: broker.id,
+          type: 'create',
+          status: 'pending',
+          source: 'portal',
+          requestedPlanId: plan('Professional VPS').id,
+          hostname: 'app01.demo.example.com',
+          customerEmail: 'margaret@example.com',
+          customerName: 'Margaret Hamilton',
+          billingCycle: 'monthly',
+          createdAt: new Date(now.getTime() - DAY),
+          updatedAt: new Date(now.getTime() - DAY),
+        },
+      });
+
+      const invoices: Prisma.InvoiceCreateManyInput[] = [];
+      for (let monthsAgo = 4; monthsAgo >= 0; monthsAgo--) {
+        const date = monthStart(now, monthsAgo);
+        const yyyymm = date.toISOString().slice(0, 7).replace('-', '');
+        for (const [i, s] of SAMPLE_SERVICES.entries()) {
+          const status = invoiceStatus(s, monthsAgo);
+          if (status === undefined || services[i]!.createdAt > date) continue;
+          invoices.push({
+            brokerId: broker.id,
+            number: `DEMO-${yyyymm}-${String(invoices.length + 1).padStart(4, '0')}`,
+            serviceNumber: services[i]!.serviceNumber,
+            amount: plan(s.plan).monthlyPrice,
+            currency: 'USD',
+            status,
+            date,
+          });
+        }
+      }
+      await tx.invoice.createMany({ data: invoices });
+    },
+    { maxWait: 30_000, timeout: 60_000 },
+  );
+}
+
+/**
+ * Creates the demo broker and its sample data (first run only) and a fresh pair of admin:full
+ * keys (every run).
+ */
+export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date }): Promise<DemoOutcome> {
+  let created = false;
+  if (!(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG }, select: { id: true } }))) {
+    try {
+      await createDemoData(prisma, options.credentials, options.now ?? new Date());
+      created = true;
+    } catch (e) {
+      // A demo run in another process created it a moment ago: use that one.
+      if (!isUniqueViolation(e) || !(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG } }))) throw e;
+    }
+  }
+  const test = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'test', scopes: ['admin:full'], name: 'Demo test key' });
+  const live = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'live', scopes: ['admin:full'], name: 'Demo live key' });
+  return { result: { broker: DEMO_SLUG, test_key: test.key, live_key: live.key }, created };
+}

@@ -1,0 +1,25 @@
+/**
+ * An error the CLI reports as one line on stderr with exit status 1 (bad input, unknown broker,
+ * a rejected import row). Anything else that escapes a command is unexpected and is reported
+ * the same way, flattened to one line.
+ */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+/** A rejected import row: `row` is the 1-based data row (the header of a CSV is not counted). */
+export class ImportRowError extends CliError {
+  constructor(
+    readonly row: number,
+    readonly field: string | undefined,
+    readonly reason: string,
+  ) {
+    super(field === undefined ? `row ${row}: ${reason}` : `row ${row}, field "${field}": ${reason}`);
+  }
+}
+
+/** One line, whatever the error: Prisma and driver messages often span several. */
+export function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/\s*\n\s*/g, ' ').trim() || 'unexpected error';
+}

@@ -1,0 +1,284 @@
+/**
+ * Invoice and service imports. All or nothing: every row is validated before the database is
+ * touched, and the rows go in in chunks inside one transaction, so a bad row or a clash with
+ * existing data leaves the database as it was.
+ *
+ * Why not `createMany`: Prisma 7 spends ~0.3-0.5 ms of client CPU per row building a
+ * createMany (measured: 100,000 invoices took 52 s on PostgreSQL, ~50 s on PGlite, whatever the
+ * chunk size). One `INSERT … SELECT FROM unnest($1::text[], $2::int[], …)` per chunk sends a
+ * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
+ * tagged `$executeRaw` template, so every value is still a bound parameter.
+ */
+import type { BillingCycle, InvoiceStatus, PrismaClient, ServiceStatus } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { CliError, ImportRowError } from './errors.ts';
+import { findBrokerBySlug } from './brokers.ts';
+import { isUniqueViolation } from './db-types.ts';
+import { checkRowShape, type FieldSpec } from './import-file.ts';
+import { describe, InvalidValue, parseAmount, parseDateOnly, parsePositiveInt, parseTimestamp } from './values.ts';
+
+export const INVOICE_STATUSES: readonly InvoiceStatus[] = ['paid', 'pending', 'overdue', 'cancelled', 'refunded'];
+export const SERVICE_STATUSES: readonly ServiceStatus[] = ['pending', 'active', 'suspended', 'cancelled'];
+export const BILLING_CYCLES: readonly BillingCycle[] = ['monthly', 'quarterly', 'annually'];
+
+export const INVOICE_FIELDS: FieldSpec = {
+  required: ['number', 'service_number', 'amount', 'currency', 'status', 'date'],
+};
+export const SERVICE_FIELDS: FieldSpec = {
+  required: ['service_number', 'plan', 'status', 'hostname', 'username', 'password'],
+  // customer_email defaults to the broker's e-mail, created_at to the time of the import.
+  optional: ['created_at', 'customer_email', 'customer_name', 'billing_cycle'],
+};
+
+/** Rows per INSERT (each column is one array parameter, so this only bounds statement size). */
+export const CHUNK_SIZE = 10_000;
+/** One transaction for the whole file; 100,000 rows take seconds, allow far more. */
+const TRANSACTION_OPTIONS = { maxWait: 60_000, timeout: 30 * 60_000 };
+
+export interface ImportResult {
+  imported: number;
+}
+
+export interface InvoiceRow {
+  number: string;
+  serviceNumber: number;
+  /** Exact decimal string, e.g. "1234.50". */
+  amount: string;
+  currency: string;
+  status: InvoiceStatus;
+  date: Date;
+}
+
+export interface ServiceRow {
+  serviceNumber: number;
+  plan: string;
+  status: ServiceStatus;
+  hostname: string;
+  username: string;
+  password: string;
+  createdAt: Date | undefined;
+  customerEmail: string | undefined;
+  customerName: string | undefined;
+  billingCycle: BillingCycle;
+}
+
+/** Runs `parse` on one field, turning its InvalidValue into the row's error. */
+function field<T>(row: number, name: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    if (e instanceof InvalidValue) throw new ImportRowError(row, name, e.message);
+    throw e;
+  }
+}
+
+function text(value: unknown, max: number): string {
+  if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+  if (typeof value !== 'string') throw new InvalidValue(`must be text, got ${describe(value)}`);
+  const t = value.trim();
+  if (t.length > max) throw new InvalidValue(`is longer than ${max} characters`);
+  return t;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[]): T {
+  const t = typeof value === 'string' ? value.trim().toLowerCase() : undefined;
+  if (t === undefined || !(allowed as readonly string[]).includes(t)) {
+    throw new InvalidValue(`must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+  }
+  return t as T;
+}
+
+const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Validates every invoice row (1-based row numbers in errors); duplicates within the file too. */
+export function validateInvoiceRows(rows: readonly unknown[]): InvoiceRow[] {
+  const out: InvoiceRow[] = [];
+  const seen = new Map<string, number>();
+  rows.forEach((raw, i) => {
+    const row = i + 1;
+    const r = checkRowShape(raw, row, INVOICE_FIELDS);
+    const number = field(row, 'number', () => text(r.number, 100));
+    const earlier = seen.get(number);
+    if (earlier !== undefined) throw new ImportRowError(row, 'number', `"${number}" already appears in row ${earlier}`);
+    seen.set(number, row);
+    const currency = field(row, 'currency', () => {
+      const c = text(r.currency, 3);
+      if (!/^[A-Za-z]{3}$/.test(c)) throw new InvalidValue(`must be a 3-letter currency code, got ${describe(r.currency)}`);
+      return c.toUpperCase();
+    });
+    out.push({
+      number,
+      serviceNumber: field(row, 'service_number', () => parsePositiveInt(r.service_number)),
+      amount: field(row, 'amount', () => parseAmount(r.amount)),
+      currency,
+      status: field(row, 'status', () => oneOf(r.status, INVOICE_STATUSES)),
+      date: field(row, 'date', () => parseDateOnly(text(r.date, 10))),
+    });
+  });
+  return out;
+}
+
+/**
+ * Imports invoices for a broker: all rows or none. A number already used by one of the broker's
+ * invoices rejects the file with that row's number.
+ */
+export async function importInvoices(prisma: PrismaClient, brokerSlug: string, rows: readonly unknown[]): Promise<ImportResult> {
+  const broker = await findBrokerBySlug(prisma, brokerSlug);
+  const invoices = validateInvoiceRows(rows);
+  if (invoices.length === 0) return { imported: 0 };
+  try {
+    await prisma.$transaction(async (tx) => {
+      for (let i = 0; i < invoices.length; i += CHUNK_SIZE) {
+        const c = invoices.slice(i, i + CHUNK_SIZE);
+        await tx.$executeRaw`
+          INSERT INTO "invoices" ("broker_id", "number", "service_number", "amount", "currency", "status", "date")
+          SELECT ${broker.id}, t.number, t.service_number, t.amount, t.currency, t.status::"invoice_status", t.date
+          FROM unnest(
+            ${c.map((x) => x.number)}::text[],
+            ${c.map((x) => x.serviceNumber)}::int[],
+            ${c.map((x) => x.amount)}::numeric[],
+            ${c.map((x) => x.currency)}::text[],
+            ${c.map((x) => x.status)}::text[],
+            ${c.map((x) => x.date.toISOString().slice(0, 10))}::date[]
+          ) AS t(number, service_number, amount, currency, status, date)`;
+      }
+    }, TRANSACTION_OPTIONS);
+  } catch (e) {
+    if (!isUniqueViolation(e)) throw e;
+    // Rolled back; now say which row clashed.
+    const clash = await firstExisting(invoices.map((x) => x.number), (chunk) =>
+      prisma.invoice.findFirst({ where: { brokerId: broker.id, number: { in: chunk } }, select: { number: true } }).then((x) => x?.number),
+    );
+    const row = clash === undefined ? -1 : invoices.findIndex((x) => x.number === clash) + 1;
+    if (row > 0) throw new ImportRowError(row, 'number', `broker "${broker.slug}" already has an invoice "${clash}"`);
+    throw new CliError('an invoice number in the file clashes with an existing invoice; nothing was imported');
+  }
+  return { imported: invoices.length };
+}
+
+async function firstExisting<T>(values: T[], probe: (chunk: T[]) => Promise<T | undefined>): Promise<T | undefined> {
+  for (let i = 0; i < values.length; i += CHUNK_SIZE) {
+    const hit = await probe(values.slice(i, i + CHUNK_SIZE));
+    if (hit !== undefined) return hit;
+  }
+  return undefined;
+}
+
+/**
+ * Validates every service row. `planNames` is the catalogue; a plan matches its name without
+ * regard to case and is stored under the catalogue's spelling.
+ */
+export function validateServiceRows(rows: readonly unknown[], planNames: readonly string[]): ServiceRow[] {
+  const plans = new Map(planNames.map((p) => [p.toLowerCase(), p]));
+  const out: ServiceRow[] = [];
+  const seen = new Map<number, number>();
+  rows.forEach((raw, i) => {
+    const row = i + 1;
+    const r = checkRowShape(raw, row, SERVICE_FIELDS);
+    const serviceNumber = field(row, 'service_number', () => parsePositiveInt(r.service_number));
+    const earlier = seen.get(serviceNumber);
+    if (earlier !== undefined) throw new ImportRowError(row, 'service_number', `${serviceNumber} already appears in row ${earlier}`);
+    seen.set(serviceNumber, row);
+    const plan = field(row, 'plan', () => {
+      const name = plans.get(text(r.plan, 100).toLowerCase());
+      if (name === undefined) throw new InvalidValue(`must be a catalogue plan (${planNames.join(', ')}), got ${describe(r.plan)}`);
+      return name;
+    });
+    const status = field(row, 'status', () => oneOf(r.status, SERVICE_STATUSES));
+    const hostname = field(row, 'hostname', () => {
+      const h = text(r.hostname, 253);
+      if (!HOSTNAME_RE.test(h)) throw new InvalidValue(`must be a host name, got ${describe(r.hostname)}`);
+      return h.toLowerCase();
+    });
+    const username = field(row, 'username', () => text(r.username, 100));
+    const password = field(row, 'password', () => {
+      if (typeof r.password !== 'string') throw new InvalidValue('must be text');
+      if (r.password.length > 128) throw new InvalidValue('is longer than 128 characters');
+      return r.password; // kept exactly as given: spaces can be part of a password
+    });
+    const createdAt =
+      r.created_at === undefined
+        ? undefined
+        : field(row, 'created_at', () => {
+            const d = parseTimestamp(text(r.created_at, 40));
+            if (d.getTime() > Date.now() + 60_000) throw new InvalidValue('must not be in the future');
+            return d;
+          });
+    const customerEmail =
+      r.customer_email === undefined
+        ? undefined
+        : field(row, 'customer_email', () => {
+            const e = text(r.customer_email, 254);
+            if (!EMAIL_RE.test(e)) throw new InvalidValue(`must be an e-mail address, got ${describe(r.customer_email)}`);
+            return e;
+          });
+    const customerName = r.customer_name === undefined ? undefined : field(row, 'customer_name', () => text(r.customer_name, 200));
+    const billingCycle = r.billing_cycle === undefined ? 'monthly' : field(row, 'billing_cycle', () => oneOf(r.billing_cycle, BILLING_CYCLES));
+    out.push({ serviceNumber, plan, status, hostname, username, password, createdAt, customerEmail, customerName, billingCycle });
+  });
+  return out;
+}
+
+export interface ImportServicesOptions {
+  /** Encrypts the passwords (src/db/credentials.ts, the server's key). */
+  credentials: Credentials;
+}
+
+/**
+ * Imports services for a broker: all rows or none. Service numbers are unique across all
+ * brokers; one already taken rejects the file with that row's number. Passwords are stored
+ * encrypted; `customer_email` defaults to the broker's address.
+ */
+export async function importServices(
+  prisma: PrismaClient,
+  brokerSlug: string,
+  rows: readonly unknown[],
+  options: ImportServicesOptions,
+): Promise<ImportResult> {
+  const broker = await findBrokerBySlug(prisma, brokerSlug);
+  const plans = await prisma.plan.findMany({ orderBy: { tier: 'asc' }, select: { id: true, name: true } });
+  const services = validateServiceRows(
+    rows,
+    plans.map((p) => p.name),
+  );
+  if (services.length === 0) return { imported: 0 };
+  const planId = new Map(plans.map((p) => [p.name, p.id]));
+  const now = new Date();
+  const encrypted = services.map((s) => options.credentials.encrypt(s.password));
+  try {
+    await prisma.$transaction(async (tx) => {
+      for (let i = 0; i < services.length; i += CHUNK_SIZE) {
+        const c = services.slice(i, i + CHUNK_SIZE);
+        // updated_at is the import time: new to the API now, so a modified_since sync sees them.
+        await tx.$executeRaw`
+          INSERT INTO "services" ("service_number", "broker_id", "plan_id", "status", "hostname", "customer_email",
+            "customer_name", "billing_cycle", "username", "password_enc", "created_at", "updated_at")
+          SELECT t.service_number, ${broker.id}, t.plan_id, t.status::"service_status", t.hostname, t.customer_email,
+            t.customer_name, t.billing_cycle::"billing_cycle", t.username, t.password_enc, t.created_at, ${now}::timestamptz
+          FROM unnest(
+            ${c.map((x) => x.serviceNumber)}::int[],
+            ${c.map((x) => planId.get(x.plan)!)}::int[],
+            ${c.map((x) => x.status)}::text[],
+            ${c.map((x) => x.hostname)}::text[],
+            ${c.map((x) => x.customerEmail ?? broker.email)}::text[],
+            ${c.map((x) => x.customerName ?? null)}::text[],
+            ${c.map((x) => x.billingCycle)}::text[],
+            ${c.map((x) => x.username)}::text[],
+            ${encrypted.slice(i, i + CHUNK_SIZE)}::text[],
+            ${c.map((x) => (x.createdAt ?? now).toISOString())}::timestamptz[]
+          ) AS t(service_number, plan_id, status, hostname, customer_email, customer_name, billing_cycle, username,
+            password_enc, created_at)`;
+      }
+    }, TRANSACTION_OPTIONS);
+  } catch (e) {
+    if (!isUniqueViolation(e)) throw e;
+    const clash = await firstExisting(services.map((x) => x.serviceNumber), (chunk) =>
+      prisma.service.findFirst({ where: { serviceNumber: { in: chunk } }, select: { serviceNumber: true } }).then((x) => x?.serviceNumber),
+    );
+    const row = clash === undefined ? -1 : services.findIndex((x) => x.serviceNumber === clash) + 1;
+    if (row > 0) throw new ImportRowError(row, 'service_number', `service ${clash} already exists`);
+    throw new CliError('a service number in the file clashes with an existing service; nothing was imported');
+  }
+  return { imported: services.length };
+}

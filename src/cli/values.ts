@@ -1,0 +1,131 @@
+/**
+ * Parsers for the values the CLI accepts on the command line and in import files. Each returns
+ * the parsed value or throws `InvalidValue` with a reason short enough to follow a field name.
+ */
+import ipaddr from 'ipaddr.js';
+
+export class InvalidValue extends Error {
+  override readonly name = 'InvalidValue';
+}
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+// Date, optionally with a time (minutes, seconds and fractions optional) and an offset.
+const DATE_TIME_RE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+function realDate(y: number, m: number, d: number): boolean {
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
+/** `YYYY-MM-DD`, a real calendar date; midnight UTC (what a Prisma `@db.Date` field takes). */
+export function parseDateOnly(text: string): Date {
+  const m = DATE_RE.exec(text);
+  if (!m) throw new InvalidValue(`must be a date YYYY-MM-DD, got ${JSON.stringify(text)}`);
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1 || !realDate(y, mo, d)) throw new InvalidValue(`${JSON.stringify(text)} is not a real date`);
+  return new Date(Date.UTC(y, mo - 1, d));
+}
+
+/**
+ * An ISO 8601 date (`2026-12-31`, midnight UTC) or date-time (`2026-12-31T23:59:59Z`,
+ * `…+02:00`). A date-time without an offset is read as UTC, never as the machine's local time.
+ */
+export function parseTimestamp(text: string): Date {
+  const m = DATE_TIME_RE.exec(text.trim());
+  if (!m) throw new InvalidValue(`must be an ISO 8601 date or date-time, got ${JSON.stringify(text)}`);
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const [h, mi, s] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
+  if (y < 1 || !realDate(y, mo, d) || h > 23 || mi > 59 || s > 59) {
+    throw new InvalidValue(`${JSON.stringify(text)} is not a real date and time`);
+  }
+  const ms = Math.floor(Number(`0.${m[7] ?? '0'}`) * 1000);
+  let offsetMinutes = 0;
+  const zone = m[8];
+  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    const oh = Number(digits.slice(1, 3));
+    const om = Number(digits.slice(3, 5));
+    if (oh > 23 || om > 59) throw new InvalidValue(`${JSON.stringify(text)} has an invalid UTC offset`);
+    offsetMinutes = (digits.startsWith('-') ? -1 : 1) * (oh * 60 + om);
+  }
+  return new Date(Date.UTC(y, mo - 1, d, h, mi, s, ms) - offsetMinutes * 60_000);
+}
+
+const AMOUNT_RE = /^(\d{1,12})(?:\.(\d{1,2}))?$/;
+
+/**
+ * A money amount as the exact decimal string stored in `Decimal(14,2)`: at most 12 integer
+ * digits and 2 decimals, never negative. Strings are taken digit for digit. A JSON number has
+ * already been read as a double; its shortest round-trip form (`String(n)`) is the literal that
+ * was written whenever that literal has at most 15 significant digits, which every value that
+ * fits `Decimal(14,2)` has, so no float arithmetic ever touches the amount.
+ */
+export function parseAmount(value: unknown): string {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new InvalidValue('must be a decimal number');
+    text = String(value);
+  } else if (typeof value === 'string') {
+    text = value.trim();
+  } else {
+    throw new InvalidValue(`must be a decimal number, got ${describe(value)}`);
+  }
+  if (text.startsWith('-')) throw new InvalidValue(`must not be negative, got ${JSON.stringify(text)}`);
+  const m = AMOUNT_RE.exec(text);
+  if (!m) {
+    if (/^\d+\.\d{3,}$/.test(text)) throw new InvalidValue(`has more than 2 decimals: ${JSON.stringify(text)}`);
+    if (/^\d{13,}(\.\d*)?$/.test(text)) throw new InvalidValue(`is too large (at most 12 integer digits): ${JSON.stringify(text)}`);
+    throw new InvalidValue(`must be a decimal number with at most 2 decimals, got ${JSON.stringify(text)}`);
+  }
+  const integer = m[1]!.replace(/^0+(?=\d)/, '');
+  return m[2] === undefined ? integer : `${integer}.${m[2]}`;
+}
+
+/** A positive 32-bit integer (the `Int` columns), from a JSON number or a string of digits. */
+export function parsePositiveInt(value: unknown, max = 2_147_483_647): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new InvalidValue(`must be a whole number from 1 to ${max}, got ${describe(value)}`);
+  }
+  return n;
+}
+
+/** A short rendering of a value for an error message. */
+export function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  const text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * One IP whitelist entry: an address or a CIDR block, IPv4 or IPv6, in canonical form
+ * (`2001:db8::/32`, `10.0.0.0/8`; IPv4-mapped IPv6 as plain IPv4). IPv4 must be dotted four-part decimal: ipaddr.js would also
+ * take `10.1` or `0x0a000001`, which nobody means in an allow-list.
+ */
+export function parseIpEntry(raw: string): string {
+  const text = raw.trim();
+  const slash = text.indexOf('/');
+  const address = slash === -1 ? text : text.slice(0, slash);
+  const v4 = ipaddr.IPv4.isValidFourPartDecimal(address);
+  const v6 = !v4 && !address.includes('%') && ipaddr.IPv6.isValid(address);
+  if (!v4 && !v6) throw new InvalidValue(`${JSON.stringify(raw)} is not an IPv4 or IPv6 address or CIDR block`);
+  if (slash === -1) {
+    const parsed = ipaddr.parse(address);
+    // An IPv4-mapped address (`::ffff:10.0.0.1`) is stored as the IPv4 address it is.
+    return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
+      ? (parsed as ipaddr.IPv6).toIPv4Address().toString()
+      : parsed.toString();
+  }
+  const bitsText = text.slice(slash + 1);
+  const maxBits = v4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(bitsText) || Number(bitsText) > maxBits) {
+    throw new InvalidValue(`${JSON.stringify(raw)} has an invalid prefix length (0-${maxBits} for IPv${v4 ? 4 : 6})`);
+  }
+  const [addr, bits] = ipaddr.parseCIDR(`${address}/${Number(bitsText)}`);
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+    return `${(addr as ipaddr.IPv6).toIPv4Address().toString()}/${bits - 96}`;
+  }
+  return `${addr.toString()}/${bits}`;
+}

@@ -1,0 +1,70 @@
+import path from 'node:path';
+
+/** Every setting of the operating contract, read once from the environment. */
+export interface Config {
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  smtpUrl: string | undefined;
+  dataDir: string;
+  port: number;
+  host: string;
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** Express `trust proxy` value; `false` means the socket peer is the caller. */
+  trustProxy: boolean | number | string;
+  mailFrom: string;
+  logLevel: string;
+  credentialsKey: string | undefined;
+  /** How long a report request waits for its e-mail outcomes before answering. */
+  reportWaitMs: number;
+  /** Attempts per recipient for a transient SMTP failure, inside the wait budget. */
+  mailAttempts: number;
+  /** Validate every response against openapi.yaml (tests and development). */
+  validateResponses: boolean;
+}
+
+function optional(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  const text = optional(value);
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got "${text}"`);
+  }
+  return n;
+}
+
+/**
+ * `TRUST_PROXY` is handed to Express as its `trust proxy` setting: `true`/`false`, a hop count,
+ * or a comma-separated list of names (`loopback`) and CIDRs. Unset means off.
+ */
+export function parseTrustProxy(value: string | undefined): boolean | number | string {
+  const text = optional(value);
+  if (text === undefined || text === 'false') return false;
+  if (text === 'true') return true;
+  if (/^\d+$/.test(text)) return Number(text);
+  return text;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    databaseUrl: optional(env.DATABASE_URL),
+    redisUrl: optional(env.REDIS_URL),
+    smtpUrl: optional(env.SMTP_URL),
+    dataDir: path.resolve(optional(env.DATA_DIR) ?? './var'),
+    port: integer('PORT', env.PORT, 3000, 0, 65535),
+    host: optional(env.HOST) ?? '127.0.0.1',
+    tlsCertFile: optional(env.TLS_CERT_FILE),
+    tlsKeyFile: optional(env.TLS_KEY_FILE),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    mailFrom: optional(env.MAIL_FROM) ?? 'reports@localhost',
+    logLevel: optional(env.LOG_LEVEL) ?? 'info',
+    credentialsKey: optional(env.CREDENTIALS_KEY),
+    reportWaitMs: integer('REPORT_WAIT_MS', env.REPORT_WAIT_MS, 20_000, 100, 120_000),
+    mailAttempts: integer('MAIL_ATTEMPTS', env.MAIL_ATTEMPTS, 3, 1, 10),
+    validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
+  };
+}

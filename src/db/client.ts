@@ -1,0 +1,265 @@
+/**
+ * Opening the database: PGlite under `$DATA_DIR/db` by default, PostgreSQL when DATABASE_URL
+ * is set. Migrations are applied on open (src/db/migrate.ts, the one code path).
+ *
+ * PGlite allows ONE process per data directory. The process that opens it (the server) also
+ * serves it on a PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally
+ * `$DATA_DIR/.s.PGSQL.5432`), and other processes (the CLI, a separate worker) connect through
+ * that socket with node-postgres: `connectForCli()` picks the right way. A pid file
+ * (`$DATA_DIR/db.lock`) makes a second direct open fail loudly instead of corrupting data.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient } from '../../generated/prisma/client.ts';
+import { applyMigrations } from './migrate.ts';
+import { SOCKET_FILE, servePGliteSocket, socketAnswers, type PGliteSocketServerHandle } from './pglite-socket.ts';
+
+export { PrismaClient };
+
+/**
+ * PGlite is one session, so transactions (from this process and from socket clients) run one
+ * after another. Prisma's default 2 s wait to start an interactive transaction is too short
+ * under load for that; give it room.
+ */
+export const PGLITE_TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 20_000 } as const;
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/**
+ * PGlite's PostgreSQL settings beyond its defaults. Its memory is WASM linear memory, which never
+ * shrinks, and PostgreSQL touches all of `shared_buffers` at start: the default 128 MB made an idle
+ * server ~120 MB larger than 16 MB does (measured with bench/memory.ts). PGlite's data files sit
+ * in the OS page cache anyway, so a small buffer pool costs little (bench:report: the report's
+ * time did not change). `max_connections` sizes shared tables; PGlite is one session (the socket
+ * multiplexes its clients onto it), so 10 is plenty.
+ */
+export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_connections: '10' };
+
+function pgliteStartParams(): string[] {
+  const defaults = (PGlite as unknown as { defaultStartParams?: string[] }).defaultStartParams ?? [];
+  return [...defaults, ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
+}
+
+export interface Database {
+  prisma: PrismaClient;
+  /** What the data lives in. A CLI reaching PGlite through the server's socket is 'pglite'. */
+  kind: DatabaseKind;
+  /** 'direct': this process opened it; 'socket': through the server's PGlite socket. */
+  via: 'direct' | 'socket';
+  /** The PGlite instance when this process opened it. */
+  pglite?: PGlite;
+  /** The socket this process serves its PGlite on (server only). */
+  socket?: PGliteSocketServerHandle;
+  /** PostgreSQL URL, or the PGlite socket URL when via === 'socket'. */
+  databaseUrl?: string;
+  /** Migrations applied by this open (empty when already up to date or not migrated here). */
+  appliedMigrations: string[];
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** DATABASE_URL; when set, PostgreSQL through @prisma/adapter-pg. */
+  databaseUrl?: string | undefined;
+  /** $DATA_DIR (PGlite lives in `$DATA_DIR/db`, the socket and lock file beside it). */
+  dataDir: string;
+  /** Override the PGlite directory; `'memory://'` for an in-memory database (tests). */
+  pgliteDataDir?: string;
+  /**
+   * Start the PGlite from this `dumpDataDir()` tarball instead of an empty cluster (tests: a
+   * migrated template loads in ~0.5 s where a fresh initdb takes 2–5 s). Migrations still run.
+   */
+  pgliteTemplate?: Blob;
+  /** Serve PGlite on the unix socket. Default: true on disk, false in memory. */
+  serveSocket?: boolean;
+  /** Apply pending migrations on open (default true). */
+  migrate?: boolean;
+  /** node-postgres pool size for PostgreSQL (default 10). */
+  poolMax?: number;
+  /** Schema engine log lines. */
+  log?: (message: string) => void;
+}
+
+/** Directory holding the socket for `dataDir` (a short path under /tmp if `dataDir` is too long for a unix socket). */
+export function socketDirFor(dataDir: string): string {
+  const abs = path.resolve(dataDir);
+  if (Buffer.byteLength(path.join(abs, SOCKET_FILE)) <= 100) return abs;
+  const hash = createHash('sha256').update(abs).digest('hex').slice(0, 16);
+  return path.join(os.tmpdir(), `capi-${hash}`);
+}
+
+/** node-postgres / Prisma URL that reaches the PGlite served for `dataDir`. */
+export function pgliteSocketUrl(dataDir: string): string {
+  return `postgresql://postgres@localhost:5432/postgres?host=${encodeURIComponent(socketDirFor(dataDir))}`;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
+  return openPGlite(options);
+}
+
+async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): Promise<Database> {
+  const appliedMigrations =
+    options.migrate === false
+      ? []
+      : await applyMigrations({ kind: 'postgres', connectionString: databaseUrl }, { log: options.log });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolMax ?? 10 });
+  pool.on('error', () => {}); // an idle client dropped by the server; the next query reconnects
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    prisma,
+    kind: 'postgres',
+    via: 'direct',
+    databaseUrl,
+    appliedMigrations,
+    close: once(async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    }),
+  };
+}
+
+async function openPGlite(options: OpenDatabaseOptions): Promise<Database> {
+  const dataDir = path.resolve(options.dataDir);
+  const dir = options.pgliteDataDir ?? path.join(dataDir, 'db');
+  const inMemory = dir.startsWith('memory://');
+  let unlock = () => {};
+  if (!inMemory) {
+    mkdirSync(dataDir, { recursive: true });
+    unlock = lockDataDir(path.join(dataDir, 'db.lock'), dir);
+  }
+  let pglite: PGlite | undefined;
+  let socket: PGliteSocketServerHandle | undefined;
+  try {
+    pglite = await PGlite.create({
+      dataDir: dir,
+      ...(options.pgliteTemplate ? { loadDataDir: options.pgliteTemplate } : {}),
+      startParams: pgliteStartParams(),
+    });
+    const appliedMigrations =
+      options.migrate === false ? [] : await applyMigrations({ kind: 'pglite', pglite }, { log: options.log });
+    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), transactionOptions: PGLITE_TRANSACTION_OPTIONS });
+    if (options.serveSocket ?? !inMemory) {
+      const socketDir = socketDirFor(dataDir);
+      mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+      socket = await servePGliteSocket(pglite, socketDir);
+    }
+    const db = pglite;
+    const served = socket;
+    return {
+      prisma,
+      kind: 'pglite',
+      via: 'direct',
+      pglite: db,
+      ...(served ? { socket: served } : {}),
+      appliedMigrations,
+      close: once(async () => {
+        try {
+          await served?.stop();
+          await prisma.$disconnect();
+          await db.close();
+        } finally {
+          unlock();
+        }
+      }),
+    };
+  } catch (e) {
+    await socket?.stop().catch(() => {});
+    await pglite?.close().catch(() => {});
+    unlock();
+    throw e;
+  }
+}
+
+/**
+ * For the admin CLI (and a worker run apart from the API on the embedded default):
+ * DATABASE_URL if set; else the running server's PGlite socket if it answers; else open the
+ * PGlite directory itself (no socket served; the server refuses to start until it is closed).
+ */
+export async function connectForCli(options: {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  log?: (message: string) => void;
+}): Promise<Database> {
+  if (options.databaseUrl) return openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, poolMax: 2 });
+  const socketDir = socketDirFor(options.dataDir);
+  if (await socketAnswers(path.join(socketDir, SOCKET_FILE))) {
+    // The server applied the migrations when it opened the database.
+    const pool = new pg.Pool({ host: socketDir, port: 5432, user: 'postgres', database: 'postgres', max: 2 });
+    pool.on('error', () => {});
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: PGLITE_TRANSACTION_OPTIONS });
+    return {
+      prisma,
+      kind: 'pglite',
+      via: 'socket',
+      databaseUrl: pgliteSocketUrl(options.dataDir),
+      appliedMigrations: [],
+      close: once(async () => {
+        await prisma.$disconnect();
+        await pool.end();
+      }),
+    };
+  }
+  return openDatabase({ dataDir: options.dataDir, serveSocket: false, log: options.log });
+}
+
+/** A pid file guarding the PGlite directory against a second process opening it. */
+function lockDataDir(lockFile: string, dir: string): () => void {
+  const mine = `${process.pid}\n`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, mine, { flag: 'wx', mode: 0o600 });
+      return () => {
+        try {
+          if (readFileSync(lockFile, 'utf8') === mine) unlinkSync(lockFile);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const pid = Number.parseInt(readFileSync(lockFile, 'utf8'), 10);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processIsAlive(pid)) {
+        throw new Error(
+          `the embedded database ${dir} is in use by process ${pid} (PGlite allows one process; ` +
+            `connect through its socket, or stop it; remove ${lockFile} if that process is not ours)`,
+        );
+      }
+      if (pid === process.pid) {
+        throw new Error(`the embedded database ${dir} is already open in this process`);
+      }
+      unlinkSync(lockFile); // stale: its process is gone
+    }
+  }
+  throw new Error(`could not lock ${lockFile}`);
+}
+
+/** Whether a process with this pid exists (EPERM: it exists but is not ours). */
+export function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Runs one statement on a fresh connection (CREATE/DROP DATABASE cannot run in a pool's transaction). */
+export async function runAdminSql(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let p: Promise<void> | undefined;
+  return () => (p ??= fn());
+}

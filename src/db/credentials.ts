@@ -1,0 +1,115 @@
+/**
+ * Service passwords are stored encrypted at rest with AES-256-GCM.
+ *
+ * Stored form: `v1:<iv>:<tag>:<ciphertext>`, each part base64 (12-byte random IV, 16-byte tag).
+ * The key comes from `CREDENTIALS_KEY` (64 hex characters, or base64 of exactly 32 bytes);
+ * when it is unset, a key is generated once into `$DATA_DIR/credentials.key` (mode 0600) and
+ * reused on every later start. Losing that file makes stored passwords unreadable: back it up
+ * with the database, or set CREDENTIALS_KEY in production.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+const VERSION = 'v1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+export const KEY_FILE_NAME = 'credentials.key';
+
+export class CredentialsKeyError extends Error {
+  override name = 'CredentialsKeyError';
+}
+
+export class CredentialsDecryptError extends Error {
+  override name = 'CredentialsDecryptError';
+}
+
+/** Parses a 32-byte key written as 64 hex characters or as base64; throws on anything else. */
+export function parseCredentialsKey(text: string, source = 'CREDENTIALS_KEY'): Buffer {
+  const value = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(value)) return Buffer.from(value, 'hex');
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) {
+    const bytes = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (bytes.length === 32) return bytes;
+  }
+  throw new CredentialsKeyError(
+    `${source} must be 32 bytes written as 64 hex characters or as base64 (e.g. \`openssl rand -hex 32\`)`,
+  );
+}
+
+export interface LoadKeyOptions {
+  /** Value of CREDENTIALS_KEY (undefined or blank: use the key file). */
+  envKey?: string | undefined;
+  /** $DATA_DIR; the key file lives at `$DATA_DIR/credentials.key`. */
+  dataDir: string;
+}
+
+/**
+ * Returns the 32-byte key: from CREDENTIALS_KEY if set, else from `$DATA_DIR/credentials.key`,
+ * generating that file (mode 0600) the first time.
+ */
+export async function loadCredentialsKey({ envKey, dataDir }: LoadKeyOptions): Promise<Buffer> {
+  if (envKey !== undefined && envKey.trim() !== '') return parseCredentialsKey(envKey);
+  const file = path.join(dataDir, KEY_FILE_NAME);
+  try {
+    return parseCredentialsKey(await readFile(file, 'utf8'), file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  await mkdir(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  try {
+    // 'wx': never overwrite a key another process wrote a moment ago.
+    await writeFile(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    await chmod(file, 0o600); // the umask may have narrowed, never widened, but be explicit
+    return key;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+      return parseCredentialsKey(await readFile(file, 'utf8'), file);
+    }
+    throw e;
+  }
+}
+
+export interface Credentials {
+  encrypt(plaintext: string): string;
+  decrypt(stored: string): string;
+}
+
+/** Encrypt/decrypt with a given 32-byte key. */
+export function createCredentials(key: Buffer): Credentials {
+  if (key.length !== 32) throw new CredentialsKeyError('credentials key must be 32 bytes');
+  return {
+    encrypt(plaintext: string): string {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      const tag = cipher.getAuthTag();
+      return [VERSION, iv.toString('base64'), tag.toString('base64'), data.toString('base64')].join(':');
+    },
+    decrypt(stored: string): string {
+      const parts = stored.split(':');
+      if (parts.length !== 4 || parts[0] !== VERSION) {
+        throw new CredentialsDecryptError('stored credential is not in the v1 format');
+      }
+      const iv = Buffer.from(parts[1]!, 'base64');
+      const tag = Buffer.from(parts[2]!, 'base64');
+      const data = Buffer.from(parts[3]!, 'base64');
+      if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) {
+        throw new CredentialsDecryptError('stored credential is malformed');
+      }
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
+        decipher.setAuthTag(tag);
+        return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');
+      } catch {
+        throw new CredentialsDecryptError('stored credential could not be decrypted (wrong key or tampered)');
+      }
+    },
+  };
+}
+
+/** Convenience: load the key (env or key file) and return encrypt/decrypt bound to it. */
+export async function openCredentials(options: LoadKeyOptions): Promise<Credentials> {
+  return createCredentials(await loadCredentialsKey(options));
+}

@@ -1,0 +1,126 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const OPENAPI_PATH = path.join(ROOT_DIR, 'openapi.yaml');
+
+const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'] as const;
+
+/** A path or query parameter whose value the validator coerces from text. */
+export interface ScalarParameter {
+  name: string;
+  in: 'path' | 'query';
+  type: 'integer' | 'number' | 'boolean';
+}
+
+export interface OperationInfo {
+  operationId: string;
+  method: string;
+  /** The path as written in openapi.yaml, e.g. `/api/v1/services/{service_number}`. */
+  pathTemplate: string;
+  /** The same path as an Express route, e.g. `/api/v1/services/:service_number`. */
+  expressPath: string;
+  /**
+   * The scopes that admit a key, from the operation's `security` requirements. Empty means any
+   * valid key is enough (an operation that lists every scope, or an empty requirement).
+   */
+  scopes: string[];
+  matcher: RegExp;
+  /** Names of the path parameters, in the order of the matcher's groups. */
+  pathParameters: string[];
+  /** Path and query parameters typed integer, number or boolean. */
+  scalarParameters: ScalarParameter[];
+}
+
+export interface Contract {
+  /** openapi.yaml as text (served at /openapi.yaml) and as a parsed document. */
+  yaml: string;
+  document: Record<string, unknown>;
+  operations: OperationInfo[];
+  byId: Map<string, OperationInfo>;
+  /** The operation a method and path reach, or `undefined` (an unknown path or method is a 404). */
+  match(method: string, urlPath: string): OperationInfo | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+function scopesOf(operation: Json, document: Json): string[] {
+  const security = (operation.security ?? document.security ?? []) as Array<Record<string, string[]>>;
+  const scopes = new Set<string>();
+  for (const requirement of security) {
+    const entries = Object.values(requirement);
+    // An empty requirement (`{}`) or a scheme with no scopes admits any authenticated key.
+    if (entries.length === 0 || entries.some((list) => list.length === 0)) return [];
+    for (const list of entries) for (const scope of list) scopes.add(scope);
+  }
+  return [...scopes];
+}
+
+function resolve(node: unknown, document: Json): Json {
+  let current = node as Json;
+  for (let depth = 0; depth < 10 && typeof current?.$ref === 'string'; depth++) {
+    current = (current.$ref as string)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((n, key) => (n as Json | undefined)?.[key], document) as Json;
+  }
+  return current ?? {};
+}
+
+function scalarParametersOf(item: Json, operation: Json, document: Json): ScalarParameter[] {
+  const list = [...((item.parameters ?? []) as unknown[]), ...((operation.parameters ?? []) as unknown[])];
+  const result: ScalarParameter[] = [];
+  for (const raw of list) {
+    const parameter = resolve(raw, document);
+    const type = resolve(parameter.schema, document).type;
+    if ((parameter.in === 'path' || parameter.in === 'query') && (type === 'integer' || type === 'number' || type === 'boolean')) {
+      result.push({ name: String(parameter.name), in: parameter.in, type });
+    }
+  }
+  return result;
+}
+
+let cached: Contract | undefined;
+
+/** openapi.yaml, read and indexed once per process: the single source of routes and scopes. */
+export function loadContract(file = OPENAPI_PATH): Contract {
+  if (cached && file === OPENAPI_PATH) return cached;
+  const yaml = readFileSync(file, 'utf8');
+  const document = parse(yaml) as Json;
+  const operations: OperationInfo[] = [];
+  for (const [pathTemplate, item] of Object.entries((document.paths ?? {}) as Record<string, Json>)) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method] as Json | undefined;
+      if (!operation) continue;
+      const pattern = pathTemplate
+        .split(/(\{[^}]+\})/)
+        .map((part) => (part.startsWith('{') ? '([^/]+)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('');
+      operations.push({
+        operationId: String(operation.operationId),
+        method: method.toUpperCase(),
+        pathTemplate,
+        expressPath: pathTemplate.replace(/\{([^}]+)\}/g, ':$1'),
+        scopes: scopesOf(operation, document),
+        matcher: new RegExp(`^${pattern}/?$`),
+        pathParameters: [...pathTemplate.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
+        scalarParameters: scalarParametersOf(item, operation, document),
+      });
+    }
+  }
+  const byId = new Map(operations.map((op) => [op.operationId, op]));
+  const contract: Contract = {
+    yaml,
+    document,
+    operations,
+    byId,
+    match(method, urlPath) {
+      const upper = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
+      return operations.find((op) => op.method === upper && op.matcher.test(urlPath));
+    },
+  };
+  if (file === OPENAPI_PATH) cached = contract;
+  return contract;
+}

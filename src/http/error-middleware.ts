@@ -1,0 +1,53 @@
+import type { ErrorRequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { Contract } from './contract.ts';
+import { ApiError } from './errors.ts';
+import { isValidatorError, mapValidatorError } from './validation.ts';
+
+interface BodyParserError {
+  type: string;
+  status?: number;
+}
+
+const isBodyParserError = (err: unknown): err is BodyParserError =>
+  typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string' &&
+  typeof (err as { status?: unknown }).status === 'number';
+
+function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contract: Contract, operationId?: string): ApiError {
+  if (err instanceof ApiError) return err;
+  if (isBodyParserError(err)) {
+    switch (err.type) {
+      case 'entity.parse.failed':
+        return new ApiError('invalid_request', 'Invalid JSON in request body');
+      case 'entity.too.large':
+        return new ApiError('invalid_request', 'Request body is larger than 1 MiB');
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return new ApiError('invalid_request', 'Request body must be UTF-8 encoded JSON');
+      case 'request.aborted':
+      case 'request.size.invalid':
+        return new ApiError('invalid_request', 'Request body was incomplete');
+      default:
+        if ((err.status ?? 500) < 500) return new ApiError('invalid_request', 'The request body could not be read');
+    }
+  }
+  if (isValidatorError(err)) return mapValidatorError(err, req, contract, operationId);
+  return new ApiError('server_error', 'An internal error occurred; the request may be retried after a delay');
+}
+
+/** The one place where anything thrown becomes the spec's envelope. No stack ever leaves. */
+export function errorMiddleware(contract: Contract, logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const operationId = (res.locals.operation as { operationId?: string } | undefined)?.operationId;
+    const apiError = toApiError(err, req, contract, operationId);
+    if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
+      logger.error({ err, requestId: res.locals.requestId, operationId }, 'request failed');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+    res.status(apiError.status).json(apiError.toBody());
+  };
+}

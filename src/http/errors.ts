@@ -1,0 +1,56 @@
+/** The error codes of the spec and the operating contract, and the HTTP status each one leaves with. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  missing_parameter: 400,
+  invalid_parameter: 400,
+  too_many_recipients: 400,
+  no_data: 400,
+  authentication_failed: 401,
+  insufficient_permissions: 403,
+  not_found: 404,
+  conflict: 409,
+  rate_limit_exceeded: 429,
+  server_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export type ErrorDetails = Record<string, unknown>;
+
+/**
+ * The one error type of the service. Anything thrown that is not an ApiError becomes a
+ * `500 server_error` in the error middleware, so internals never reach a client.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails | undefined;
+  /** Extra response headers (e.g. `Retry-After` on a 429). */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details?: ErrorDetails, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = details;
+    this.headers = headers;
+  }
+
+  toBody(): { success: false; error: { code: ErrorCode; message: string; details?: ErrorDetails } } {
+    return {
+      success: false,
+      error: this.details === undefined
+        ? { code: this.code, message: this.message }
+        : { code: this.code, message: this.message, details: this.details },
+    };
+  }
+}
+
+export const notFound = (message = 'Resource not found', details?: ErrorDetails) =>
+  new ApiError('not_found', message, details);
+
+export const conflict = (message: string, currentStatus: string) =>
+  new ApiError('conflict', message, { current_status: currentStatus });
+
+export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
+  new ApiError('server_error', message);

@@ -1,0 +1,71 @@
+import type { RequestHandler } from 'express';
+import type { OperationInfo } from './contract.ts';
+import { ApiError } from './errors.ts';
+
+/**
+ * Input rules that JSON Schema validation misses, applied before the validator:
+ * - a path or query number is written in plain decimal digits and fits a safe integer: the
+ *   validator coerces with Number(), so `Infinity`, `1e309`, `0x1F` or ` 1` would pass as integers;
+ * - a boolean is exactly `true` or `false`;
+ * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column.
+ */
+export const inputHygiene: RequestHandler = (req, res, next) => {
+  const op = res.locals.operation as OperationInfo | undefined;
+  if (!op) return next();
+  const invalid = (field: string, location: string, rule: string, reason: string) =>
+    new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
+
+  const pathValues = new Map<string, string>();
+  const match = op.matcher.exec(req.baseUrl + req.path);
+  op.pathParameters.forEach((name, i) => {
+    const raw = match?.[i + 1];
+    if (raw === undefined) return;
+    try {
+      pathValues.set(name, decodeURIComponent(raw));
+    } catch {
+      pathValues.set(name, raw);
+    }
+  });
+
+  for (const parameter of op.scalarParameters) {
+    const value = parameter.in === 'path' ? pathValues.get(parameter.name) : req.query[parameter.name];
+    if (typeof value !== 'string') continue; // absent, or an array/object the validator refuses
+    if (parameter.type === 'boolean') {
+      if (value !== 'true' && value !== 'false') return next(invalid(parameter.name, parameter.in, 'type', 'must be true or false'));
+      continue;
+    }
+    const ok = parameter.type === 'integer'
+      ? /^-?\d{1,16}$/.test(value) && Number.isSafeInteger(Number(value))
+      : /^-?\d{1,16}(\.\d{1,16})?$/.test(value);
+    if (!ok) {
+      return next(invalid(parameter.name, parameter.in, 'type', `must be ${parameter.type === 'integer' ? 'an integer' : 'a number'} written in decimal digits`));
+    }
+  }
+
+  const nul = findNul(req.query, 'query') ?? findNul(req.body, 'body') ?? [...pathValues].find(([, v]) => v.includes('\u0000'))?.[0];
+  if (nul !== undefined) {
+    const [location, field] = nul.includes(':') ? nul.split(/:(.*)/s) as [string, string] : ['path', nul];
+    return next(invalid(field, location, 'characters', 'must not contain the NUL character (U+0000)'));
+  }
+  next();
+};
+
+/** The first `location:field` whose key or text holds U+0000 (iterative: bodies may nest deeply). */
+function findNul(root: unknown, location: string): string | undefined {
+  const stack: Array<[unknown, string]> = [[root, '']];
+  while (stack.length > 0) {
+    const [value, at] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return `${location}:${at}`;
+    } else if (Array.isArray(value)) {
+      value.forEach((item, i) => stack.push([item, `${at}[${i}]`]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        const field = at === '' ? key : `${at}.${key}`;
+        if (key.includes('\u0000')) return `${location}:${field}`;
+        stack.push([item, field]);
+      }
+    }
+  }
+  return undefined;
+}

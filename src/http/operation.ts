@@ -1,0 +1,93 @@
+import type { NextFunction, Request, Response, Router } from 'express';
+import type { operations } from '../../generated/api.ts';
+import type { AuthContext } from './auth-context.ts';
+import type { Contract } from './contract.ts';
+import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
+
+/** Types of each operation, straight from openapi.yaml through `generated/api.ts`. */
+export type OperationId = keyof operations;
+type Op<O extends OperationId> = operations[O];
+type JsonContent<T> = T extends { content: { 'application/json': infer J } } ? J : never;
+
+export type RequestBody<O extends OperationId> = Op<O> extends { requestBody: infer B }
+  ? JsonContent<B>
+  : Op<O> extends { requestBody?: infer B }
+    ? JsonContent<NonNullable<B>> | undefined
+    : undefined;
+export type QueryOf<O extends OperationId> = Op<O>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+export type PathOf<O extends OperationId> = Op<O>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
+
+type Responses<O extends OperationId> = Op<O>['responses'];
+export type SuccessStatus<O extends OperationId> = Extract<keyof Responses<O>, 200 | 202>;
+export type ResponseBody<O extends OperationId, S extends SuccessStatus<O>> = JsonContent<Responses<O>[S]>;
+export type DataOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseBody<O, S> extends { data: infer D }
+  ? D
+  : never;
+type PaginationOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseBody<O, S> extends { pagination?: infer P }
+  ? P
+  : never;
+
+/** What a handler answers: a success status of its operation with that status's `data`. */
+export type Reply<O extends OperationId> = {
+  [S in SuccessStatus<O>]: { status: S; data: DataOf<O, S>; pagination?: PaginationOf<O, S> };
+}[SuccessStatus<O>];
+
+export interface OperationContext<O extends OperationId> {
+  req: Request;
+  res: Response;
+  body: RequestBody<O>;
+  query: QueryOf<O>;
+  params: PathOf<O>;
+  auth: AuthContext;
+  /** The sandbox test scenario (`success` for live keys). */
+  scenario: TestScenario;
+  requestId: string;
+}
+
+export interface OperationHandler<O extends OperationId, Input> {
+  /**
+   * The operation's own input rules beyond the schema (e.g. recipients normalisation). Runs after
+   * the schema validator and before any sandbox test scenario, so validation always comes first.
+   */
+  validate?: (ctx: OperationContext<O>) => Input | Promise<Input>;
+  handle: (ctx: OperationContext<O>, input: Input) => Promise<Reply<O>>;
+}
+
+/**
+ * Mounts one operation of openapi.yaml on the router, at the method and path the contract gives
+ * for its operationId, so a route can never be registered off-contract.
+ */
+export function operation<O extends OperationId, Input = undefined>(
+  router: Router,
+  contract: Contract,
+  operationId: O,
+  handler: OperationHandler<O, Input>,
+): void {
+  const info = contract.byId.get(operationId);
+  if (!info) throw new Error(`openapi.yaml has no operation ${operationId}`);
+  const method = info.method.toLowerCase() as 'get' | 'post';
+  router[method](info.expressPath, async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const auth = res.locals.auth as AuthContext | undefined;
+      if (!auth) throw new Error(`operation ${operationId} reached without authentication`);
+      const ctx: OperationContext<O> = {
+        req,
+        res,
+        body: req.body as RequestBody<O>,
+        query: req.query as QueryOf<O>,
+        params: req.params as PathOf<O>,
+        auth,
+        scenario: scenarioOf(req, auth),
+        requestId: String(res.locals.requestId),
+      };
+      const input = handler.validate ? await handler.validate(ctx) : (undefined as Input);
+      throwScenarioError(ctx.scenario);
+      const reply = await handler.handle(ctx, input);
+      const body: Record<string, unknown> = { success: true, data: reply.data };
+      if (reply.pagination !== undefined) body.pagination = reply.pagination;
+      res.status(reply.status as number).json(body);
+    } catch (err) {
+      next(err);
+    }
+  });
+}

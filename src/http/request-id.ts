@@ -1,0 +1,22 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestHandler } from 'express';
+
+/** A client's own id is kept only if it is short and plain, so it is safe in headers and logs. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Something shaped like an API key is never echoed or logged, even as a request id. */
+const LOOKS_LIKE_KEY = /sk_(live|test)_/i;
+
+export function requestIdOf(header: string | string[] | undefined): string {
+  const given = Array.isArray(header) ? header[0] : header;
+  return given !== undefined && SANE_REQUEST_ID.test(given) && !LOOKS_LIKE_KEY.test(given)
+    ? given
+    : `req_${randomUUID().replace(/-/g, '')}`;
+}
+
+export const requestId: RequestHandler = (req, res, next) => {
+  const id = requestIdOf(req.headers['x-request-id']);
+  res.locals.requestId = id;
+  res.setHeader('X-Request-Id', id);
+  next();
+};

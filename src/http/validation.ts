@@ -1,0 +1,173 @@
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Request, RequestHandler } from 'express';
+import type { Contract } from './contract.ts';
+import { ApiError, type ErrorDetails } from './errors.ts';
+import { contractFormats } from './formats.ts';
+
+interface ValidatorErrorItem {
+  path: string;
+  message: string;
+  errorCode?: string;
+}
+
+interface ValidatorError {
+  status: number;
+  message: string;
+  errors?: ValidatorErrorItem[];
+}
+
+export function isValidatorError(err: unknown): err is ValidatorError {
+  return (
+    typeof err === 'object' && err !== null && 'status' in err && 'errors' in err &&
+    Array.isArray((err as { errors: unknown }).errors)
+  );
+}
+
+/**
+ * Extra `details` an operation attaches to every `invalid_parameter` about one field
+ * (the invoices report adds `max_recipients: 10` to any recipients error). Keyed by operationId.
+ */
+const fieldDetails = new Map<string, Map<string, ErrorDetails>>();
+
+export function registerFieldDetails(operationId: string, field: string, details: ErrorDetails): void {
+  const forOperation = fieldDetails.get(operationId) ?? new Map<string, ErrorDetails>();
+  forOperation.set(field, details);
+  fieldDetails.set(operationId, forOperation);
+}
+
+export function extraDetailsFor(operationId: string | undefined, field: string): ErrorDetails {
+  if (!operationId) return {};
+  const root = field.split(/[.[]/)[0] ?? field;
+  return fieldDetails.get(operationId)?.get(root) ?? {};
+}
+
+export function createValidator(contract: Contract, validateResponses: boolean): RequestHandler[] {
+  return OpenApiValidator.middleware({
+    // A structured clone: the validator resolves $refs in place and must not touch the cached copy.
+    apiSpec: structuredClone(contract.document) as never,
+    validateRequests: { allErrors: true, coerceTypes: false },
+    validateResponses: validateResponses ? { allErrors: true } : false,
+    // Authentication, IP whitelist, rate limit and scopes come first (operating contract order of
+    // checks) and are done by the gate; the validator's own security handling has known bugs.
+    validateSecurity: false,
+    validateFormats: true,
+    ajvFormats: { mode: 'full' },
+    formats: contractFormats,
+    // Unknown /api paths are answered 404 by the gate before the validator is reached.
+    ignoreUndocumented: true,
+    ignorePaths: (p: string) => !p.startsWith('/api/'),
+  }) as unknown as RequestHandler[];
+}
+
+const LOCATIONS = ['body', 'query', 'path', 'params', 'headers'] as const;
+
+interface FieldError {
+  location: string;
+  field: string;
+  rule: string;
+  message: string;
+}
+
+function parseItem(item: ValidatorErrorItem): FieldError {
+  const segments = item.path.replace(/^\./, '').split(/[/.]/).filter((s) => s !== '');
+  let location = 'body';
+  if (segments.length > 0 && (LOCATIONS as readonly string[]).includes(segments[0]!)) {
+    location = segments.shift()!;
+  }
+  if (location === 'params') location = 'path';
+  const field = segments.map((s) => (/^\d+$/.test(s) ? `[${s}]` : s)).join('.').replace(/\.\[/g, '[');
+  // The validator names a wrong primitive type `x-eov-type`; clients see the JSON Schema word.
+  const rule = (item.errorCode ?? 'invalid')
+    .replace(/\.openapi\.(validation|requestValidation)$/, '')
+    .replace(/^x-eov-/, '');
+  return { location, field, rule, message: item.message };
+}
+
+function valueAt(req: Request, location: string, field: string): unknown {
+  const source: unknown =
+    location === 'body' ? req.body :
+    location === 'query' ? req.query :
+    location === 'path' ? req.params :
+    location === 'headers' ? req.headers : undefined;
+  let value: unknown = source;
+  for (const key of field.split(/\.|\[|\]/).filter((s) => s !== '')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+function requiredFields(contract: Contract, operationId: string | undefined): string[] {
+  if (!operationId) return [];
+  const op = contract.byId.get(operationId);
+  if (!op) return [];
+  const operation = ((contract.document.paths as Record<string, Record<string, unknown>>)[op.pathTemplate]?.[
+    op.method.toLowerCase()
+  ] ?? {}) as { requestBody?: { content?: Record<string, { schema?: unknown }> } };
+  let schema = operation.requestBody?.content?.['application/json']?.schema as Record<string, unknown> | undefined;
+  const ref = schema?.$ref;
+  if (typeof ref === 'string') {
+    schema = ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], contract.document) as
+      | Record<string, unknown>
+      | undefined;
+  }
+  return Array.isArray(schema?.required) ? (schema.required as string[]) : [];
+}
+
+/**
+ * Turns the validator's report into the spec's codes. A required field that is missing, null or an
+ * empty string is `missing_parameter` (the spec treats an empty date as missing); any other rule
+ * broken is `invalid_parameter`, naming the field and the rule.
+ */
+export function mapValidatorError(err: ValidatorError, req: Request, contract: Contract, operationId?: string): ApiError {
+  if (err.status === 415) {
+    return new ApiError('invalid_request', 'Content-Type must be application/json for a request with a body');
+  }
+  if (err.status === 413) return new ApiError('invalid_request', 'Request body is larger than 1 MiB');
+  if (err.status === 404 || err.status === 405) return new ApiError('not_found', 'No such endpoint');
+  if (err.status >= 500) {
+    // A response that drifted from the contract: a bug of ours, never the client's fault.
+    return new ApiError('server_error', 'The response did not match the API contract', undefined);
+  }
+  const items = (err.errors ?? []).map(parseItem);
+  if (items.some((i) => i.location === 'body' && i.field === '' && i.rule !== 'required')) {
+    return new ApiError('invalid_request', 'Request body must be a JSON object');
+  }
+  const missing: FieldError[] = [];
+  const invalid: FieldError[] = [];
+  for (const item of items) {
+    const value = item.field === '' ? undefined : valueAt(req, item.location, item.field);
+    // Only a field itself can be missing: a null or blank item inside an array is invalid.
+    const topLevel = item.field !== '' && !/[.[]/.test(item.field);
+    const isMissing =
+      item.rule === 'required' ||
+      (topLevel && value === null) ||
+      (topLevel && item.location === 'body' && typeof value === 'string' && value.trim() === '');
+    (isMissing ? missing : invalid).push(item);
+  }
+  if (missing.length > 0) {
+    const names = [...new Set(missing.map((m) => m.field || 'body'))];
+    const bodyRequired = requiredFields(contract, operationId);
+    const required = missing.every((m) => m.location === 'body') ? [...new Set([...bodyRequired, ...names])] : names;
+    return new ApiError('missing_parameter', `Missing required parameter${names.length > 1 ? 's' : ''}: ${names.join(', ')}`, {
+      required,
+      missing: names,
+    });
+  }
+  const first = invalid[0];
+  if (!first) return new ApiError('invalid_request', err.message || 'Invalid request');
+  const details: ErrorDetails = {
+    field: first.field,
+    location: first.location,
+    rule: first.rule,
+    reason: first.message,
+    ...extraDetailsFor(operationId, first.field),
+  };
+  if (invalid.length > 1) {
+    details.errors = invalid.map(({ field, location, rule, message }) => ({ field, location, rule, reason: message }));
+  }
+  return new ApiError('invalid_parameter', `Invalid parameter ${first.field}: ${first.message}`, details);
+}

@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createTransport } from 'nodemailer';
+import type { Config } from '../config.ts';
+import type { MailMessage } from './types.ts';
+
+export interface SentMail {
+  messageId: string;
+  /** The server's answer (SMTP) or the outbox file written. */
+  response: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<SentMail>;
+  close(): void;
+  /** `smtp://host:port` (never the credentials) or the outbox directory. */
+  describe: string;
+}
+
+/** Bounds per SMTP conversation, so a silent server cannot eat a report's whole wait budget. */
+function smtpTimeouts(config: Config): { connectionTimeout: number; greetingTimeout: number; socketTimeout: number } {
+  const slice = Math.max(1000, Math.floor(config.reportWaitMs / (config.mailAttempts + 1)));
+  return { connectionTimeout: Math.min(slice, 10_000), greetingTimeout: Math.min(slice, 10_000), socketTimeout: Math.min(slice * 2, 60_000) };
+}
+
+function describeSmtp(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}`;
+  } catch {
+    return 'smtp';
+  }
+}
+
+/**
+ * Mail goes to `SMTP_URL` through nodemailer's SMTP transport, or, when it is unset, each message
+ * is written as an `.eml` file under `$DATA_DIR/outbox/` (counts as sent). Attachments are streamed
+ * from their file path, never held in memory.
+ */
+export function createMailer(config: Config): Mailer {
+  const from = config.mailFrom;
+  if (config.smtpUrl) {
+    const transport = createTransport({ url: config.smtpUrl, ...smtpTimeouts(config) });
+    return {
+      describe: describeSmtp(config.smtpUrl),
+      async send(message) {
+        const info = await transport.sendMail({ from, ...message });
+        return { messageId: info.messageId, response: info.response };
+      },
+      close: () => transport.close(),
+    };
+  }
+  const outbox = path.join(config.dataDir, 'outbox');
+  const transport = createTransport({ streamTransport: true, newline: 'windows' });
+  return {
+    describe: outbox,
+    async send(message) {
+      await mkdir(outbox, { recursive: true });
+      const info = await transport.sendMail({ from, ...message });
+      const base = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 8)}`;
+      const partial = path.join(outbox, `.${base}.eml.partial`);
+      const final = path.join(outbox, `${base}.eml`);
+      try {
+        await pipeline(info.message as Readable, createWriteStream(partial));
+        await rename(partial, final);
+      } catch (err) {
+        await rm(partial, { force: true });
+        throw err;
+      }
+      return { messageId: info.messageId, response: `written to ${final}` };
+    },
+    close: () => transport.close(),
+  };
+}
+
+interface MailErrorLike {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  message?: string;
+}
+
+/**
+ * Whether a send failure may succeed later: SMTP 4xx replies and connection-level failures
+ * (refused, reset, timed out, DNS) are transient; a 5xx reply (a rejected recipient, a refused
+ * login) or a message that cannot be built is permanent and is not retried.
+ */
+export function isTransientMailError(err: unknown): boolean {
+  const e = (err ?? {}) as MailErrorLike;
+  if (typeof e.responseCode === 'number') return e.responseCode >= 400 && e.responseCode < 500;
+  const transientCodes = ['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPROTOCOL'];
+  return typeof e.code === 'string' && transientCodes.includes(e.code);
+}
+
+/** A one-line description of a send failure for the run record (`550 5.1.1 <x@y>: rejected`, `ECONNECTION: ...`). */
+export function describeMailError(err: unknown): string {
+  const e = (err ?? {}) as MailErrorLike;
+  const text = (e.response ?? e.message ?? String(err)).replace(/\s+/g, ' ').trim();
+  const prefix = typeof e.responseCode === 'number' && !text.startsWith(String(e.responseCode)) ? `${e.responseCode} ` : '';
+  const code = e.code && typeof e.responseCode !== 'number' ? `${e.code}: ` : '';
+  return `${code}${prefix}${text}`.slice(0, 1000);
+}

@@ -1,0 +1,204 @@
+/**
+ * Process lifetimes: `npm start` (role `all`: API and job worker in one process), `npm run
+ * start:api` and `npm run start:worker` (the two halves apart, sharing one PostgreSQL and Redis).
+ *
+ * Shutdown (SIGTERM or SIGINT; a second signal exits at once) runs in this order, each step bounded:
+ *   1. `/readyz` answers 503 (`app.locals.draining`) and the server stops accepting connections;
+ *   2. in-flight requests finish (a report request keeps waiting for its outcome, up to
+ *      `REPORT_WAIT_MS`), keep-alive connections close as they go idle; after
+ *      `shutdownTimeoutMs` (default REPORT_WAIT_MS + 5 s) the rest are cut;
+ *   3. buffered API log entries and key last-used times are written;
+ *   4. the job workers stop taking jobs and finish the running ones (bounded in src/jobs, 10 s),
+ *      then queues and Redis connections close; 5. the database; 6. a private redis-server.
+ * In role `all` the worker is still running during step 2, so a report accepted before the
+ * signal is built, mailed and recorded before the process exits.
+ *
+ * Delivery guarantee: report and notice e-mails are delivered AT LEAST ONCE, not exactly once.
+ * Each e-mail is a BullMQ job; the ReportRecipient row is marked `sent` only after the SMTP server
+ * accepted the message. A worker that dies (SIGKILL, crash, lost host) between the server's
+ * acceptance and that record leaves the job active with an expiring lock; BullMQ's stalled-job
+ * check (lock 30 s, check every 30 s) hands it to another worker, which sends it again. So a
+ * recipient can get a duplicate; an accepted report never silently loses an e-mail: every
+ * recipient ends `sent` or `failed` (after MAIL_ATTEMPTS attempts) in the run record.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import express from 'express';
+import { createApp } from '../app.ts';
+import { createGate } from '../auth/gate.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
+import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
+import type { AppDeps } from '../deps.ts';
+import { loadContract } from '../http/contract.ts';
+import { requestId } from '../http/request-id.ts';
+import { createJobs } from '../jobs/index.ts';
+import { createLogger, type Logger } from '../logger.ts';
+import { registerOps } from '../ops/health.ts';
+import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
+import { listen, type ServerTimeouts } from './server.ts';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  redisEndpoint: RedisEndpoint;
+  /** The HTTP(S) server (roles `all` and `api`). */
+  server?: http.Server | https.Server;
+  url?: string;
+  /** Stops accepting, finishes in-flight requests and running jobs, flushes logs, closes everything. */
+  shutdown(reason: string): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Bound on draining in-flight requests before connections are cut (default REPORT_WAIT_MS + 5 s). */
+  shutdownTimeoutMs?: number;
+  /** Header/body/keep-alive bounds of the HTTP server (tests shorten them). */
+  serverTimeouts?: Partial<ServerTimeouts>;
+  /** Where log lines go (default stdout); tests capture them. */
+  logDestination?: NodeJS.WritableStream;
+  /** How long the job workers may finish running jobs at shutdown (default src/jobs': 10 s). */
+  jobsCloseTimeoutMs?: number;
+}
+
+/** Starts the API, the job worker, or both in one process, on the settings of the operating contract. */
+export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
+  const env = options.env ?? process.env;
+  const config = loadConfig(env);
+  const logger = createLogger(config.logLevel, options.logDestination);
+  if (role !== 'all' && !config.redisUrl) {
+    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
+  }
+  const closers: Array<[string, () => Promise<void>]> = [];
+  const closeAll = async (): Promise<void> => {
+    for (const [name, close] of closers.reverse()) {
+      await close().catch((err: unknown) => logger.error({ err }, `closing ${name} failed`));
+    }
+    closers.length = 0;
+  };
+  // Parsed first: it is seconds of synchronous work on a busy machine, and Redis clients made
+  // before it would see their first commands time out while the event loop is blocked.
+  const contract = role === 'worker' ? undefined : loadContract();
+  try {
+    const redisEndpoint = await startRedis(config.redisUrl);
+    closers.push(['redis', () => redisEndpoint.stop()]);
+    const log = (message: string) => logger.debug({ component: 'migrate' }, message);
+    let database: Database;
+    if (role === 'worker' && !config.databaseUrl) {
+      // PGlite allows one process in its directory: a worker apart from the API reaches the
+      // embedded database through the API process's socket, never by opening it again.
+      if (!(await socketAnswers(path.join(socketDirFor(config.dataDir), SOCKET_FILE)))) {
+        throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
+      }
+      database = await connectForCli({ dataDir: config.dataDir, log });
+    } else {
+      database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+    }
+    closers.push(['database', () => database.close()]);
+    if (database.appliedMigrations.length > 0) {
+      logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
+    }
+
+    const jobs = createJobs({
+      redisEndpoint,
+      prisma: database.prisma,
+      config,
+      logger,
+      mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',
+      ...(options.jobsCloseTimeoutMs !== undefined ? { closeTimeoutMs: options.jobsCloseTimeoutMs } : {}),
+    });
+    closers.push(['jobs', () => jobs.close()]);
+    if (role !== 'api') await jobs.startWorkers();
+
+    const runtime: Runtime = {
+      config,
+      logger,
+      database,
+      redisEndpoint,
+      shutdown: async (reason) => {
+        logger.info({ reason }, 'shutting down');
+        await closeAll();
+        logger.info('stopped');
+      },
+    };
+    const drainBoundMs = options.shutdownTimeoutMs ?? config.reportWaitMs + 5000;
+    const redis = requestRedis(redisEndpoint);
+    redis.on('error', (err) => logger.debug({ err }, 'request redis error'));
+    await waitUntilReady(redis);
+    closers.push(['request redis', async () => { redis.disconnect(); }]);
+
+    if (role === 'worker') {
+      // A worker has no API port; with METRICS_PORT set it serves /healthz, /readyz and /metrics
+      // (its e-mail counters live in this process) on that port, on HOST.
+      const metricsPort = env.METRICS_PORT?.trim();
+      if (metricsPort) {
+        const ops = express();
+        ops.disable('x-powered-by');
+        ops.use(requestId);
+        registerOps(ops, { prisma: database.prisma, redis, logger });
+        const listening = await listen(ops, { port: Number(metricsPort), host: config.host, tlsCertFile: undefined, tlsKeyFile: undefined }, options.serverTimeouts);
+        closers.push(['metrics server', async () => {
+          ops.locals.draining = true;
+          await listening.close(1000);
+        }]);
+        logger.info({ url: listening.url }, 'worker metrics listening');
+      }
+      logger.info({ redis: redisEndpoint.description, database: database.kind }, 'job worker running');
+      return runtime;
+    }
+
+    const gate = createGate({ prisma: database.prisma, redis, logger });
+    // Flushed after the server has stopped, so the entries of the last requests are kept.
+    closers.push(['api log', () => gate.apiLog.close()]);
+    const deps: AppDeps = { config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs };
+    const app = createApp(deps);
+    const listening = await listen(app, config, options.serverTimeouts);
+    const { server, url } = listening;
+    closers.push([
+      'http server',
+      async () => {
+        app.locals.draining = true;
+        const cut = await listening.close(drainBoundMs);
+        if (cut > 0) logger.warn({ connections: cut, boundMs: drainBoundMs }, 'in-flight requests cut at the shutdown bound');
+        else logger.info('http server drained');
+      },
+    ]);
+    logger.info({ url, role, redis: redisEndpoint.description, database: database.kind, docs: `${url}/docs` }, 'Client API v1 listening');
+    return { ...runtime, server, url };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** Entry point of the three npm start scripts: start, and stop cleanly on SIGTERM/SIGINT. */
+export async function main(role: Role): Promise<void> {
+  let runtime: Runtime;
+  try {
+    runtime = await startRuntime(role);
+  } catch (err) {
+    console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      runtime.logger.warn({ signal }, 'second signal: exiting without finishing the shutdown');
+      process.exit(1);
+    }
+    stopping = true;
+    runtime.shutdown(signal).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        runtime.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

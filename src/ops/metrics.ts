@@ -1,0 +1,119 @@
+/**
+ * Prometheus metrics of one process (`GET /metrics` on the API port).
+ *
+ * - `http_requests_total{route,method,status}` and `http_request_duration_seconds{route,method}`:
+ *   `route` is the contract's operationId for /api operations (`sendInvoicesReport`), the route
+ *   template for the few routes outside /api (`/healthz`, `/docs`), and `unmatched` for anything
+ *   else: never the raw URL, so ids and query strings cannot blow up the label set.
+ * - `bullmq_queue_jobs{queue,state}`: BullMQ job counts, read from Redis at each scrape (shared by
+ *   every process on that Redis, so any API instance reports the cluster's queue depth).
+ * - `emails_sent_total{kind}` / `emails_failed_total{kind}`: counted where the mail jobs finish
+ *   (src/jobs calls `recordMailSent` / `recordMailFailed`), so in the process that runs the worker.
+ *   A failure is counted once, when the last attempt fails (retries are not failures).
+ * - Node's default process metrics (`process_*`, `nodejs_*`).
+ *
+ * One registry per process (module singleton): every app built in the process reports into it.
+ */
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+export const httpRequests = new Counter({
+  name: 'http_requests_total',
+  help: 'HTTP requests answered, by route (operationId or route template), method and status',
+  labelNames: ['route', 'method', 'status'] as const,
+  registers: [registry],
+});
+
+export const httpDuration = new Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'Time from receiving a request to finishing its response, by route and method',
+  labelNames: ['route', 'method'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+export const queueJobs = new Gauge({
+  name: 'bullmq_queue_jobs',
+  help: 'BullMQ jobs per queue and state (waiting, active, delayed, failed, ...), read at scrape time',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+});
+
+export const emailsSent = new Counter({
+  name: 'emails_sent_total',
+  help: 'E-mails accepted by the SMTP server (or written to the outbox), by kind (report, notice)',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const emailsFailed = new Counter({
+  name: 'emails_failed_total',
+  help: 'E-mails given up on after their last attempt, by kind (report, notice)',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export type MailKind = 'report' | 'notice';
+
+/** One e-mail was delivered (called by the mail job when the send succeeded). */
+export function recordMailSent(kind: MailKind): void {
+  emailsSent.inc({ kind });
+}
+
+/** One e-mail failed for good (called by the mail job on its final failed attempt). */
+export function recordMailFailed(kind: MailKind): void {
+  emailsFailed.inc({ kind });
+}
+
+interface RouteLocals {
+  operation?: { operationId: string };
+}
+
+/** The label for a finished request: never the raw URL. */
+export function routeLabel(req: { route?: { path?: unknown } }, locals: RouteLocals): string {
+  if (locals.operation?.operationId) return locals.operation.operationId;
+  const template = req.route?.path;
+  return typeof template === 'string' ? template : 'unmatched';
+}
+
+/** First middleware of the app: counts and times every request once its response has finished. */
+export const metricsMiddleware: RequestHandler = (req, res, next) => {
+  const started = process.hrtime.bigint();
+  res.once('finish', () => {
+    const route = routeLabel(req, res.locals as RouteLocals);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+    httpDuration.observe({ route, method: req.method }, seconds);
+  });
+  next();
+};
+
+/** Something that can count a queue's jobs by state (a BullMQ `Queue`). */
+export interface CountableQueue {
+  name: string;
+  getJobCounts(): Promise<Record<string, number>>;
+}
+
+/**
+ * Sets `bullmq_queue_jobs` from the queues' counts. When Redis does not answer, the gauge is
+ * cleared rather than left showing stale numbers (and the scrape still succeeds).
+ */
+export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 1000): Promise<boolean> {
+  try {
+    const counts = await Promise.race([
+      Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts()] as const)),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('queue counts timed out')), timeoutMs).unref()),
+    ]);
+    queueJobs.reset();
+    for (const [queue, byState] of counts) {
+      for (const [state, n] of Object.entries(byState)) queueJobs.set({ queue, state }, n);
+    }
+    return true;
+  } catch {
+    queueJobs.reset();
+    return false;
+  }
+}

@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+
+export interface RedisEndpoint {
+  /** Connection options every client of this process starts from (BullMQ, rate limiter, health). */
+  options: RedisOptions;
+  description: string;
+  stop(): Promise<void>;
+}
+
+export class RedisServerMissingError extends Error {
+  constructor() {
+    super('redis-server was not found on PATH: install the Debian package redis-server, or set REDIS_URL');
+  }
+}
+
+function commandExists(command: string): boolean {
+  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && existsSync(path.join(dir, command)));
+}
+
+async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A private redis-server child (no persistence) on a unix socket of its own, so it never collides
+ * with another server's port: the default when REDIS_URL is unset, and what each test file uses.
+ */
+export async function startPrivateRedis(): Promise<RedisEndpoint> {
+  if (!commandExists('redis-server')) throw new RedisServerMissingError();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-redis-'));
+  const socket = path.join(dir, 'redis.sock');
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
+      '--dir', dir, '--maxmemory-policy', 'noeviction', '--loglevel', 'warning'],
+    { stdio: 'ignore' },
+  );
+  let exited = false;
+  // A private server never outlives its parent, even one that exits without stopping it.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => {
+    exited = true;
+    process.removeListener('exit', killOnExit);
+  });
+  await waitFor(() => exited || existsSync(socket), 5000, 'the private redis-server');
+  if (exited) throw new Error('the private redis-server exited at start');
+  return {
+    options: { path: socket },
+    description: `private redis-server (${socket})`,
+    async stop() {
+      if (!exited) {
+        child.kill('SIGTERM');
+        await waitFor(() => exited, 5000, 'redis-server to stop').catch(() => child.kill('SIGKILL'));
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function redisEndpointFromUrl(url: string): RedisEndpoint {
+  const parsed = new URL(url);
+  const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
+  const options: RedisOptions = {
+    host: parsed.hostname,
+    port: parsed.port ? Number(parsed.port) : 6379,
+    db: Number.isInteger(db) ? db : 0,
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+  return { options, description: `${parsed.protocol}//${parsed.hostname}:${options.port}/${options.db}`, stop: async () => {} };
+}
+
+export async function startRedis(redisUrl: string | undefined): Promise<RedisEndpoint> {
+  return redisUrl ? redisEndpointFromUrl(redisUrl) : startPrivateRedis();
+}
+
+/**
+ * A client for work done inside an HTTP request: it fails fast (no offline queue, one retry) so a
+ * Redis outage answers `500 server_error` at once instead of hanging the request.
+ */
+export function requestRedis(endpoint: RedisEndpoint): Redis {
+  return new Redis({
+    ...endpoint.options,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+    commandTimeout: 2000,
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+  });
+}
+
+/** A client for BullMQ workers and queue events, which must block and retry forever. */
+export function workerRedis(endpoint: RedisEndpoint): Redis {
+  return new Redis({ ...endpoint.options, maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 200, 2000) });
+}
+
+export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('Redis did not become ready in time')), timeoutMs);
+    client.once('ready', () => { clearTimeout(timer); resolve(); });
+  });
+}

@@ -1,0 +1,29 @@
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { ReportSpec, ReportTotals, ReportType } from '../jobs/types.ts';
+
+export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+/**
+ * The rows a report may contain, fixed when the request counts them: rows created afterwards (higher
+ * ids) are left out, so the workbook holds exactly the counted rows.
+ */
+export interface ReportSnapshot {
+  maxId: number;
+}
+
+export interface ReportCount<T extends ReportTotals = ReportTotals> {
+  rows: number;
+  totals: T;
+  snapshot: ReportSnapshot;
+}
+
+/** One kind of report: how it is counted, written and mailed. */
+export interface ReportBuilder<T extends ReportTotals = ReportTotals> {
+  type: ReportType;
+  count(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<T>>;
+  /** Streams the workbook to `file`, reading rows in batches; returns the counts of the rows written. */
+  write(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot, file: string, generatedAt: Date): Promise<ReportCount<T>>;
+  attachmentName(spec: ReportSpec): string;
+  subject(spec: ReportSpec): string;
+  text(spec: ReportSpec, totals: T, generatedAt: string): string;
+}

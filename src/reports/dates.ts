@@ -1,0 +1,46 @@
+import { ApiError } from '../http/errors.ts';
+
+const YMD = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar date written `YYYY-MM-DD` (2026-02-30 is not). */
+export function isCalendarDate(value: string): boolean {
+  const m = YMD.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (mo < 1 || mo > 12 || d < 1) return false;
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+/**
+ * The invoices report's date rules: missing or empty → `missing_parameter` naming both date fields
+ * as required; not `YYYY-MM-DD`, not a real date, or start after end → `invalid_parameter`.
+ */
+export function validateDateRange(
+  startDate: unknown,
+  endDate: unknown,
+  requiredFields: string[] = ['start_date', 'end_date'],
+): { start: string; end: string } {
+  const missing = (['start_date', 'end_date'] as const).filter((field) => {
+    const v = field === 'start_date' ? startDate : endDate;
+    return v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
+  });
+  if (missing.length > 0) {
+    throw new ApiError('missing_parameter', `Missing required parameter${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`, {
+      required: requiredFields,
+      missing,
+    });
+  }
+  const invalid = (field: string, rule: string, reason: string, extra: Record<string, unknown> = {}) =>
+    new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location: 'body', rule, reason, ...extra });
+  for (const [field, v] of [['start_date', startDate], ['end_date', endDate]] as const) {
+    if (typeof v !== 'string') throw invalid(field, 'type', 'must be string');
+    if (!YMD.test(v) || !isCalendarDate(v)) throw invalid(field, 'format', 'must match format "date"');
+  }
+  const start = startDate as string;
+  const end = endDate as string;
+  if (start > end) {
+    throw invalid('start_date', 'date_order', 'must not be after end_date', { start_date: start, end_date: end });
+  }
+  return { start, end };
+}

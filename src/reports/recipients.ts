@@ -1,0 +1,66 @@
+import { ApiError } from '../http/errors.ts';
+
+/** At most this many unique normalized recipients per report (spec, Limits). */
+export const MAX_RECIPIENTS = 10;
+
+/**
+ * An e-mail address `local@domain.tld`: the dot-atom local part and a domain of letters, digits and
+ * hyphens with at least one dot (the same rule as the OpenAPI `email` format of the validator).
+ */
+const EMAIL =
+  /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+
+export function isEmailAddress(value: string): boolean {
+  if (value.length > 254) return false;
+  const at = value.lastIndexOf('@');
+  return at > 0 && at <= 64 && EMAIL.test(value);
+}
+
+/** Same shape as the validator's own `invalid_parameter` errors (src/http/validation.ts). */
+const invalid = (field: string, rule: string, reason: string) =>
+  new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, {
+    field,
+    location: 'body',
+    rule,
+    reason,
+    max_recipients: MAX_RECIPIENTS,
+  });
+
+/**
+ * The report recipients rules (invoices and services reports), in the spec's order:
+ * missing or null → `missing_parameter`; not an array, an item not a string, an invalid address or
+ * no non-empty address left → `invalid_parameter` (details carry `max_recipients: 10`); items are
+ * trimmed and empty ones dropped, addresses lower-cased and de-duplicated (first occurrence order);
+ * more than 10 unique → `too_many_recipients`.
+ *
+ * `requiredFields` names every required body field for the `missing_parameter` details.
+ */
+export function normalizeRecipients(value: unknown, requiredFields: string[] = ['recipients']): string[] {
+  if (value === undefined || value === null) {
+    throw new ApiError('missing_parameter', 'Missing required parameter: recipients', {
+      required: requiredFields,
+      missing: ['recipients'],
+    });
+  }
+  if (!Array.isArray(value)) throw invalid('recipients', 'type', 'must be array');
+  const unique = new Set<string>();
+  value.forEach((item: unknown, index) => {
+    if (typeof item !== 'string') {
+      throw invalid(`recipients[${index}]`, 'type', 'must be string');
+    }
+    const address = item.trim();
+    if (address === '') return;
+    if (!isEmailAddress(address)) {
+      throw invalid(`recipients[${index}]`, 'email', 'not a valid e-mail address');
+    }
+    unique.add(address.toLowerCase());
+  });
+  if (unique.size === 0) throw invalid('recipients', 'min_items', 'must contain at least one non-empty e-mail address');
+  if (unique.size > MAX_RECIPIENTS) {
+    throw new ApiError('too_many_recipients', `At most ${MAX_RECIPIENTS} unique recipients are allowed; ${unique.size} were given`, {
+      max_recipients: MAX_RECIPIENTS,
+      recipient_count: unique.size,
+    });
+  }
+  return [...unique];
+}

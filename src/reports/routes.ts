@@ -1,0 +1,85 @@
+import type { Router } from 'express';
+import type { AppDeps } from '../deps.ts';
+import { isSandbox } from '../http/auth-context.ts';
+import { ApiError } from '../http/errors.ts';
+import { operation, type DataOf } from '../http/operation.ts';
+import { registerFieldDetails } from '../http/validation.ts';
+import { ReportNoDataError, type InvoiceTotals } from '../jobs/types.ts';
+import { validateDateRange } from './dates.ts';
+import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
+
+/** Fixed sandbox totals of the invoices report (documented in openapi.yaml). */
+export const SANDBOX_INVOICE_TOTALS: InvoiceTotals = { total_invoices: 12, paid_invoices: 9, unpaid_invoices: 3 };
+
+const INVOICES_REQUIRED = ['recipients', 'start_date', 'end_date'];
+
+interface InvoicesReportInput {
+  recipients: string[];
+  start: string;
+  end: string;
+}
+
+type InvoicesReportData = DataOf<'sendInvoicesReport', 200>;
+
+export function registerReportRoutes(router: Router, deps: AppDeps): void {
+  // Any validator error about `recipients` (not an array, an item not a string) carries the limit.
+  registerFieldDetails('sendInvoicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
+
+  operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
+    // The schema has already checked presence and types; these are the spec's own rules, run
+    // before any sandbox test scenario.
+    validate: ({ body }) => {
+      const raw = body as Record<string, unknown>;
+      const recipients = normalizeRecipients(raw.recipients, INVOICES_REQUIRED);
+      const { start, end } = validateDateRange(raw.start_date, raw.end_date, INVOICES_REQUIRED);
+      return { recipients, start, end };
+    },
+    handle: async ({ auth }, input) => {
+      const date_range = { start: input.start, end: input.end };
+      if (isSandbox(auth)) {
+        // Simulated: no invoice read, no file, no e-mail, no run recorded.
+        const data: InvoicesReportData = {
+          report_type: 'invoices',
+          ...SANDBOX_INVOICE_TOTALS,
+          recipients_sent: 0,
+          recipients_failed: 0,
+          date_range,
+          generated_at: new Date().toISOString(),
+          mode: 'test',
+          simulated: true,
+          recipient_count: input.recipients.length,
+        };
+        return { status: 200, data };
+      }
+      try {
+        const result = await deps.jobs.runReport<InvoiceTotals>({
+          type: 'invoices',
+          brokerId: auth.brokerId,
+          apiKeyId: auth.keyId,
+          recipients: input.recipients,
+          startDate: input.start,
+          endDate: input.end,
+        });
+        const data: InvoicesReportData = {
+          report_type: 'invoices',
+          total_invoices: result.totals.total_invoices,
+          paid_invoices: result.totals.paid_invoices,
+          unpaid_invoices: result.totals.unpaid_invoices,
+          recipients_sent: result.recipientsSent,
+          recipients_failed: result.recipientsFailed,
+          date_range,
+          generated_at: result.generatedAt,
+        };
+        return { status: 200, data };
+      } catch (err) {
+        if (err instanceof ReportNoDataError) {
+          throw new ApiError('no_data', `No paid or pending invoices between ${input.start} and ${input.end}`, {
+            start_date: input.start,
+            end_date: input.end,
+          });
+        }
+        throw err;
+      }
+    },
+  });
+}

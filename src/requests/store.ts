@@ -1,0 +1,204 @@
+/** Live service requests: the list, and the decision (approve or deny) of a pending request. */
+import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { endOfCurrentBillingPeriod } from '../services/billing.ts';
+import { escapeLike } from '../services/db-errors.ts';
+import { clampInstant } from '../services/query.ts';
+import {
+  applyDueCancellations,
+  insertActiveService,
+  withServiceNumberRetry,
+  type Db,
+} from '../services/store.ts';
+import { canonicalRequestId, formatRequestId, isStorableRequestId } from './ids.ts';
+import { REQUEST_INCLUDE, type RequestWithRelations } from './present.ts';
+
+export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';
+export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';
+export type RequestSource = 'api' | 'import' | 'portal' | 'admin';
+
+export interface RequestListQuery {
+  status?: RequestStatus | undefined;
+  type?: RequestType | undefined;
+  source?: RequestSource | undefined;
+  /** `YYYY-MM-DD`: requests created that UTC day. */
+  date?: string | undefined;
+  search?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * A page of the broker's requests, newest first (created_at, then id, descending: stable), found
+ * by one SQL query that filters, orders and pages; the page is then loaded by id.
+ */
+export async function listRequests(
+  db: Db,
+  brokerId: string,
+  query: RequestListQuery,
+): Promise<{ rows: RequestWithRelations[]; total: number }> {
+  const conditions: Prisma.Sql[] = [Prisma.sql`r."broker_id" = ${brokerId}`];
+  if (query.status !== undefined) conditions.push(Prisma.sql`r."status" = ${query.status}::"request_status"`);
+  if (query.type !== undefined) conditions.push(Prisma.sql`r."type" = ${query.type}::"request_type"`);
+  if (query.source !== undefined) conditions.push(Prisma.sql`r."source" = ${query.source}::"request_source"`);
+  if (query.date !== undefined) {
+    // A day outside the storable years (0000-01-01) clamps to an empty range: no request.
+    const day = new Date(`${query.date}T00:00:00.000Z`);
+    const start = clampInstant(day);
+    const end = clampInstant(new Date(day.getTime() + 86_400_000));
+    conditions.push(Prisma.sql`r."created_at" >= ${start} AND r."created_at" < ${end}`);
+  }
+  if (query.search !== undefined) {
+    // Request id as shown (REQ-000042), host name and customer e-mail (of the request, else of its
+    // service), plan names, reason and service number.
+    const pattern = `%${escapeLike(query.search)}%`;
+    conditions.push(Prisma.sql`(('REQ-' || lpad(r."id"::text, GREATEST(6, length(r."id"::text)), '0')) ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(r."hostname", s."hostname", '') ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(r."customer_email", s."customer_email", '') ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(cp."name", '') ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(rp."name", '') ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(r."reason", '') ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(s."service_number"::text, '') ILIKE ${pattern} ESCAPE '\\')`);
+  }
+  const where = Prisma.join(conditions, ' AND ');
+  const from = Prisma.sql`"service_requests" r
+    LEFT JOIN "services" s ON s."id" = r."service_id"
+    LEFT JOIN "plans" cp ON cp."id" = r."current_plan_id"
+    LEFT JOIN "plans" rp ON rp."id" = r."requested_plan_id"`;
+  const [page, counted] = await Promise.all([
+    db.$queryRaw<Array<{ id: number }>>`
+      SELECT r."id" FROM ${from} WHERE ${where}
+       ORDER BY r."created_at" DESC, r."id" DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
+    db.$queryRaw<Array<{ total: number }>>`SELECT count(*)::int AS "total" FROM ${from} WHERE ${where}`,
+  ]);
+  const ids = page.map((r) => r.id);
+  const loaded = await db.serviceRequest.findMany({ where: { id: { in: ids } }, include: REQUEST_INCLUDE });
+  const byId = new Map(loaded.map((row) => [row.id, row]));
+  return { rows: ids.flatMap((id) => byId.get(id) ?? []), total: counted[0]?.total ?? 0 };
+}
+
+const alreadyDecided = (id: number, status: string) =>
+  conflict(`Request ${formatRequestId(id)} is ${status}; only a pending request can be approved or denied`, status);
+
+/** The broker's request, or `404 not_found` (also for another broker's request). */
+async function findRequest(db: Db, brokerId: string, id: bigint): Promise<RequestWithRelations> {
+  const request = isStorableRequestId(id)
+    ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, include: REQUEST_INCLUDE })
+    : null;
+  if (!request) throw notFound(`Request ${canonicalRequestId(id)} not found`);
+  return request;
+}
+
+/**
+ * Claims the request: one conditional UPDATE that succeeds only while the request is still
+ * pending. Two concurrent decisions both reach this statement; PostgreSQL row locking lets exactly
+ * one of them change the row, and the other sees 0 rows and answers 409.
+ */
+async function claim(
+  db: Db,
+  brokerId: string,
+  id: number,
+  decision: 'approved' | 'denied',
+  now: Date,
+  denialReason: string | null,
+): Promise<void> {
+  const changed = await db.$executeRaw`
+    UPDATE "service_requests"
+       SET "status" = ${decision}::"request_status", "denial_reason" = ${denialReason},
+           "decided_at" = ${now}, "updated_at" = ${now}
+     WHERE "id" = ${id} AND "broker_id" = ${brokerId} AND "status" = 'pending'`;
+  if (changed === 0) {
+    const current = await db.serviceRequest.findFirst({ where: { id, brokerId }, select: { status: true } });
+    throw alreadyDecided(id, current?.status ?? 'unknown');
+  }
+}
+
+export async function denyRequest(
+  prisma: PrismaClient,
+  brokerId: string,
+  id: bigint,
+  denialReason: string,
+  now = new Date(),
+): Promise<RequestWithRelations> {
+  const request = await findRequest(prisma, brokerId, id);
+  await claim(prisma, brokerId, request.id, 'denied', now, denialReason);
+  return findRequest(prisma, brokerId, id);
+}
+
+/**
+ * Approves a pending request and carries it out in the same transaction: a `create` makes the
+ * active service, an `upgrade`/`downgrade` changes the plan, a `cancel` cancels the service now
+ * or schedules it for the end of the billing period. Any failure rolls the claim back too.
+ */
+export async function approveRequest(
+  prisma: PrismaClient,
+  credentials: Credentials,
+  brokerId: string,
+  id: bigint,
+  now = new Date(),
+): Promise<RequestWithRelations> {
+  // No status check here: the conditional UPDATE in `claim` is the only judge of "still pending".
+  const request = await findRequest(prisma, brokerId, id);
+  await applyDueCancellations(prisma, brokerId, now);
+  await withServiceNumberRetry(() =>
+    prisma.$transaction(async (tx) => {
+      await claim(tx, brokerId, request.id, 'approved', now, null);
+      await carryOut(tx, credentials, request, now);
+    }),
+  );
+  return findRequest(prisma, brokerId, id);
+}
+
+async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<void> {
+  if (request.type === 'create') {
+    if (request.requestedPlanId === null || request.hostname === null || request.customerEmail === null) {
+      throw new ApiError('server_error', `Request ${formatRequestId(request.id)} lacks the data to create a service`);
+    }
+    const service = await insertActiveService(
+      tx,
+      credentials,
+      {
+        brokerId: request.brokerId,
+        planId: request.requestedPlanId,
+        hostname: request.hostname,
+        customerEmail: request.customerEmail,
+        customerName: request.customerName,
+        billingCycle: request.billingCycle ?? 'monthly',
+      },
+      now,
+    );
+    await tx.serviceRequest.update({ where: { id: request.id }, data: { serviceId: service.id, updatedAt: now } });
+    return;
+  }
+  const service = request.serviceId === null ? null : await tx.service.findUnique({ where: { id: request.serviceId } });
+  if (!service) {
+    throw conflict(`The service of request ${formatRequestId(request.id)} no longer exists`, 'deleted');
+  }
+  if (request.type === 'upgrade' || request.type === 'downgrade') {
+    if (service.status !== 'active') {
+      throw conflict(
+        `Service ${service.serviceNumber} is ${service.status}; a plan change applies only to an active service`,
+        service.status,
+      );
+    }
+    if (request.requestedPlanId === null) {
+      throw new ApiError('server_error', `Request ${formatRequestId(request.id)} names no plan`);
+    }
+    await tx.service.update({ where: { id: service.id }, data: { planId: request.requestedPlanId, updatedAt: now } });
+    return;
+  }
+  // cancel
+  if (service.status === 'cancelled') {
+    throw conflict(`Service ${service.serviceNumber} is already cancelled`, 'cancelled');
+  }
+  if (request.cancelWhen === 'immediate') {
+    await tx.service.update({
+      where: { id: service.id },
+      data: { status: 'cancelled', cancelledAt: now, cancelAt: null, updatedAt: now },
+    });
+  } else {
+    const cancelAt = endOfCurrentBillingPeriod(service.createdAt, service.billingCycle, now);
+    await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now } });
+  }
+}

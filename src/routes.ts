@@ -1,0 +1,16 @@
+import type { Router } from 'express';
+import type { AppDeps } from './deps.ts';
+import { registerAuthRoutes } from './auth/routes.ts';
+import { registerReportRoutes } from './reports/routes.ts';
+import { registerRequestRoutes } from './requests/routes.ts';
+import { registerServiceRoutes } from './services/routes.ts';
+
+export type RegisterRoutes = (router: Router, deps: AppDeps) => void;
+
+/** Each resource module mounts its own operations; add one line per module. */
+export const resourceModules: RegisterRoutes[] = [
+  registerReportRoutes,
+  registerAuthRoutes,
+  registerServiceRoutes,
+  registerRequestRoutes,
+];

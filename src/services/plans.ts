@@ -1,0 +1,71 @@
+/**
+ * The plan catalogue (seeded by the first migration): reference data, not a broker's record,
+ * so sandbox keys may read it too. Read once per database client and kept in memory.
+ */
+import type { Plan, PrismaClient } from '../../generated/prisma/client.ts';
+import { ApiError } from '../http/errors.ts';
+
+export interface Catalogue {
+  /** Lowest tier first. */
+  plans: Plan[];
+  byName(name: string): Plan | undefined;
+  byId(id: number): Plan | undefined;
+}
+
+const cache = new WeakMap<object, Promise<Catalogue>>();
+
+export function loadCatalogue(prisma: PrismaClient): Promise<Catalogue> {
+  let catalogue = cache.get(prisma);
+  if (!catalogue) {
+    catalogue = prisma.plan.findMany({ orderBy: { tier: 'asc' } }).then((plans) => ({
+      plans,
+      byName: (name: string) => plans.find((p) => p.name.toLowerCase() === name.trim().toLowerCase()),
+      byId: (id: number) => plans.find((p) => p.id === id),
+    }));
+    catalogue.catch(() => cache.delete(prisma));
+    cache.set(prisma, catalogue);
+  }
+  return catalogue;
+}
+
+/** The catalogue plan named `name` (exact name), or `400 invalid_parameter` naming the choices. */
+export function requirePlan(catalogue: Catalogue, name: string, field = 'plan'): Plan {
+  const plan = catalogue.byName(name);
+  if (plan) return plan;
+  const allowed = catalogue.plans.map((p) => p.name);
+  throw new ApiError('invalid_parameter', `Invalid parameter ${field}: "${name}" is not a plan of the catalogue (${allowed.join(', ')})`, {
+    field,
+    location: 'body',
+    rule: 'catalogue',
+    reason: `must be one of: ${allowed.join(', ')}`,
+    allowed,
+  });
+}
+
+/** An upgrade must name a higher tier than `current`, a downgrade a lower one. */
+export function requireTierChange(
+  catalogue: Catalogue,
+  current: Plan,
+  requestedName: string,
+  direction: 'upgrade' | 'downgrade',
+): Plan {
+  const requested = requirePlan(catalogue, requestedName);
+  const ok = direction === 'upgrade' ? requested.tier > current.tier : requested.tier < current.tier;
+  if (ok) return requested;
+  const allowed = catalogue.plans
+    .filter((p) => (direction === 'upgrade' ? p.tier > current.tier : p.tier < current.tier))
+    .map((p) => p.name);
+  const relation = direction === 'upgrade' ? 'higher' : 'lower';
+  throw new ApiError(
+    'invalid_parameter',
+    `Invalid parameter plan: an ${direction} needs a plan of a ${relation} tier than the current plan ${current.name}`,
+    {
+      field: 'plan',
+      location: 'body',
+      rule: 'tier',
+      reason: `must be a plan of a ${relation} tier than ${current.name}`,
+      current_plan: current.name,
+      allowed,
+    },
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * Reading path and query parameters after the schema validator. The validator coerces numbers
+ * with JavaScript's Number(), so `Infinity`, `1e309` or `1e3` can arrive as "integers"; these
+ * helpers hold every value to the contract's own rules and answer `400 invalid_parameter`
+ * otherwise. They run in `validate`, before any sandbox test scenario.
+ */
+import { ApiError } from '../http/errors.ts';
+
+export const DEFAULT_LIMIT = 25;
+/** The largest value of PostgreSQL's `integer`: the contract's maximum of a service number. */
+export const MAX_INT4 = 2_147_483_647;
+
+export function invalidParameter(field: string, location: 'path' | 'query' | 'body', rule: string, reason: string): ApiError {
+  return new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
+}
+
+/** An integer parameter as written (`25`, not `2.5e1`, `0x19` or `Infinity`) within [min, max]. */
+export function intParam(
+  value: unknown,
+  fallback: number,
+  field: string,
+  location: 'path' | 'query',
+  min: number,
+  max: number,
+): number {
+  if (value === undefined || value === null || value === '') return fallback;
+  const text = String(value).trim();
+  const n = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(n)) {
+    throw invalidParameter(field, location, 'type', 'must be an integer');
+  }
+  if (n < min) throw invalidParameter(field, location, 'minimum', `must be >= ${min}`);
+  if (n > max) throw invalidParameter(field, location, 'maximum', `must be <= ${max}`);
+  return n;
+}
+
+export function pageParams(query: { limit?: unknown; offset?: unknown }): { limit: number; offset: number } {
+  return {
+    limit: intParam(query.limit, DEFAULT_LIMIT, 'limit', 'query', 1, 100),
+    offset: intParam(query.offset, 0, 'offset', 'query', 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+export function serviceNumberParam(params: { service_number?: unknown }): number {
+  return intParam(params.service_number, NaN, 'service_number', 'path', 1, MAX_INT4);
+}
+
+export function boolParam(value: unknown): boolean {
+  return value === true || value === 'true';
+}
+
+/**
+ * A text input without U+0000, which PostgreSQL cannot store in or compare with `text`
+ * (`undefined` when absent or empty).
+ */
+export function textParam(value: unknown, field: string, location: 'query' | 'body'): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  if (value.includes('\u0000')) throw invalidParameter(field, location, 'characters', 'must not contain U+0000 (NUL)');
+  return value;
+}
+
+/** The first and last instants the database stores here (years 1 to 9999, UTC). */
+export const FIRST_INSTANT = new Date('0001-01-01T00:00:00.000Z').getTime();
+export const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
+
+/**
+ * An instant moved into the storable range. Dates outside it pass the `date`/`date-time`
+ * formats (year 0000) but PostgreSQL refuses them; as filter bounds they mean "before every
+ * record" or "after every record", which the clamped value still means.
+ */
+export function clampInstant(date: Date): Date {
+  return new Date(Math.min(Math.max(date.getTime(), FIRST_INSTANT), LAST_INSTANT));
+}
+
+/**
+ * `modified_since`: a date (`2025-03-01`, midnight UTC) or a date-time (with `Z` or an offset;
+ * one without either is read as UTC).
+ */
+export function parseInstant(value: string): Date {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
+  const hasZone = /(Z|[+-]\d{2}:?\d{2})$/i.test(value);
+  return new Date(hasZone ? value : `${value}Z`);
+}

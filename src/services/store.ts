@@ -1,0 +1,229 @@
+/**
+ * Live service records: reads scoped to one broker, creation with a unique random number, and the
+ * change requests (upgrade, downgrade, cancel) that wait for a decision.
+ */
+import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { conflict, notFound } from '../http/errors.ts';
+import { formatRequestId } from '../requests/ids.ts';
+import { escapeLike, isUniqueViolation } from './db-errors.ts';
+import { generatePassword, randomServiceNumber, SERVICE_USERNAME } from './generate.ts';
+import type { ServiceWithPlan } from './present.ts';
+
+/** A transaction client or the client itself. */
+export type Db = PrismaClient | Prisma.TransactionClient;
+
+export type ServiceStatus = 'pending' | 'active' | 'suspended' | 'cancelled';
+export type BillingCycle = 'monthly' | 'quarterly' | 'annually';
+
+/** Request statuses that still wait for something: a service has at most one such request. */
+export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
+
+/**
+ * Scheduled (`end_of_billing_period`) cancellations whose time has come take effect here, before
+ * a broker's services are read or changed; the service then shows `cancelled`, with
+ * `cancelled_at` = its `cancel_at`. Idempotent and cheap (one UPDATE on the broker's rows).
+ */
+export async function applyDueCancellations(db: Db, brokerId: string, now = new Date()): Promise<number> {
+  return db.$executeRaw`
+    UPDATE "services"
+       SET "status" = 'cancelled', "cancelled_at" = "cancel_at", "updated_at" = ${now}
+     WHERE "broker_id" = ${brokerId} AND "cancel_at" IS NOT NULL AND "cancel_at" <= ${now}
+       AND "status" <> 'cancelled'`;
+}
+
+/** The broker's service with that number, or `404 not_found` (also for another broker's service). */
+export async function findService(db: Db, brokerId: string, serviceNumber: number): Promise<ServiceWithPlan> {
+  const service = Number.isSafeInteger(serviceNumber)
+    ? await db.service.findFirst({ where: { brokerId, serviceNumber }, include: { plan: true } })
+    : null;
+  if (!service) throw notFound(`Service ${serviceNumber} not found`);
+  return service;
+}
+
+export interface ServiceListQuery {
+  status?: ServiceStatus | undefined;
+  search?: string | undefined;
+  modifiedSince?: Date | undefined;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * A page of the broker's services, newest first (created_at, then id, descending: stable).
+ * Filtering, ordering and paging happen in one SQL query that returns the page joined with its
+ * plans (one round trip; the index services (broker_id, created_at DESC, id DESC) serves the
+ * order), next to the count of all matching rows.
+ */
+export async function listServices(
+  db: Db,
+  brokerId: string,
+  query: ServiceListQuery,
+): Promise<{ rows: ServiceWithPlan[]; total: number }> {
+  const conditions: Prisma.Sql[] = [Prisma.sql`s."broker_id" = ${brokerId}`];
+  if (query.status !== undefined) conditions.push(Prisma.sql`s."status" = ${query.status}::"service_status"`);
+  if (query.modifiedSince !== undefined) conditions.push(Prisma.sql`s."updated_at" >= ${query.modifiedSince}`);
+  if (query.search !== undefined) {
+    // One case-insensitive substring test over every searchable column, the number included.
+    const pattern = `%${escapeLike(query.search)}%`;
+    conditions.push(Prisma.sql`(s."hostname" ILIKE ${pattern} ESCAPE '\\'
+      OR s."customer_email" ILIKE ${pattern} ESCAPE '\\'
+      OR COALESCE(s."customer_name", '') ILIKE ${pattern} ESCAPE '\\'
+      OR s."service_number"::text ILIKE ${pattern} ESCAPE '\\')`);
+  }
+  const where = Prisma.join(conditions, ' AND ');
+  const [page, counted] = await Promise.all([
+    db.$queryRaw<PageRow[]>`
+      SELECT s."id", s."service_number" AS "serviceNumber", s."broker_id" AS "brokerId", s."plan_id" AS "planId",
+             s."status"::text AS "status", s."hostname", s."customer_email" AS "customerEmail",
+             s."customer_name" AS "customerName", s."billing_cycle"::text AS "billingCycle", s."username",
+             s."password_enc" AS "passwordEnc", s."created_at" AS "createdAt", s."updated_at" AS "updatedAt",
+             s."cancel_at" AS "cancelAt", s."cancelled_at" AS "cancelledAt",
+             p."name" AS "planName", p."tier" AS "planTier", p."monthly_price"::text AS "planMonthlyPrice",
+             p."currency" AS "planCurrency"
+        FROM "services" s JOIN "plans" p ON p."id" = s."plan_id"
+       WHERE ${where}
+       ORDER BY s."created_at" DESC, s."id" DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
+    db.$queryRaw<Array<{ total: number }>>`SELECT count(*)::int AS "total" FROM "services" s WHERE ${where}`,
+  ]);
+  const rows = page.map(({ planName, planTier, planMonthlyPrice, planCurrency, ...service }): ServiceWithPlan => ({
+    ...service,
+    plan: { id: service.planId, name: planName, tier: planTier, monthlyPrice: new Prisma.Decimal(planMonthlyPrice), currency: planCurrency },
+  }));
+  return { rows, total: counted[0]?.total ?? 0 };
+}
+
+/** One row of the list page: the service's columns and its plan's (was: ids, then findMany with include). */
+type PageRow = Omit<ServiceWithPlan, 'plan'> & {
+  planName: string;
+  planTier: number;
+  planMonthlyPrice: string;
+  planCurrency: string;
+};
+
+export interface NewService {
+  brokerId: string;
+  planId: number;
+  hostname: string;
+  customerEmail: string;
+  customerName: string | null;
+  billingCycle: BillingCycle;
+}
+
+/**
+ * Inserts an active service with a random nine-digit number and a generated password (stored
+ * encrypted). Runs inside the caller's transaction; a number collision raises a unique violation
+ * that `withServiceNumberRetry` turns into a retry of the whole transaction.
+ */
+export async function insertActiveService(
+  db: Db,
+  credentials: Credentials,
+  input: NewService,
+  now: Date,
+): Promise<ServiceWithPlan> {
+  // Most collisions are seen here, before the INSERT, so the transaction rarely aborts.
+  let serviceNumber = randomServiceNumber();
+  for (let i = 0; i < 5 && (await db.service.count({ where: { serviceNumber } })) > 0; i += 1) {
+    serviceNumber = randomServiceNumber();
+  }
+  return db.service.create({
+    data: {
+      serviceNumber,
+      brokerId: input.brokerId,
+      planId: input.planId,
+      status: 'active',
+      hostname: input.hostname,
+      customerEmail: input.customerEmail,
+      customerName: input.customerName,
+      billingCycle: input.billingCycle,
+      username: SERVICE_USERNAME,
+      passwordEnc: credentials.encrypt(generatePassword()),
+      createdAt: now,
+      updatedAt: now,
+    },
+    include: { plan: true },
+  });
+}
+
+/**
+ * Runs `work` (a whole transaction) again when it failed on a service-number collision that slipped
+ * past the pre-check (two inserts racing for the same random number): at most `attempts` times.
+ */
+export async function withServiceNumberRetry<T>(work: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= attempts || !isUniqueViolation(err, 'service_number')) throw err;
+    }
+  }
+}
+
+/** `409 conflict` unless the service is in one of `allowed`. */
+export function requireStatus(service: ServiceWithPlan, allowed: readonly ServiceStatus[], action: string): void {
+  if (!allowed.includes(service.status)) {
+    throw conflict(`Service ${service.serviceNumber} is ${service.status}; it cannot be ${action}`, service.status);
+  }
+}
+
+/** `409 conflict` when the service already has an open change request. */
+export async function requireNoOpenRequest(db: Db, service: ServiceWithPlan): Promise<void> {
+  const open = await db.serviceRequest.findFirst({
+    where: { serviceId: service.id, status: { in: [...OPEN_REQUEST_STATUSES] } },
+    orderBy: { id: 'asc' },
+  });
+  if (open) throw openRequestConflict(service, open.id, open.type, open.status);
+}
+
+function openRequestConflict(service: ServiceWithPlan, requestId: number, type: string, status: string) {
+  const err = conflict(
+    `Service ${service.serviceNumber} already has a ${status} ${type} request (${formatRequestId(requestId)}); ` +
+      'it must be approved or denied before another change',
+    status,
+  );
+  // current_status names what blocks the change: the open request's status (operating contract).
+  Object.assign(err.details!, { pending_request_id: formatRequestId(requestId), service_status: service.status });
+  return err;
+}
+
+export interface NewChangeRequest {
+  type: 'upgrade' | 'downgrade' | 'cancel';
+  requestedPlanId?: number;
+  reason?: string;
+  cancelWhen?: 'immediate' | 'end_of_billing_period';
+  apiKeyId: string;
+}
+
+/**
+ * Records a pending change request for the service. The partial unique index (one pending
+ * request per service) settles a race between two callers: the loser gets the same 409.
+ */
+export async function createChangeRequest(prisma: PrismaClient, service: ServiceWithPlan, input: NewChangeRequest) {
+  await requireNoOpenRequest(prisma, service);
+  try {
+    return await prisma.serviceRequest.create({
+      data: {
+        brokerId: service.brokerId,
+        serviceId: service.id,
+        type: input.type,
+        status: 'pending',
+        source: 'api',
+        currentPlanId: service.planId,
+        requestedPlanId: input.requestedPlanId ?? null,
+        hostname: service.hostname,
+        customerEmail: service.customerEmail,
+        customerName: service.customerName,
+        billingCycle: service.billingCycle,
+        reason: input.reason ?? null,
+        cancelWhen: input.cancelWhen ?? null,
+        apiKeyId: input.apiKeyId,
+      },
+      include: { service: true, currentPlan: true, requestedPlan: true },
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      await requireNoOpenRequest(prisma, service);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Express } from 'express';
+import request from 'supertest';
+import { createApp } from '../../src/app.ts';
+import { createGate } from '../../src/auth/gate.ts';
+import { requestRedis } from '../../src/redis.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { apiKey } from '../helpers/factories.ts';
+
+let t: TestApp;
+
+before(async () => {
+  t = await createTestApp();
+});
+after(async () => {
+  await t?.close();
+});
+
+const authCheck = (app: Express, key: string) => request(app).get('/api/v1/auth-check').set('Authorization', `Bearer ${key}`);
+
+const int = (value: string | undefined): number => {
+  assert.match(value ?? '', /^\d+$/, `not an integer: ${value}`);
+  return Number(value);
+};
+
+function assertHeaders(res: request.Response, limit: number, remaining: number): void {
+  assert.equal(int(res.headers['x-ratelimit-limit']), limit);
+  assert.equal(int(res.headers['x-ratelimit-remaining']), remaining);
+  const reset = int(res.headers['x-ratelimit-reset']);
+  assert.ok(reset >= 1 && reset <= 60, `reset ${reset}`);
+  assert.equal(res.headers['ratelimit-policy'], `"default";q=${limit};w=60`);
+  assert.equal(res.headers['ratelimit'], `"default";r=${remaining};t=${reset}`);
+}
+
+describe('rate limit per key', () => {
+  test('a limit of N lets N requests through and refuses the next with 429 and Retry-After', async () => {
+    const n = 5;
+    const k = await apiKey(t.prisma, { rateLimit: n, mode: 'test' });
+    for (let i = 1; i <= n; i++) {
+      const res = await authCheck(t.app, k.key);
+      assert.equal(res.status, 200, `request ${i}: ${JSON.stringify(res.body)}`);
+      assertHeaders(res, n, n - i);
+    }
+    const refused = await authCheck(t.app, k.key);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.success, false);
+    assert.equal(refused.body.error.code, 'rate_limit_exceeded');
+    assertHeaders(refused, n, 0);
+    const retryAfter = int(refused.headers['retry-after']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 60);
+    // Retry-After is never earlier than the window's reset.
+    assert.ok(retryAfter >= int(refused.headers['x-ratelimit-reset']));
+    // Refused requests still count: the key stays refused.
+    assert.equal((await authCheck(t.app, k.key)).status, 429);
+  });
+
+  test('each key has its own count', async () => {
+    const a = await apiKey(t.prisma, { rateLimit: 1 });
+    const b = await apiKey(t.prisma, { rateLimit: 1, brokerId: a.brokerId });
+    assert.equal((await authCheck(t.app, a.key)).status, 200);
+    assert.equal((await authCheck(t.app, a.key)).status, 429);
+    assert.equal((await authCheck(t.app, b.key)).status, 200);
+  });
+
+  test('two app instances on one Redis share a key\'s limit', async () => {
+    const second = t.another();
+    const k = await apiKey(t.prisma, { rateLimit: 4 });
+    assert.equal((await authCheck(t.app, k.key)).status, 200);
+    assert.equal((await authCheck(second, k.key)).status, 200);
+    assert.equal((await authCheck(t.app, k.key)).status, 200);
+    const last = await authCheck(second, k.key);
+    assert.equal(last.status, 200);
+    assertHeaders(last, 4, 0);
+    assert.equal((await authCheck(t.app, k.key)).status, 429);
+    assert.equal((await authCheck(second, k.key)).status, 429);
+  });
+
+  test('every authenticated response carries the headers (403 and 400 too)', async () => {
+    const k = await apiKey(t.prisma, { scopes: ['services:read'], rateLimit: 10 });
+    const forbidden = await request(t.app).post('/api/v1/auth-check').set('Authorization', `Bearer ${k.key}`);
+    assert.equal(forbidden.status, 403);
+    assertHeaders(forbidden, 10, 9);
+    const invalid = await request(t.app)
+      .get('/api/v1/services?limit=0')
+      .set('Authorization', `Bearer ${k.key}`);
+    assert.equal(invalid.status, 400);
+    assertHeaders(invalid, 10, 8);
+  });
+
+  test('with Redis down the request answers 500 server_error at once', async () => {
+    const dead = requestRedis({ options: { path: '/nonexistent/capi-redis.sock' }, description: 'none', stop: async () => {} });
+    dead.on('error', () => {});
+    const gate = createGate({ prisma: t.prisma, redis: dead, logger: t.deps.logger });
+    const app = createApp({ ...t.deps, redis: dead, gate: gate.gate });
+    const k = await apiKey(t.prisma);
+    try {
+      // The first request also compiles the validator and loads the key: time the second one.
+      assert.equal((await authCheck(app, k.key)).status, 500);
+      const started = Date.now();
+      const res = await authCheck(app, k.key);
+      assert.equal(res.status, 500);
+      assert.equal(res.body.error.code, 'server_error');
+      assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+    } finally {
+      dead.disconnect();
+      await gate.apiLog.close();
+    }
+  });
+});

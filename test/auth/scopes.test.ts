@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import request from 'supertest';
+import { SCOPES, type Scope } from '../../src/auth/keys.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { apiKey } from '../helpers/factories.ts';
+
+/**
+ * The spec's endpoint table: the scope each operation requires besides admin:full
+ * (`null`: any valid key). openapi.yaml must say the same, and the gate must enforce it.
+ */
+const REQUIRED: Record<string, Scope | null> = {
+  getAuthCheck: null,
+  postAuthCheck: 'services:write',
+  createService: 'services:write',
+  listServices: 'services:read',
+  getService: 'admin:full',
+  updateServicePassword: 'admin:full',
+  upgradeService: 'admin:full',
+  downgradeService: 'admin:full',
+  cancelService: 'admin:full',
+  listRequests: 'requests:read',
+  manageRequest: 'requests:write',
+  sendServicesReport: 'reports:generate',
+  sendInvoicesReport: 'reports:generate',
+};
+
+const PATH_VALUES: Record<string, string> = { service_number: '123456789', request_id: 'REQ-000001' };
+
+let t: TestApp;
+const keys = new Map<Scope, string>();
+
+before(async () => {
+  t = await createTestApp();
+  const b = (await apiKey(t.prisma, { scopes: [] })).brokerId;
+  for (const scope of SCOPES) {
+    keys.set(scope, (await apiKey(t.prisma, { brokerId: b, scopes: [scope], mode: 'test', rateLimit: 1000 })).key);
+  }
+});
+after(async () => {
+  await t?.close();
+});
+
+describe('scopes', () => {
+  test('openapi.yaml has the 13 operations with the scopes of the spec', () => {
+    const ops = t.deps.contract.operations;
+    assert.deepEqual(ops.map((o) => o.operationId).sort(), Object.keys(REQUIRED).sort());
+    for (const op of ops) {
+      const required = REQUIRED[op.operationId];
+      const expected = required === null ? [] : [...new Set([required, 'admin:full'])].sort();
+      assert.deepEqual([...op.scopes].sort(), expected, op.operationId);
+    }
+  });
+
+  for (const [operationId, required] of Object.entries(REQUIRED)) {
+    for (const scope of SCOPES) {
+      const allowed = required === null || scope === required || scope === 'admin:full';
+      test(`${operationId} with ${scope}: ${allowed ? 'allowed' : '403'}`, async () => {
+        const op = t.deps.contract.byId.get(operationId);
+        assert.ok(op, `no operation ${operationId}`);
+        const path = op.pathTemplate.replace(/\{([^}]+)\}/g, (_m, name: string) => PATH_VALUES[name] ?? '1');
+        const req = op.method === 'GET' ? request(t.app).get(path) : request(t.app).post(path).send({});
+        const res = await req.set('Authorization', `Bearer ${keys.get(scope)}`);
+        if (allowed) {
+          assert.ok(![401, 403].includes(res.status), `${res.status} ${JSON.stringify(res.body)}`);
+        } else {
+          assert.equal(res.status, 403, JSON.stringify(res.body));
+          assert.equal(res.body.error.code, 'insufficient_permissions');
+          assert.deepEqual([...res.body.error.details.required_scopes].sort(), [...op.scopes].sort());
+        }
+      });
+    }
+  }
+
+  test('a key with several scopes is admitted by any one of them', async () => {
+    const k = await apiKey(t.prisma, { scopes: ['services:read', 'services:write'] });
+    const res = await request(t.app).post('/api/v1/auth-check').set('Authorization', `Bearer ${k.key}`);
+    assert.equal(res.status, 200);
+  });
+
+  test('a key with no scopes may still call GET /auth-check', async () => {
+    const k = await apiKey(t.prisma, { scopes: [] });
+    const res = await request(t.app).get('/api/v1/auth-check').set('Authorization', `Bearer ${k.key}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data.scopes, []);
+  });
+});

@@ -1,0 +1,17 @@
+// Fuzz properties of auth-check, requests and reports (see operations.ts for what every request
+// must satisfy), and the check that the fuzz files cover every operation of openapi.yaml.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { loadContract } from '../../src/http/contract.ts';
+import { OPERATIONS } from './arbitraries.ts';
+import { fuzzOperations, SERVICE_OPERATIONS } from './operations.ts';
+
+const OTHER_OPERATIONS = ['getAuthCheck', 'postAuthCheck', 'listRequests', 'manageRequest', 'sendServicesReport', 'sendInvoicesReport'];
+
+it('the fuzz operations are exactly the operations of openapi.yaml, with their methods and paths', () => {
+  const contract = loadContract().operations.map((o) => `${o.operationId} ${o.method} ${o.pathTemplate}`).sort();
+  assert.deepEqual(OPERATIONS.map((o) => `${o.operationId} ${o.method} ${o.template}`).sort(), contract);
+  assert.deepEqual([...SERVICE_OPERATIONS, ...OTHER_OPERATIONS].sort(), OPERATIONS.map((o) => o.operationId).sort());
+});
+
+fuzzOperations('fuzz: auth-check, request and report operations, live and sandbox keys', OTHER_OPERATIONS);

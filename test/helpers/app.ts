@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Express } from 'express';
+import { createApp, type AppOptions } from '../../src/app.ts';
+import { createGate } from '../../src/auth/gate.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { AppDeps } from '../../src/deps.ts';
+import { loadContract } from '../../src/http/contract.ts';
+import { createJobs, type Jobs } from '../../src/jobs/index.ts';
+import { createLogger } from '../../src/logger.ts';
+import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
+import { createTestDatabase } from './db.ts';
+
+export interface TestApp {
+  app: Express;
+  deps: AppDeps;
+  prisma: AppDeps['prisma'];
+  redisEndpoint: RedisEndpoint;
+  jobs: Jobs;
+  dataDir: string;
+  /** Writes buffered API log entries and last-used times now. */
+  flushApiLog(): Promise<void>;
+  /** A second app instance on the same database and Redis (as a second API process would be). */
+  another(): Express;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Run the job workers in this process (default true). */
+  workers?: boolean;
+  /** Passed to createApp (e.g. a module of the test's own). */
+  app?: AppOptions;
+}
+
+/**
+ * One app on a database and a Redis of its own (in-memory PGlite, or a fresh PostgreSQL database
+ * when DATABASE_URL is set; a private redis-server), with response validation on.
+ */
+export async function createTestApp(overrides: Partial<Config> = {}, options: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-test-'));
+  const config: Config = {
+    ...loadConfig({ NODE_ENV: 'test', DATA_DIR: dataDir }),
+    validateResponses: true,
+    ...overrides,
+  };
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  // Whatever was started is stopped again if a later step fails, so a broken set-up fails fast
+  // instead of leaving a test file waiting on open handles.
+  const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dataDir, { recursive: true, force: true })];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await Promise.resolve(step()).catch(() => {});
+    cleanups.length = 0;
+  };
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let redisEndpoint: RedisEndpoint;
+  let redis: ReturnType<typeof requestRedis>;
+  let jobs: Jobs;
+  let contract: ReturnType<typeof loadContract>;
+  try {
+    db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    redisEndpoint = await startPrivateRedis();
+    cleanups.push(() => redisEndpoint.stop());
+    redis = requestRedis(redisEndpoint);
+    cleanups.push(() => redis.disconnect());
+    await waitUntilReady(redis);
+    contract = loadContract();
+    jobs = createJobs({ redisEndpoint, prisma: db.prisma, config, logger, mode: 'both' });
+    cleanups.push(() => jobs.close());
+    if (options.workers !== false) await jobs.startWorkers();
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+  const gates: Array<ReturnType<typeof createGate>> = [];
+  const build = (): { app: Express; deps: AppDeps } => {
+    const gate = createGate({ prisma: db.prisma, redis, logger });
+    gates.push(gate);
+    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs };
+    return { app: createApp(deps, options.app), deps };
+  };
+  const { app, deps } = build();
+  return {
+    app,
+    deps,
+    prisma: db.prisma,
+    redisEndpoint,
+    jobs,
+    dataDir,
+    flushApiLog: async () => {
+      for (const g of gates) await g.apiLog.flush();
+    },
+    another: () => build().app,
+    close: async () => {
+      for (const g of gates) await g.apiLog.close();
+      await cleanup();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { generateApiKey, type KeyMode, type Scope } from '../../src/auth/keys.ts';
+
+/** Small factories for tests: rows inserted with Prisma, returning what a test needs. */
+
+const suffix = (): string => randomBytes(6).toString('hex');
+
+export interface TestBroker {
+  id: string;
+  slug: string;
+  name: string;
+  approval: 'automatic' | 'manual';
+}
+
+export async function broker(
+  prisma: PrismaClient,
+  options: { name?: string; slug?: string; email?: string; approval?: 'automatic' | 'manual' } = {},
+): Promise<TestBroker> {
+  const s = suffix();
+  const row = await prisma.broker.create({
+    data: {
+      id: `brk_${s}`,
+      slug: options.slug ?? `broker-${s}`,
+      name: options.name ?? `Broker ${s}`,
+      email: options.email ?? `ops-${s}@example.com`,
+      approval: options.approval ?? 'manual',
+    },
+  });
+  return { id: row.id, slug: row.slug, name: row.name, approval: row.approval };
+}
+
+export interface ApiKeyOptions {
+  /** The broker the key belongs to; a new one is made when omitted. */
+  brokerId?: string;
+  name?: string;
+  scopes?: Scope[] | string[];
+  mode?: KeyMode;
+  /** The mode written to the row, when a test needs it to disagree with the key's prefix. */
+  storedMode?: KeyMode;
+  ipRestricted?: boolean;
+  /** A non-empty whitelist makes the key restricted unless `ipRestricted` says otherwise. */
+  ipWhitelist?: string[];
+  rateLimit?: number;
+  expiresAt?: Date | null;
+  active?: boolean;
+}
+
+export interface TestApiKey {
+  /** The clear key, as the client sends it. */
+  key: string;
+  id: string;
+  brokerId: string;
+  mode: KeyMode;
+  scopes: string[];
+}
+
+export async function apiKey(prisma: PrismaClient, options: ApiKeyOptions = {}): Promise<TestApiKey> {
+  const brokerId = options.brokerId ?? (await broker(prisma)).id;
+  const mode = options.mode ?? 'live';
+  const generated = generateApiKey(mode);
+  const whitelist = options.ipWhitelist ?? [];
+  const active = options.active ?? true;
+  const scopes = [...(options.scopes ?? ['admin:full'])];
+  const row = await prisma.apiKey.create({
+    data: {
+      id: `key_${suffix()}`,
+      brokerId,
+      name: options.name ?? `Test key ${suffix()}`,
+      mode: options.storedMode ?? mode,
+      keyHash: generated.hash,
+      prefix: generated.prefix,
+      last4: generated.last4,
+      scopes,
+      ipRestricted: options.ipRestricted ?? whitelist.length > 0,
+      ipWhitelist: whitelist,
+      rateLimit: options.rateLimit ?? 120,
+      active,
+      expiresAt: options.expiresAt ?? null,
+      revokedAt: active ? null : new Date(),
+    },
+  });
+  return { key: generated.key, id: row.id, brokerId, mode, scopes };
+}

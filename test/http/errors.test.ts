@@ -1,0 +1,185 @@
+// The HTTP spine: malformed input, validator errors mapped to the spec's codes, unknown paths,
+// request ids, and that no stack trace ever leaves. Each case is a row of the spec's tables.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import request from 'supertest';
+import { apiKey } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+
+let t: TestApp;
+let key: string;
+const auth = () => ({ Authorization: `Bearer ${key}` });
+
+before(async () => {
+  t = await createTestApp({}, { workers: false });
+  key = (await apiKey(t.prisma, { scopes: ['admin:full'] })).key;
+});
+after(async () => t.close());
+
+const post = (path: string) => request(t.app).post(path).set(auth());
+
+function assertEnvelope(body: unknown, code: string): { code: string; message: string; details?: Record<string, unknown> } {
+  const b = body as { success: boolean; error: { code: string; message: string; details?: Record<string, unknown> } };
+  assert.equal(b.success, false);
+  assert.equal(b.error.code, code, JSON.stringify(b));
+  assert.equal(typeof b.error.message, 'string');
+  assert.ok(!JSON.stringify(b).includes('    at '), 'no stack trace in the body');
+  return b.error;
+}
+
+describe('malformed bodies', () => {
+  it('invalid JSON → 400 invalid_request, message exactly "Invalid JSON in request body"', async () => {
+    const res = await post('/api/v1/reports/invoices').set('Content-Type', 'application/json').send('{"recipients": [');
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_request');
+    assert.equal(error.message, 'Invalid JSON in request body');
+  });
+
+  it('a JSON array body → 400 invalid_request', async () => {
+    const res = await post('/api/v1/service-create').set('Content-Type', 'application/json').send('[1,2]');
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_request');
+  });
+
+  it('a JSON primitive body → 400 invalid_request', async () => {
+    const res = await post('/api/v1/service-create').set('Content-Type', 'application/json').send('"plan"');
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_request');
+  });
+
+  it('a body over 1 MiB → 400 invalid_request', async () => {
+    const big = JSON.stringify({ plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com', customer_name: 'x'.repeat(1024 * 1024 + 10) });
+    const res = await post('/api/v1/service-create').set('Content-Type', 'application/json').send(big);
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_request');
+  });
+
+  it('a body that is not JSON (text/plain) → 400 invalid_request', async () => {
+    const res = await post('/api/v1/service-create').set('Content-Type', 'text/plain').send('plan=Basic');
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_request');
+  });
+
+  it('a form-encoded body → 400 invalid_request', async () => {
+    const res = await post('/api/v1/service-create').type('form').send({ plan: 'Basic VPS' });
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_request');
+  });
+});
+
+describe('validator errors → missing_parameter / invalid_parameter', () => {
+  const cases: Array<{ name: string; path: string; body: unknown; code: string; field: string }> = [
+    { name: 'createService: plan missing', path: '/api/v1/service-create', body: { hostname: 'a.example.com', customer_email: 'a@example.com' }, code: 'missing_parameter', field: 'plan' },
+    { name: 'createService: plan null', path: '/api/v1/service-create', body: { plan: null, hostname: 'a.example.com', customer_email: 'a@example.com' }, code: 'missing_parameter', field: 'plan' },
+    { name: 'createService: hostname a number', path: '/api/v1/service-create', body: { plan: 'Basic VPS', hostname: 42, customer_email: 'a@example.com' }, code: 'invalid_parameter', field: 'hostname' },
+    { name: 'createService: customer_email not an e-mail', path: '/api/v1/service-create', body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'nope' }, code: 'invalid_parameter', field: 'customer_email' },
+    { name: 'createService: billing_cycle off the enum', path: '/api/v1/service-create', body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com', billing_cycle: 'weekly' }, code: 'invalid_parameter', field: 'billing_cycle' },
+    { name: 'upgradeService: plan missing', path: '/api/v1/services/123456789/upgrade', body: {}, code: 'missing_parameter', field: 'plan' },
+    { name: 'upgradeService: plan an array', path: '/api/v1/services/123456789/upgrade', body: { plan: ['Basic VPS'] }, code: 'invalid_parameter', field: 'plan' },
+    { name: 'manageRequest: action missing', path: '/api/v1/requests/REQ-000001/manage', body: {}, code: 'missing_parameter', field: 'action' },
+    { name: 'manageRequest: action off the enum', path: '/api/v1/requests/REQ-000001/manage', body: { action: 'maybe' }, code: 'invalid_parameter', field: 'action' },
+    { name: 'sendInvoicesReport: recipients null', path: '/api/v1/reports/invoices', body: { recipients: null, start_date: '2026-01-01', end_date: '2026-01-31' }, code: 'missing_parameter', field: 'recipients' },
+    { name: 'sendInvoicesReport: start_date empty', path: '/api/v1/reports/invoices', body: { recipients: ['a@example.com'], start_date: '', end_date: '2026-01-31' }, code: 'missing_parameter', field: 'start_date' },
+    { name: 'sendInvoicesReport: end_date a number', path: '/api/v1/reports/invoices', body: { recipients: ['a@example.com'], start_date: '2026-01-01', end_date: 20260131 }, code: 'invalid_parameter', field: 'end_date' },
+    { name: 'cancelService: when off the enum', path: '/api/v1/services/123456789/cancel', body: { reason: 'moving', when: 'someday' }, code: 'invalid_parameter', field: 'when' },
+  ];
+  for (const c of cases) {
+    it(`${c.name} → ${c.code} naming ${c.field}`, async () => {
+      const res = await post(c.path).send(c.body as object);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      const error = assertEnvelope(res.body, c.code);
+      assert.ok(error.details, 'details are present');
+      if (c.code === 'missing_parameter') {
+        assert.ok((error.details.missing as string[]).includes(c.field), JSON.stringify(error.details));
+        assert.ok((error.details.required as string[]).includes(c.field), JSON.stringify(error.details));
+      } else {
+        assert.equal(error.details.field, c.field, JSON.stringify(error.details));
+        assert.equal(typeof error.details.rule, 'string');
+      }
+    });
+  }
+
+  it('a POST with no body at all names every missing field', async () => {
+    const res = await post('/api/v1/service-create');
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'missing_parameter');
+    assert.deepEqual([...(error.details!.missing as string[])].sort(), ['customer_email', 'hostname', 'plan']);
+  });
+
+  it('a query parameter of the wrong type → invalid_parameter naming it (limit=abc)', async () => {
+    const res = await request(t.app).get('/api/v1/services?limit=abc').set(auth());
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_parameter');
+    assert.equal(error.details!.field, 'limit');
+    assert.equal(error.details!.location, 'query');
+  });
+
+  it('an empty query parameter is invalid, not missing (limit=)', async () => {
+    const res = await request(t.app).get('/api/v1/services?limit=').set(auth());
+    assert.equal(res.status, 400);
+    assertEnvelope(res.body, 'invalid_parameter');
+  });
+
+  it('limit above 100 → invalid_parameter with the rule', async () => {
+    const res = await request(t.app).get('/api/v1/requests?limit=101').set(auth());
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_parameter');
+    assert.equal(error.details!.field, 'limit');
+    assert.equal(error.details!.rule, 'maximum');
+  });
+
+  it('a path parameter that is not a number → invalid_parameter', async () => {
+    const res = await request(t.app).get('/api/v1/services/abc').set(auth());
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_parameter');
+    assert.equal(error.details!.field, 'service_number');
+    assert.equal(error.details!.location, 'path');
+  });
+
+  it('an unknown body field → invalid_parameter naming it', async () => {
+    const res = await post('/api/v1/services/123456789/upgrade').send({ plan: 'Enterprise VPS', colour: 'red' });
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_parameter');
+    assert.equal(error.details!.field, 'colour');
+  });
+});
+
+describe('unknown paths and methods', () => {
+  for (const [method, path] of [
+    ['get', '/api/v1/nope'],
+    ['get', '/api/v2/services'],
+    ['get', '/api'],
+    ['delete', '/api/v1/services'],
+    ['put', '/api/v1/reports/invoices'],
+    ['get', '/api/v1/reports/invoices'],
+  ] as const) {
+    it(`${method.toUpperCase()} ${path} → 404 not_found`, async () => {
+      const res = await request(t.app)[method](path).set(auth());
+      assert.equal(res.status, 404);
+      assertEnvelope(res.body, 'not_found');
+    });
+  }
+
+  it('an unknown path outside /api is a 404 in the envelope too', async () => {
+    const res = await request(t.app).get('/nothing-here');
+    assert.equal(res.status, 404);
+    assertEnvelope(res.body, 'not_found');
+  });
+});
+
+describe('request ids', () => {
+  it('a sane X-Request-Id from the client is echoed', async () => {
+    const res = await request(t.app).get('/api/v1/auth-check').set(auth()).set('X-Request-Id', 'client-abc.123');
+    assert.equal(res.headers['x-request-id'], 'client-abc.123');
+  });
+
+  it('an unsafe X-Request-Id is replaced by a generated one', async () => {
+    const res = await request(t.app).get('/api/v1/auth-check').set(auth()).set('X-Request-Id', 'bad id\twith spaces');
+    assert.match(String(res.headers['x-request-id']), /^req_[0-9a-f]{32}$/);
+  });
+
+  it('errors carry a request id as well', async () => {
+    const res = await request(t.app).get('/api/v1/nope');
+    assert.match(String(res.headers['x-request-id']), /^req_[0-9a-f]{32}$/);
+  });
+});

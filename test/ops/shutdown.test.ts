@@ -1,0 +1,98 @@
+/**
+ * Graceful shutdown of `npm start` (API and worker in one process, on the defaults: the embedded
+ * PGlite under DATA_DIR, or DATABASE_URL's PostgreSQL when set; a private redis-server): a
+ * SIGTERM while a report runs stops new connections at once, and still answers the report
+ * with its counts, completes its run record, writes the API log and exits 0.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { connectForCli } from '../../src/db/client.ts';
+import { apiKey } from '../helpers/factories.ts';
+import { createPgDatabase, sleep, startHoldingSmtp, startRole, tmpDir, waitUntil, type HoldingSmtp, type PgDatabase, type RoleProcess } from './helpers.ts';
+
+const data = tmpDir('capi-ops-shutdown-');
+let pgdb: PgDatabase | undefined;
+let smtp: HoldingSmtp;
+let child: RoleProcess | undefined;
+const SMTP_DELAY_MS = 1500;
+
+before(async () => {
+  smtp = await startHoldingSmtp({ delayMs: SMTP_DELAY_MS });
+  if (process.env.DATABASE_URL) pgdb = await createPgDatabase();
+});
+
+after(async () => {
+  await child?.kill('SIGKILL');
+  await smtp?.stop();
+  await pgdb?.drop();
+  data.remove();
+});
+
+const database = () => connectForCli({ dataDir: data.dir, databaseUrl: pgdb?.url });
+
+test('SIGTERM during a report: no new connections, the client still gets its 200 with counts, the run is complete', async (ctx) => {
+  child = await startRole('all', { DATA_DIR: data.dir, SMTP_URL: smtp.url, ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+  const url = child.url!;
+
+  let key: string;
+  {
+    const db = await database(); // through the server's PGlite socket (or PostgreSQL)
+    try {
+      const k = await apiKey(db.prisma, { scopes: ['reports:generate'] });
+      key = k.key;
+      await db.prisma.invoice.createMany({
+        data: [
+          { brokerId: k.brokerId, number: 'S-1', serviceNumber: 100000001, amount: '10.00', currency: 'EUR', status: 'paid', date: new Date('2025-08-02T00:00:00Z') },
+          { brokerId: k.brokerId, number: 'S-2', serviceNumber: 100000002, amount: '20.00', currency: 'EUR', status: 'pending', date: new Date('2025-08-03T00:00:00Z') },
+        ],
+      });
+    } finally {
+      await db.close();
+    }
+  }
+
+  const pending = fetch(`${url}/api/v1/reports/invoices`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'X-Request-Id': 'shutdown-report-1' },
+    body: JSON.stringify({ recipients: ['one@example.com', 'two@example.com'], start_date: '2025-08-01', end_date: '2025-08-31' }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  // The worker is sending: the SMTP server has the messages and answers in SMTP_DELAY_MS.
+  await waitUntil(() => (smtp.received.get('one@example.com') ?? 0) + (smtp.received.get('two@example.com') ?? 0) >= 1, 20_000, 'the report e-mails to be in flight');
+  const signalled = Date.now();
+  child.proc.kill('SIGTERM');
+
+  await sleep(200);
+  await assert.rejects(fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }), 'a new connection after SIGTERM is refused');
+
+  const res = await pending;
+  const answeredMs = Date.now() - signalled;
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { data: Record<string, unknown> };
+  assert.equal(body.data.total_invoices, 2);
+  assert.equal(body.data.recipients_sent, 2);
+  assert.equal(body.data.recipients_failed, 0);
+  const code = await child.exited;
+  const exitedMs = Date.now() - signalled;
+  assert.equal(code, 0, child.stderr());
+  ctx.diagnostic(`report answered ${answeredMs} ms after SIGTERM; process exited 0 after ${exitedMs} ms`);
+  const messages = child.logs.records().map((r) => r.msg);
+  for (const m of ['shutting down', 'http server drained', 'stopped']) assert.ok(messages.includes(m), `log "${m}"`);
+  assert.ok(messages.indexOf('http server drained') < messages.indexOf('stopped'));
+
+  // The process is gone: the database is ours to open, and it holds the complete outcome.
+  const db = await database();
+  try {
+    const run = await db.prisma.reportRun.findFirstOrThrow({ include: { recipients: true } });
+    assert.equal(run.status, 'completed');
+    assert.equal(run.recipientsSent, 2);
+    assert.equal(run.recipientsFailed, 0);
+    assert.ok(run.completedAt);
+    assert.ok(run.recipients.every((r) => r.status === 'sent' && r.messageId));
+    // The API log entry of the request answered during the shutdown was flushed before exit.
+    const logged = await db.prisma.apiLog.findFirst({ where: { requestId: 'shutdown-report-1' } });
+    assert.equal(logged?.status, 200);
+  } finally {
+    await db.close();
+  }
+});
