@@ -87,10 +87,15 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
 /**
  * A client for work done inside an HTTP request: it fails fast (no offline queue, one retry) so a
  * Redis outage answers `500 server_error` at once instead of hanging the request.
+ *
+ * Auto-pipelining sends the commands issued in one event-loop tick (one rate-limit script per
+ * concurrent request) in a single socket write: a CPU profile of `npm run bench` showed one write
+ * per request taking 18% of the API process's time.
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
   return new Redis({
     ...endpoint.options,
+    enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 2000,
