@@ -88,8 +88,7 @@ try {
   await step('config, logger (pino)');
   await import('express');
   await import('helmet');
-  await import('pino-http');
-  await step('import express, helmet, pino-http');
+  await step('import express, helmet');
   await import('express-openapi-validator');
   await step('import express-openapi-validator');
   await import('@electric-sql/pglite');

@@ -1,6 +1,5 @@
-import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
 import { registerDocs } from './http/docs.ts';
@@ -8,10 +7,10 @@ import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
 import { requestId } from './http/request-id.ts';
+import { requestLog } from './http/request-log.ts';
 import { createValidator } from './http/validation.ts';
 import { registerOps } from './ops/health.ts';
 import { metricsMiddleware } from './ops/metrics.ts';
-import { scrubSecrets } from './ops/redact.ts';
 import { resourceModules, type RegisterRoutes } from './routes.ts';
 
 /** Resolves the operation a request is for; an unknown path or method under /api is a 404. */
@@ -72,21 +71,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.use(requestId);
   // Security headers on every response; /docs replaces the CSP with the one Redoc needs.
   app.use(helmet());
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (_req, res) => String(res.locals.requestId),
-      customProps: (_req, res) => ({ requestId: res.locals.requestId }),
-      serializers: {
-        req: (req: Request & { raw?: Request }) => ({ method: req.method, url: scrubSecrets(req.url) }),
-        // The status is enough; the response headers are the same on every line.
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-      // Probes and scrapes every few seconds would drown the request log.
-      autoLogging: { ignore: (req) => OPS_PATHS.has(req.url ?? '') },
-    }),
-  );
+  // Probes and scrapes every few seconds would drown the request log.
+  app.use(requestLog(logger, OPS_PATHS));
 
   registerOps(app, deps);
   registerDocs(app, contract);
