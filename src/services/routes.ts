@@ -176,7 +176,7 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
         const page = sandboxPage(sandboxed(row), serviceMatches(row, filters), limit, offset);
         return { status: 200, data: page.data, pagination: page.pagination };
       }
-      await applyDueCancellations(prisma, auth.brokerId);
+      // Due scheduled cancellations are applied by the list statement itself (one round trip).
       // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
       const modifiedSince = filters.modifiedSince && clampInstant(filters.modifiedSince);
       const { rows, total } = await listServices(prisma, auth.brokerId, { ...filters, modifiedSince, limit, offset });

@@ -208,6 +208,18 @@ describe('GET /api/v1/services', () => {
     assert.equal(res.body.data[0].cancelled_at, s.cancelAt!.toISOString());
     await t.prisma.service.delete({ where: { id: s.id } });
   });
+
+  test('the request that applies a due cancellation already filters and counts it as cancelled', async () => {
+    const due = await service(t, { brokerId: listBroker, hostname: 'due-filter.example', cancelAt: new Date(Date.now() - 1000) });
+    const active = await get(listReader, '/api/v1/services?search=due-filter.example&status=active');
+    assert.equal(active.status, 200, JSON.stringify(active.body));
+    assert.deepEqual(active.body.data, []);
+    assert.equal(active.body.pagination.total, 0);
+    const cancelled = await get(listReader, '/api/v1/services?search=due-filter.example&status=cancelled');
+    assert.equal(cancelled.body.pagination.total, 1);
+    assert.equal(cancelled.body.data[0].service_number, due.serviceNumber);
+    await t.prisma.service.delete({ where: { id: due.id } });
+  });
 });
 
 describe('GET /api/v1/services/{n}', () => {
