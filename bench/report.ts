@@ -132,6 +132,7 @@ async function dropBenchDatabase(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  build();
   await createBenchDatabase();
   console.log(`data dir ${dataDir}; ${N} invoices; ${RECIPIENTS.length} recipients; ${RUNS} runs`);
 
@@ -174,7 +175,7 @@ async function main(): Promise<void> {
     cpus: os.cpus().length,
     loadavg_1m: Number(os.loadavg()[0]!.toFixed(2)),
     node: process.version,
-    node_flags: nodeFlagsOf('start'),
+    server_command: commandOf('start'),
     database: process.env.DATABASE_URL ? 'postgresql' : 'pglite (embedded)',
     import_ms: importMs,
     layouts: results,
@@ -221,21 +222,29 @@ interface LayoutResult {
 }
 
 /**
- * The Node flags the npm start scripts give tsx (e.g. `--max-semi-space-size=2`), so the server
- * runs here as it does in production. `BENCH_NODE_FLAGS` overrides them (`BENCH_NODE_FLAGS=` for none).
+ * The command line of an npm start script (`node <flags> dist/src/main/<role>.js`), run here
+ * without npm in between so the pid measured is the server's own, with the script's Node flags
+ * (e.g. `--max-semi-space-size=2`). `BENCH_NODE_FLAGS` overrides the flags (`BENCH_NODE_FLAGS=`
+ * for none). The build (`npm run build`, what the prestart scripts run) is made once, up front.
  */
-function nodeFlagsOf(script: string): string[] {
-  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean);
+function commandOf(script: string): string[] {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const command = scripts[script] ?? '';
-  return /\btsx\s+(.*?)\s*src\//.exec(command)?.[1]?.split(/\s+/).filter((f) => f.startsWith('--')) ?? [];
+  const words = (scripts[script] ?? '').split(/\s+/).filter(Boolean);
+  if (words[0] !== 'node') throw new Error(`npm script ${script} does not start with node: ${scripts[script]}`);
+  const entry = words.filter((w) => !w.startsWith('--')).slice(1);
+  const flags = process.env.BENCH_NODE_FLAGS !== undefined
+    ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean)
+    : words.slice(1).filter((w) => w.startsWith('--'));
+  return [...flags, ...entry];
 }
 
-function startProcess(entry: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  // What `npm start` / `npm run start:*` run (tsx with the script's Node flags), without npm and
-  // tsx's wrapper process in between, so the pid measured is the server's own.
-  const flags = nodeFlagsOf(script);
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+function build(): void {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm run build failed');
+}
+
+function startProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, commandOf(script), { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   return child;
 }
@@ -272,7 +281,7 @@ async function benchLayout(layout: 'one' | 'split', key: string, smtpPort: numbe
   const url = `http://127.0.0.1:${port}`;
   const t0 = Date.now();
   if (layout === 'one') {
-    procs.server = startProcess('src/main/all.ts', 'start', env);
+    procs.server = startProcess('start', env);
     await waitForHttp(url, 60_000, procs.server);
   } else {
     const redisPort = await freePort();
@@ -280,9 +289,9 @@ async function benchLayout(layout: 'one' | 'split', key: string, smtpPort: numbe
     children.push(redis);
     await new Promise((r) => setTimeout(r, 300));
     env.REDIS_URL = `redis://127.0.0.1:${redisPort}`;
-    procs.api = startProcess('src/main/api.ts', 'start:api', env);
+    procs.api = startProcess('start:api', env);
     await waitForHttp(url, 60_000, procs.api);
-    procs.worker = startProcess('src/main/worker.ts', 'start:worker', env);
+    procs.worker = startProcess('start:worker', env);
     // The worker has no port: give it time to connect and start its BullMQ workers.
     await new Promise((r) => setTimeout(r, 5000));
     if (procs.worker.exitCode !== null) throw new Error('the worker exited at start');

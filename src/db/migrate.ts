@@ -9,14 +9,13 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm/schema_engine_bg';
+import { ROOT_DIR } from '../root.ts';
 import { openSchemaEngine, type MigrationTarget } from './schema-engine.ts';
 
 export type { MigrationTarget };
 
-/** Repository root (src/db/../..). */
-export const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
+export { ROOT_DIR };
 export const SCHEMA_PATH = path.join(ROOT_DIR, 'prisma', 'schema.prisma');
 export const MIGRATIONS_DIR = path.join(ROOT_DIR, 'prisma', 'migrations');
 
