@@ -4,7 +4,7 @@ import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
 import { addSummarySheet, addTableSheet, dateCell, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 
 /** Invoices read per query while the workbook streams (keyset pagination on date, id). */
-export const INVOICE_BATCH = 10_000;
+export const INVOICE_BATCH = 2_000;
 
 /** The invoice statuses the report covers; `pending` is reported as unpaid. */
 const REPORTED = Prisma.sql`status IN ('paid'::invoice_status, 'pending'::invoice_status)`;
