@@ -64,6 +64,9 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   const { config, contract, logger } = deps;
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: hashing every body (SHA-1) costs CPU on each request, and the contract offers no
+  // conditional requests (every answer is per key, fresh; no If-None-Match / 304 anywhere).
+  app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
 

@@ -130,6 +130,8 @@ describe('security headers (helmet)', () => {
       assert.match(res.headers['content-security-policy'] ?? '', /default-src 'self'/);
       assert.equal(res.headers['referrer-policy'], 'no-referrer');
       assert.equal(res.headers['x-powered-by'], undefined);
+      // No ETag (no conditional requests in the contract; hashing each body costs CPU).
+      assert.equal(res.headers.etag, undefined);
       assert.ok(res.headers['x-request-id']);
     }
   });
