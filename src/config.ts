@@ -19,6 +19,8 @@ export interface Config {
   reportWaitMs: number;
   /** Attempts per recipient for a transient SMTP failure, inside the wait budget. */
   mailAttempts: number;
+  /** PostgreSQL statement_timeout of the server's pool (DB_STATEMENT_TIMEOUT_MS): a hung database is an error, not a hang. */
+  dbStatementTimeoutMs: number;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -65,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     credentialsKey: optional(env.CREDENTIALS_KEY),
     reportWaitMs: integer('REPORT_WAIT_MS', env.REPORT_WAIT_MS, 20_000, 100, 120_000),
     mailAttempts: integer('MAIL_ATTEMPTS', env.MAIL_ATTEMPTS, 3, 1, 10),
+    dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', env.DB_STATEMENT_TIMEOUT_MS, 30_000, 100, 600_000),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }

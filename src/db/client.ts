@@ -78,6 +78,12 @@ export interface OpenDatabaseOptions {
   serveSocket?: boolean;
   /** Apply pending migrations on open (default true). */
   migrate?: boolean;
+  /**
+   * PostgreSQL only: the server cancels a statement of the pool's sessions that runs (or waits for
+   * a lock) longer than this, so a database that hangs rather than refusing answers the request
+   * with an error in bounded time. Unset: no limit (the admin CLI's imports).
+   */
+  statementTimeoutMs?: number;
   /** node-postgres pool size for PostgreSQL (default 10). */
   poolMax?: number;
   /** Schema engine log lines. */
@@ -107,7 +113,13 @@ async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): 
     options.migrate === false
       ? []
       : await applyMigrations({ kind: 'postgres', connectionString: databaseUrl }, { log: options.log });
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolMax ?? 10 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolMax ?? 10,
+    // A server that accepts connections but never completes the start-up is an error, not a hang.
+    connectionTimeoutMillis: 5000,
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
+  });
   pool.on('error', () => {}); // an idle client dropped by the server; the next query reconnects
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {

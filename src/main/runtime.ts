@@ -96,7 +96,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       }
       database = await connectForCli({ dataDir: config.dataDir, log });
     } else {
-      database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+      database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
     }
     closers.push(['database', () => database.close()]);
     if (database.appliedMigrations.length > 0) {

@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
+import pg from 'pg';
 import { startRuntime, type Runtime } from '../../src/main/runtime.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
@@ -27,6 +28,8 @@ const skip = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 1
 
 /** No request may take longer than this while a dependency is down. */
 const FAIL_FAST_BOUND_MS = 3000;
+/** DB_STATEMENT_TIMEOUT_MS here: well under the fail-fast bound, well over any query of these tests. */
+const STATEMENT_TIMEOUT_MS = 1500;
 /** The service must be back this long after the dependency is. */
 const RECOVERY_BOUND_MS = 15_000;
 
@@ -50,6 +53,7 @@ before(async () => {
       DATA_DIR: data.dir,
       PORT: '0',
       REPORT_WAIT_MS: '20000',
+      DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
     },
     jobsCloseTimeoutMs: 2000,
     shutdownTimeoutMs: 2000,
@@ -179,5 +183,25 @@ describe('faults', { skip }, () => {
     await recovers(ctx, 'the database coming back');
     const again = await call('/api/v1/auth-check', { headers: { Authorization: `Bearer ${fresh.key}` } });
     assert.equal(again.status, 200);
+  });
+
+  test('the database hangs (a lock never released): the request answers 500 within the statement timeout, then recovers', async (ctx) => {
+    const fresh = await apiKey(runtime.database.prisma, { scopes: ['admin:full'] });
+    // Another session holds every lock on api_keys, so the key lookup waits, as on a hung server.
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE "api_keys" IN ACCESS EXCLUSIVE MODE');
+      const a = await call('/api/v1/auth-check', { headers: { Authorization: `Bearer ${fresh.key}` } });
+      assertServerError(a, 'auth-check with api_keys locked');
+      assert.ok(a.ms >= STATEMENT_TIMEOUT_MS - 100, `answered after ${a.ms} ms: it did wait for the lock`);
+      ctx.diagnostic(`hung database: auth-check answered 500 after ${a.ms} ms`);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    const again = await call('/api/v1/auth-check', { headers: { Authorization: `Bearer ${fresh.key}` } });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
   });
 });
