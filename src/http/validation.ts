@@ -24,6 +24,31 @@ export function isValidatorError(err: unknown): err is ValidatorError {
 }
 
 /**
+ * An operation's own body rules, written in the spec's order of checks. The schema validator runs
+ * first and reports by field, not in that order (an invoices report with a bad recipient and a
+ * malformed date got the date's error, though the spec checks recipients first), so when it
+ * rejects a body these rules run before its report is mapped: the first rule the body breaks is
+ * the answer. When they all pass, the schema's own error (an unknown field, say) is mapped as usual.
+ */
+const bodyRules = new Map<string, (body: Record<string, unknown>) => unknown>();
+
+export function registerBodyRules(operationId: string, rules: (body: Record<string, unknown>) => unknown): void {
+  bodyRules.set(operationId, rules);
+}
+
+function firstBrokenBodyRule(operationId: string | undefined, body: unknown): ApiError | undefined {
+  const rules = operationId ? bodyRules.get(operationId) : undefined;
+  if (!rules || typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  try {
+    rules(body as Record<string, unknown>);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+}
+
+/**
  * Extra `details` an operation attaches to every `invalid_parameter` about one field
  * (the invoices report adds `max_recipients: 10` to any recipients error). Keyed by operationId.
  */
@@ -135,6 +160,10 @@ export function mapValidatorError(err: ValidatorError, req: Request, contract: C
   const items = (err.errors ?? []).map(parseItem);
   if (items.some((i) => i.location === 'body' && i.field === '' && i.rule !== 'required')) {
     return new ApiError('invalid_request', 'Request body must be a JSON object');
+  }
+  if (items.some((i) => i.location === 'body')) {
+    const broken = firstBrokenBodyRule(operationId, req.body);
+    if (broken) return broken;
   }
   const missing: FieldError[] = [];
   const invalid: FieldError[] = [];

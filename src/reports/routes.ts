@@ -3,7 +3,7 @@ import type { AppDeps } from '../deps.ts';
 import { isSandbox } from '../http/auth-context.ts';
 import { ApiError } from '../http/errors.ts';
 import { operation, type DataOf } from '../http/operation.ts';
-import { registerFieldDetails } from '../http/validation.ts';
+import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import { ReportNoDataError, type InvoiceTotals } from '../jobs/types.ts';
 import { validateDateRange } from './dates.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
@@ -21,19 +21,24 @@ interface InvoicesReportInput {
 
 type InvoicesReportData = DataOf<'sendInvoicesReport', 200>;
 
+/** The invoices report's body rules in the spec's order: recipients first, then the dates. */
+function invoicesReportInput(body: Record<string, unknown>): InvoicesReportInput {
+  const recipients = normalizeRecipients(body.recipients, INVOICES_REQUIRED);
+  const { start, end } = validateDateRange(body.start_date, body.end_date, INVOICES_REQUIRED);
+  return { recipients, start, end };
+}
+
 export function registerReportRoutes(router: Router, deps: AppDeps): void {
   // Any validator error about `recipients` (not an array, an item not a string) carries the limit.
   registerFieldDetails('sendInvoicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
 
+  // The spec's order (recipients, then dates) also when the schema validator rejects the body.
+  registerBodyRules('sendInvoicesReport', invoicesReportInput);
+
   operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
     // The schema has already checked presence and types; these are the spec's own rules, run
     // before any sandbox test scenario.
-    validate: ({ body }) => {
-      const raw = body as Record<string, unknown>;
-      const recipients = normalizeRecipients(raw.recipients, INVOICES_REQUIRED);
-      const { start, end } = validateDateRange(raw.start_date, raw.end_date, INVOICES_REQUIRED);
-      return { recipients, start, end };
-    },
+    validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
     handle: async ({ auth }, input) => {
       const date_range = { start: input.start, end: input.end };
       if (isSandbox(auth)) {

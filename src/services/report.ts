@@ -10,7 +10,7 @@ import type { Router } from 'express';
 import type { AppDeps } from '../deps.ts';
 import { isSandbox } from '../http/auth-context.ts';
 import { operation, type DataOf } from '../http/operation.ts';
-import { registerFieldDetails } from '../http/validation.ts';
+import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import type { ServiceStatusFilter, ServiceTotals } from '../jobs/types.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from '../reports/recipients.ts';
 import { sandboxed } from './sandbox.ts';
@@ -43,6 +43,8 @@ export function registerServicesReport(router: Router, deps: AppDeps): void {
   if (!info || isMounted(router, info.expressPath)) return;
   // Any validator error about `recipients` carries the limit, as for the invoices report.
   registerFieldDetails('sendServicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
+  // Recipients first (the spec's order), also when the schema rejects the body (a bad status, say).
+  registerBodyRules('sendServicesReport', (body) => normalizeRecipients(body.recipients, ['recipients']));
 
   operation<'sendServicesReport', Input>(router, deps.contract, 'sendServicesReport', {
     validate: ({ body }) => ({

@@ -152,10 +152,26 @@ for (const kind of ['live', 'sandbox'] as const) {
       else assert.equal(res.status, 200);
     });
 
-    test('recipients are checked before the dates', async () => {
-      const res = await post(key(), { recipients: ['bad'], start_date: '2025-02-01', end_date: '2025-01-01' });
-      assert.equal(assertError(res, 400, 'invalid_parameter').field, 'recipients[0]');
-    });
+    // The spec's order: recipients (missing, invalid, too many) before the dates (missing, invalid),
+    // whichever of them the schema validator happens to see first.
+    const eleven = Array.from({ length: 11 }, (_, i) => `user${i}@broker.example`);
+    for (const [label, body, code, field] of [
+      ['a bad recipient, start_date after end_date', { recipients: ['bad'], start_date: '2025-02-01', end_date: '2025-01-01' }, 'invalid_parameter', 'recipients[0]'],
+      ['a bad recipient, start_date empty', { recipients: ['bad'], start_date: '', end_date: '2025-01-31' }, 'invalid_parameter', 'recipients[0]'],
+      ['recipients not an array, the dates missing', { recipients: 'x' }, 'invalid_parameter', 'recipients'],
+      ['11 unique recipients, start_date month 13', { recipients: eleven, start_date: '2025-13-01', end_date: '2025-12-31' }, 'too_many_recipients', undefined],
+      ['no recipients left, end_date not a date', { recipients: [], start_date: '2025-01-01', end_date: 'yesterday' }, 'invalid_parameter', 'recipients'],
+      ['recipients missing, start_date malformed', { start_date: '2025/01/01', end_date: '2025-01-31' }, 'missing_parameter', undefined],
+      ['a good recipient, start_date empty and end_date malformed', { recipients: GOOD.recipients, start_date: '', end_date: '2025/01/31' }, 'missing_parameter', undefined],
+    ] as const) {
+      test(`recipients are checked before the dates: ${label} → ${code}`, async () => {
+        const details = assertError(await post(key(), body), 400, code);
+        if (field !== undefined) assert.equal(details.field, field);
+        if (code !== 'missing_parameter') assert.equal(details.max_recipients, 10, JSON.stringify(details));
+        if (label.startsWith('recipients missing')) assert.deepEqual(details.missing, ['recipients']);
+        if (label.startsWith('a good recipient')) assert.deepEqual(details.missing, ['start_date']);
+      });
+    }
   });
 }
 

@@ -79,6 +79,9 @@ describe('recipients and status rules (same codes as the invoices report)', () =
     ['nothing left', { recipients: ['', '  '] }, 'invalid_parameter'],
     ['eleven unique', { recipients: Array.from({ length: 11 }, (_, i) => `r${i}@b.example`) }, 'too_many_recipients'],
     ['unknown status', { recipients: ['a@b.example'], status: 'deleted' }, 'invalid_parameter'],
+    // Recipients come first, also when the schema rejects the status too.
+    ['eleven unique and an unknown status', { recipients: Array.from({ length: 11 }, (_, i) => `r${i}@b.example`), status: 'deleted' }, 'too_many_recipients'],
+    ['missing and an unknown status', { status: 'deleted' }, 'missing_parameter'],
   ];
   for (const [name, body, code] of cases) {
     test(`${name}: ${code}, before any sandbox scenario`, async () => {
