@@ -2236,7 +2236,7 @@ export interface components {
          */
         Offset: number;
         /**
-         * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+         * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
          * @example 482913570
          */
         ServiceNumber: number;
@@ -2439,7 +2439,10 @@ export interface operations {
                 search?: string;
                 /**
                  * @description Only services updated at or after this instant: an ISO 8601 date (`2025-03-01`, taken as
-                 *     00:00 UTC) or date-time (`2025-03-01T09:30:00Z`). Send `+` in an offset as `%2B`.
+                 *     00:00 UTC) or date-time in the extended format (`2025-03-01T09:30:00Z`,
+                 *     `2025-03-01T09:30Z`, `2025-03-01T10:30:00.250+01:00`, `+0100`, `+01`); a date-time
+                 *     without a zone is read as UTC. Send `+` in an offset as `%2B`. Anything else is
+                 *     `400 invalid_parameter`.
                  */
                 modified_since?: string | unknown | unknown;
                 /**
@@ -2522,7 +2525,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
                  * @example 482913570
                  */
                 service_number: components["parameters"]["ServiceNumber"];
@@ -2575,7 +2578,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
                  * @example 482913570
                  */
                 service_number: components["parameters"]["ServiceNumber"];
@@ -2633,7 +2636,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
                  * @example 482913570
                  */
                 service_number: components["parameters"]["ServiceNumber"];
@@ -2691,7 +2694,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
                  * @example 482913570
                  */
                 service_number: components["parameters"]["ServiceNumber"];
@@ -2749,7 +2752,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a number, or out of range, is `400 invalid_parameter`; an unknown number is `404 not_found`.
+                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
                  * @example 482913570
                  */
                 service_number: components["parameters"]["ServiceNumber"];

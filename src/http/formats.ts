@@ -27,7 +27,34 @@ export function isDateTime(text: string): boolean {
   return Date.parse(text) >= EARLIEST;
 }
 
+/**
+ * An ISO 8601 date-time in the extended format, as `modified_since` takes it (the operating
+ * contract says "an ISO 8601 date or date-time", a wider set than RFC 3339's `date-time`):
+ * minutes required, seconds and a fraction optional, and a zone `Z`, `±hh`, `±hhmm` or `±hh:mm`
+ * or none, read as UTC (the API's time zone).
+ */
+const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?$/;
+
+/** The instant an ISO 8601 date-time names, or undefined when it is not one (or before year 1). */
+export function isoInstant(text: string): Date | undefined {
+  const match = ISO_DATE_TIME.exec(text);
+  if (!match || !isCalendarDate(match[1]!)) return undefined;
+  if (Number(match[2]) > 23 || Number(match[3]) > 59 || Number(match[4] ?? 0) > 59) return undefined;
+  let zone = 'Z';
+  if (match[6] !== undefined && !/^[Zz]$/.test(match[6])) {
+    const digits = match[6].slice(1).replace(':', '');
+    const [hours, minutes] = [digits.slice(0, 2), digits.slice(2) || '00'];
+    if (Number(hours) > 23 || Number(minutes) > 59) return undefined;
+    zone = `${match[6][0]}${hours}:${minutes}`;
+  }
+  // Milliseconds are the precision kept: a longer fraction is cut, not rounded.
+  const canonical = `${match[1]}T${match[2]}:${match[3]}:${match[4] ?? '00'}${(match[5] ?? '').slice(0, 4)}${zone}`;
+  const ms = Date.parse(canonical);
+  return Number.isNaN(ms) || ms < EARLIEST ? undefined : new Date(ms);
+}
+
 export const contractFormats = {
   date: { type: 'string' as const, validate: isCalendarDate },
   'date-time': { type: 'string' as const, validate: isDateTime },
+  'iso8601-date-time': { type: 'string' as const, validate: (text: string) => isoInstant(text) !== undefined },
 };

@@ -5,9 +5,10 @@
  * otherwise. They run in `validate`, before any sandbox test scenario.
  */
 import { ApiError } from '../http/errors.ts';
+import { isoInstant } from '../http/formats.ts';
 
 export const DEFAULT_LIMIT = 25;
-/** The largest value of PostgreSQL's `integer`: the contract's maximum of a service number. */
+/** The largest value of PostgreSQL's `integer`, the column of service numbers: no stored service has a larger one. */
 export const MAX_INT4 = 2_147_483_647;
 
 export function invalidParameter(field: string, location: 'path' | 'query' | 'body', rule: string, reason: string): ApiError {
@@ -41,8 +42,13 @@ export function pageParams(query: { limit?: unknown; offset?: unknown }): { limi
   };
 }
 
+/**
+ * Any plain positive integer a client can hold exactly: the spec's service paths accept a numeric
+ * service number. Numbers above what the database stores (MAX_INT4) name no service: a live key
+ * gets 404 for them (findService), a sandbox key's detail echoes them.
+ */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
-  return intParam(params.service_number, NaN, 'service_number', 'path', 1, MAX_INT4);
+  return intParam(params.service_number, NaN, 'service_number', 'path', 1, Number.MAX_SAFE_INTEGER);
 }
 
 export function boolParam(value: unknown): boolean {
@@ -73,11 +79,12 @@ export function clampInstant(date: Date): Date {
 }
 
 /**
- * `modified_since`: a date (`2025-03-01`, midnight UTC) or a date-time (with `Z` or an offset;
- * one without either is read as UTC).
+ * `modified_since`: a date (`2025-03-01`, midnight UTC) or an ISO 8601 date-time (with `Z` or an
+ * offset; one without either is read as UTC). The validator has already checked the form.
  */
 export function parseInstant(value: string): Date {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
-  const hasZone = /(Z|[+-]\d{2}:?\d{2})$/i.test(value);
-  return new Date(hasZone ? value : `${value}Z`);
+  const instant = isoInstant(value);
+  if (!instant) throw invalidParameter('modified_since', 'query', 'format', 'must be an ISO 8601 date or date-time');
+  return instant;
 }

@@ -7,6 +7,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { conflict, notFound } from '../http/errors.ts';
 import { formatRequestId } from '../requests/ids.ts';
 import { escapeLike, isUniqueViolation } from './db-errors.ts';
+import { MAX_INT4 } from './query.ts';
 import { generatePassword, randomServiceNumber, SERVICE_USERNAME } from './generate.ts';
 import type { ServiceWithPlan } from './present.ts';
 
@@ -41,7 +42,7 @@ function dueCancellationsUpdate(brokerId: string, now: Date): Prisma.Sql {
 
 /** The broker's service with that number, or `404 not_found` (also for another broker's service). */
 export async function findService(db: Db, brokerId: string, serviceNumber: number): Promise<ServiceWithPlan> {
-  const service = Number.isSafeInteger(serviceNumber)
+  const service = Number.isSafeInteger(serviceNumber) && serviceNumber <= MAX_INT4
     ? await db.service.findFirst({ where: { brokerId, serviceNumber }, include: { plan: true } })
     : null;
   if (!service) throw notFound(`Service ${serviceNumber} not found`);

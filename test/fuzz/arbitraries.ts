@@ -341,12 +341,12 @@ const decoded = (s: string): string => {
 };
 
 /**
- * Service numbers the contract refuses: anything but plain decimal digits in 1..2147483647
+ * Service numbers the contract refuses: anything but plain decimal digits in 1..9007199254740991
  * (`Infinity`, `1e309`, `1e3`, `0x1F`, `+1`, ` 1`, `1.0` included).
  */
 export const invalidServiceNumber: fc.Arbitrary<string> = fc
   .oneof(
-    fc.constantFrom('0', '-1', '-0', '1e309', 'NaN', 'Infinity', '-Infinity', '2147483648', '99999999999999999999', '1.5',
+    fc.constantFrom('0', '-1', '-0', '1e309', 'NaN', 'Infinity', '-Infinity', '9007199254740992', '99999999999999999999', '1.5',
       'abc', '%20', '1e3x', '%zz', '%', '%E0%A4%A', '%C0%AF', '%00', '%FF', '1%00', '..', '%2e%2e', "1'OR'1'='1", '1;DROP',
       '1e3', '0x1F', '+1', '%201', '1%20', '1.0', '0b1', '1_000'),
     fc.constantFrom(...BAD_ESCAPES),
@@ -354,7 +354,7 @@ export const invalidServiceNumber: fc.Arbitrary<string> = fc
   )
   .filter((s) => {
     const d = decoded(s);
-    return !(/^\d{1,16}$/.test(d) && Number(d) >= 1 && Number(d) <= 2147483647) && d !== '';
+    return !(/^\d{1,16}$/.test(d) && Number(d) >= 1 && Number(d) <= Number.MAX_SAFE_INTEGER) && d !== '';
   });
 
 export const invalidRequestId: fc.Arbitrary<string> = fc.oneof(

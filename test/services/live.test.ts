@@ -166,6 +166,10 @@ describe('GET /api/v1/services', () => {
       ['modified_since=2025-03-02', [numbers.d!, numbers.c!]],
       ['modified_since=2025-03-01T12:00:00Z', [numbers.d!, numbers.c!, numbers.b!]],
       ['modified_since=2025-03-01T13:00:00%2B01:00', [numbers.d!, numbers.c!, numbers.b!]],
+      // ISO 8601 forms beyond RFC 3339: no seconds, no zone (UTC), a basic offset.
+      ['modified_since=2025-03-01T12:00Z', [numbers.d!, numbers.c!, numbers.b!]],
+      ['modified_since=2025-03-01T12:00', [numbers.d!, numbers.c!, numbers.b!]],
+      ['modified_since=2025-03-01T13:00%2B0100', [numbers.d!, numbers.c!, numbers.b!]],
       ['status=active&search=delta&modified_since=2025-01-01', [numbers.d!]],
       ['search=nothing-like-this', []],
     ];
@@ -241,6 +245,22 @@ describe('GET /api/v1/services/{n}', () => {
     assert.equal(res.status, 404);
     assert.equal(res.body.error.code, 'not_found');
     assert.equal((await get(otherAdmin, `/api/v1/services/${theirs.serviceNumber}`)).status, 200);
+  });
+
+  test('a number above any stored one (2147483648, 9999999999) is 404 not_found on every service path', async () => {
+    for (const n of ['2147483648', '9999999999', String(Number.MAX_SAFE_INTEGER)]) {
+      const answers = [
+        await get(admin, `/api/v1/services/${n}`),
+        await post(admin, `/api/v1/services/${n}/password`, {}),
+        await post(admin, `/api/v1/services/${n}/upgrade`, { plan: 'Professional VPS' }),
+        await post(admin, `/api/v1/services/${n}/downgrade`, { plan: 'Basic VPS' }),
+        await post(admin, `/api/v1/services/${n}/cancel`, { reason: 'no longer needed' }),
+      ];
+      for (const res of answers) {
+        assert.equal(res.status, 404, `${n}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error.code, 'not_found');
+      }
+    }
   });
 
   test('a number that is not a plain integer (Infinity, 1e309) is 400, not 404', async () => {

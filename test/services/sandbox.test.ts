@@ -127,7 +127,8 @@ describe('sandbox: GET /api/v1/services', () => {
 
 describe('sandbox: GET /api/v1/services/{n}', () => {
   test('echoes the number with test credentials, without a lookup', async () => {
-    for (const n of [42, liveNumber]) {
+    // Any numeric service number, also one above what the database could store.
+    for (const n of [42, liveNumber, 9_999_999_999, Number.MAX_SAFE_INTEGER]) {
       const res = await get(admin, `/api/v1/services/${n}`);
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.data.service_number, n);

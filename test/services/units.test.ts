@@ -12,6 +12,7 @@ import {
   randomServiceNumber,
 } from '../../src/services/generate.ts';
 import { clampInstant, intParam, pageParams, parseInstant, serviceNumberParam, textParam } from '../../src/services/query.ts';
+import { isoInstant } from '../../src/http/formats.ts';
 import { sandboxPage, sandboxService, serviceMatches } from '../../src/services/sandbox.ts';
 
 describe('request ids', () => {
@@ -117,6 +118,23 @@ describe('helpers', () => {
     assert.equal(parseInstant('2025-03-01T09:30:00+02:00').toISOString(), '2025-03-01T07:30:00.000Z');
     assert.equal(parseInstant('2025-03-01T09:30:00').toISOString(), '2025-03-01T09:30:00.000Z');
   });
+
+  test('modified_since takes ISO 8601 extended date-times, not only RFC 3339 ones', () => {
+    for (const [text, iso] of [
+      ['2025-03-01T09:30Z', '2025-03-01T09:30:00.000Z'],
+      ['2025-03-01T09:30', '2025-03-01T09:30:00.000Z'],
+      ['2025-03-01T10:30:00+0100', '2025-03-01T09:30:00.000Z'],
+      ['2025-03-01T10:30+01', '2025-03-01T09:30:00.000Z'],
+      ['2025-03-01T09:30:00.123456z', '2025-03-01T09:30:00.123Z'],
+      ['2025-03-01t04:00:00-05:30', '2025-03-01T09:30:00.000Z'],
+    ] as const) {
+      assert.equal(isoInstant(text)?.toISOString(), iso, text);
+      assert.equal(parseInstant(text).toISOString(), iso, text);
+    }
+    for (const text of ['2025-03-01T24:00', '2025-03-01T09', '2025-03-01 09:30', '2025-02-30T09:30', '2025-03-01T09:30+24', '2025-03-01T09:30:60', '20250301T0930Z', '0000-12-31T23:59Z']) {
+      assert.equal(isoInstant(text), undefined, text);
+    }
+  });
 });
 
 describe('parameter rules beyond the schema', () => {
@@ -139,7 +157,11 @@ describe('parameter rules beyond the schema', () => {
     assert.equal(code(() => pageParams({ offset: Infinity })), 'invalid_parameter');
     assert.equal(serviceNumberParam({ service_number: '123456789' }), 123456789);
     assert.equal(code(() => serviceNumberParam({ service_number: 'Infinity' })), 'invalid_parameter');
-    assert.equal(code(() => serviceNumberParam({ service_number: '2147483648' })), 'invalid_parameter');
+    // Any plain positive integer a client can hold exactly is a service number (live: 404 if none).
+    assert.equal(serviceNumberParam({ service_number: '2147483648' }), 2147483648);
+    assert.equal(serviceNumberParam({ service_number: '9007199254740991' }), 9007199254740991);
+    assert.equal(code(() => serviceNumberParam({ service_number: '9007199254740992' })), 'invalid_parameter');
+    assert.equal(code(() => serviceNumberParam({ service_number: '0' })), 'invalid_parameter');
   });
 
   test('text without NUL', () => {
