@@ -13,15 +13,15 @@ import { registerOps } from './ops/health.ts';
 import { metricsMiddleware } from './ops/metrics.ts';
 import { resourceModules, type RegisterRoutes } from './routes.ts';
 
-/** Resolves the operation a request is for; an unknown path or method under /api is a 404. */
+/**
+ * Resolves the operation a request is for. An unknown path or method under /api is answered
+ * `404 not_found` by the gate, after authentication, IP whitelist and rate limit: the operating
+ * contract's order of checks holds on every request, so without a valid key it is a 401.
+ */
 function resolveOperation(contract: Contract): RequestHandler {
   return (req, res, next) => {
     const op = contract.match(req.method, req.baseUrl + req.path);
-    if (!op) {
-      next(notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`));
-      return;
-    }
-    res.locals.operation = op;
+    if (op) res.locals.operation = op;
     next();
   };
 }

@@ -262,8 +262,13 @@ describe('order of checks', () => {
     assert.deepEqual([...res.body.error.details.required_scopes].sort(), ['admin:full', 'reports:generate']);
   });
 
-  test('unknown path under /api is 404 whatever the key', async () => {
-    const res = await request(t.app).get('/api/v1/nope');
+  // The order of checks holds on every request: authentication first, the operation (404) last.
+  test('unknown path under /api: 401 without a valid key, 404 with one (after the rate limit)', async () => {
+    assertError(await request(t.app).get('/api/v1/nope'), 401, 'authentication_failed');
+    assertError(await request(t.app).delete('/api/v1/services').set('Authorization', 'Bearer sk_live_nope'), 401, 'authentication_failed');
+    const k = await apiKey(t.prisma, { scopes: ['services:read'], rateLimit: 5 });
+    const res = await request(t.app).get('/api/v1/nope').set('Authorization', `Bearer ${k.key}`);
     assertError(res, 404, 'not_found');
+    assert.equal(res.headers['x-ratelimit-remaining'], '4');
   });
 });
