@@ -235,7 +235,11 @@ const COMMANDS: Record<string, Command> = {
 };
 
 /** Runs one CLI invocation; resolves with the exit status. */
-export async function main(argv: readonly string[], io: Io): Promise<number> {
+export async function main(given: readonly string[], io: Io): Promise<number> {
+  // `--json` is the one global flag: also accepted before the command (`cli --json demo`).
+  let lead = 0;
+  while (given[lead] === '--json') lead += 1;
+  const argv = lead > 0 ? [...given.slice(lead), '--json'] : given;
   const json = argv.includes('--json');
   const words: string[] = [];
   for (const a of argv) {

@@ -86,6 +86,12 @@ test('brokers create (no server running: the CLI opens the database itself)', as
   assert.equal((await prisma.broker.findUniqueOrThrow({ where: { slug: brokerSlug } })).id, out.id);
 });
 
+test('--json is accepted before the command words too', async () => {
+  const out = json(await cli('--json', 'brokers', 'create', '--name', 'Flag First', '--email', 'ops@flag.example'));
+  assert.deepEqual(Object.keys(out), ['id', 'slug', 'name', 'approval']);
+  assert.equal(out.slug, 'flag-first');
+});
+
 test('keys create, list (JSON and human) and revoke', async () => {
   const created = json(
     await cli(
