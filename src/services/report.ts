@@ -38,19 +38,24 @@ interface Input {
   status: ServiceStatusFilter | null;
 }
 
+/** The services report's body rules: recipients (the spec's rules); the status the schema has checked. */
+function servicesReportInput(body: Record<string, unknown>): Input {
+  return {
+    recipients: normalizeRecipients(body.recipients, ['recipients']),
+    status: (body.status ?? null) as ServiceStatusFilter | null,
+  };
+}
+
 export function registerServicesReport(router: Router, deps: AppDeps): void {
   const info = deps.contract.byId.get('sendServicesReport');
   if (!info || isMounted(router, info.expressPath)) return;
   // Any validator error about `recipients` carries the limit, as for the invoices report.
   registerFieldDetails('sendServicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
   // Recipients first (the spec's order), also when the schema rejects the body (a bad status, say).
-  registerBodyRules('sendServicesReport', (body) => normalizeRecipients(body.recipients, ['recipients']));
+  registerBodyRules('sendServicesReport', servicesReportInput);
 
   operation<'sendServicesReport', Input>(router, deps.contract, 'sendServicesReport', {
-    validate: ({ body }) => ({
-      recipients: normalizeRecipients((body as Record<string, unknown>).recipients, ['recipients']),
-      status: (body.status ?? null) as ServiceStatusFilter | null,
-    }),
+    validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
     async handle({ auth }, input) {
       if (isSandbox(auth)) {
         // No service read, no file, no e-mail, no run recorded.
