@@ -15,7 +15,6 @@ import { openSchemaEngine, type MigrationTarget } from './schema-engine.ts';
 
 export type { MigrationTarget };
 
-export { ROOT_DIR };
 export const SCHEMA_PATH = path.join(ROOT_DIR, 'prisma', 'schema.prisma');
 export const MIGRATIONS_DIR = path.join(ROOT_DIR, 'prisma', 'migrations');
 

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { ROOT_DIR } from '../root.ts';
 
-export { ROOT_DIR };
 export const OPENAPI_PATH = path.join(ROOT_DIR, 'openapi.yaml');
 
 const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'] as const;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Express } from 'express';
 import type { Contract } from './contract.ts';
-import { ROOT_DIR } from './contract.ts';
+import { ROOT_DIR } from '../root.ts';
 
 export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
 
