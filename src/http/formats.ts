@@ -4,7 +4,8 @@
  * checked here: a real calendar date from 0001-01-01 to 9999-12-31, RFC 3339 times.
  */
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
+/** RFC 3339's shape: seconds and a zone (`Z` or `±hh:mm`) required. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 const EARLIEST = Date.parse('0001-01-02T00:00:00Z');
 
 const daysIn = (year: number, month: number): number =>
@@ -17,14 +18,9 @@ export function isCalendarDate(text: string): boolean {
   return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month);
 }
 
+/** An RFC 3339 date-time: that shape, and an instant isoInstant accepts (real date and time, year >= 1). */
 export function isDateTime(text: string): boolean {
-  const match = DATE_TIME.exec(text);
-  if (!match || !isCalendarDate(match[1]!)) return false;
-  const [hour, minute, second] = [Number(match[2]), Number(match[3]), Number(match[4])];
-  if (hour > 23 || minute > 59 || second > 59) return false;
-  if (match[7] !== undefined && (Number(match[8]) > 23 || Number(match[9]) > 59)) return false;
-  // An offset must not carry the instant before year 1 either.
-  return Date.parse(text) >= EARLIEST;
+  return DATE_TIME.test(text) && isoInstant(text) !== undefined;
 }
 
 /**
