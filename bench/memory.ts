@@ -151,7 +151,9 @@ try {
   const validator = createValidator(contract, false);
   await step('createValidator (responses off)');
   const { createApp } = await import('../src/app.ts');
-  const app = createApp({ config, logger, contract, prisma: database.prisma, redis, gate: gate.gate, jobs });
+  const { createServiceReadCache } = await import('../src/services/read-cache.ts');
+  const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
+  const app = createApp({ config, logger, contract, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads });
   const { listen } = await import('../src/main/server.ts');
   const listening = await listen(app, { ...config, port: 0 });
   const r = await fetch(`${listening.url}/api/v1/reports/invoices`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });

@@ -119,6 +119,11 @@ export interface paths {
          *     `include_credentials=true` adds each service's `credentials`, but only for a key with
          *     `admin:full`; for any other key it is ignored (no error).
          *
+         *     Freshness: a change made through this API (a created, approved or cancelled service, a
+         *     new password) shows in the very next list, on every API server. A page may be reused for
+         *     up to 2 seconds, so a change made outside the API (an operator's import) can take that
+         *     long to show; a scheduled cancellation shows the moment it falls due.
+         *
          *     Sandbox: at most one generated row, to which every filter, `limit` and `offset` apply.
          *
          *     Worked example:

@@ -21,6 +21,8 @@ export interface Config {
   mailAttempts: number;
   /** PostgreSQL statement_timeout of the server's pool (DB_STATEMENT_TIMEOUT_MS): a hung database is an error, not a hang. */
   dbStatementTimeoutMs: number;
+  /** How long a service list page or count may be reused (SERVICES_CACHE_MS; 0: never). */
+  servicesCacheMs: number;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -68,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reportWaitMs: integer('REPORT_WAIT_MS', env.REPORT_WAIT_MS, 20_000, 100, 120_000),
     mailAttempts: integer('MAIL_ATTEMPTS', env.MAIL_ATTEMPTS, 3, 1, 10),
     dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', env.DB_STATEMENT_TIMEOUT_MS, 30_000, 100, 600_000),
+    servicesCacheMs: integer('SERVICES_CACHE_MS', env.SERVICES_CACHE_MS, 2000, 0, 60_000),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }

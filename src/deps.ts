@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Contract } from './http/contract.ts';
 import type { Jobs } from './jobs/index.ts';
 import type { Logger } from './logger.ts';
+import type { ServiceReadCache } from './services/read-cache.ts';
 
 /**
  * What the HTTP app is built from. Everything with a lifetime (database, Redis, queues) is made
@@ -21,4 +22,6 @@ export interface AppDeps {
   gate: RequestHandler;
   /** Reports and e-mail on BullMQ (src/jobs): `runReport` waits for a report's outcome, `sendMail` enqueues. */
   jobs: Jobs;
+  /** Service list pages and counts held briefly, dropped on every change (src/services/read-cache.ts). */
+  serviceReads: ServiceReadCache;
 }

@@ -37,6 +37,7 @@ import { createJobs } from '../jobs/index.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
+import { createServiceReadCache } from '../services/read-cache.ts';
 import { listen, type ServerTimeouts } from './server.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -154,7 +155,9 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     const gate = createGate({ prisma: database.prisma, redis, logger });
     // Flushed after the server has stopped, so the entries of the last requests are kept.
     closers.push(['api log', () => gate.apiLog.close()]);
-    const deps: AppDeps = { config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs };
+    const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
+    closers.push(['services cache', () => serviceReads.close()]);
+    const deps: AppDeps = { config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads };
     const app = createApp(deps);
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;

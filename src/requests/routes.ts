@@ -122,10 +122,12 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
         });
         return { status: 200, data };
       }
-      const request =
-        input.action === 'deny'
-          ? await denyRequest(prisma, auth.brokerId, input.id, input.denialReason, now)
-          : await approveRequest(prisma, await credentialsFor(deps), auth.brokerId, input.id, now);
+      if (input.action === 'deny') {
+        return { status: 200, data: requestData(await denyRequest(prisma, auth.brokerId, input.id, input.denialReason, now)) };
+      }
+      const request = await approveRequest(prisma, await credentialsFor(deps), auth.brokerId, input.id, now);
+      // An approval creates, changes or cancels the service.
+      deps.serviceReads.changed(auth.brokerId);
       return { status: 200, data: requestData(request) };
     },
   });

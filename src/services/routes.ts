@@ -37,6 +37,7 @@ import {
   requireStatus,
   withServiceNumberRetry,
   type BillingCycle,
+  type ServiceListQuery,
   type ServiceStatus,
 } from './store.ts';
 
@@ -70,6 +71,14 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
     username,
     password: (await credentials()).decrypt(passwordEnc),
   });
+
+  const listPage = async (brokerId: string, query: ServiceListQuery, withCredentials: boolean) => {
+    const { rows, total, nextDueAt } = await listServices(prisma, brokerId, query);
+    const data = await Promise.all(
+      rows.map(async (s) => serviceData(s, withCredentials ? await decrypt(s.username, s.passwordEnc) : undefined)),
+    );
+    return { data, total, nextDueAt };
+  };
 
   // POST /api/v1/service-create
   operation(router, contract, 'createService', {
@@ -151,6 +160,7 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
           return created;
         }),
       );
+      deps.serviceReads.changed(auth.brokerId);
       return { status: 200, data: serviceData(service) };
     },
   });
@@ -179,10 +189,14 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       // Due scheduled cancellations are applied by the list statement itself (one round trip).
       // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
       const modifiedSince = filters.modifiedSince && clampInstant(filters.modifiedSince);
-      const { rows, total } = await listServices(prisma, auth.brokerId, { ...filters, modifiedSince, limit, offset });
-      const data = await Promise.all(
-        rows.map(async (s) => serviceData(s, withCredentials ? await decrypt(s.username, s.passwordEnc) : undefined)),
-      );
+      const query = { ...filters, modifiedSince, limit, offset };
+      const { data, total } = withCredentials
+        ? await listPage(auth.brokerId, query, true)
+        : // Pages without credentials are shared by the broker's keys; passwords are never cached.
+          await deps.serviceReads.read(auth.brokerId, `list ${JSON.stringify(query)}`, async () => {
+            const page = await listPage(auth.brokerId, query, false);
+            return { value: page, until: page.nextDueAt };
+          });
       return { status: 200, data, pagination: { total, limit, offset, has_more: offset + data.length < total } };
     },
   });
@@ -228,6 +242,7 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
         where: { id: service.id },
         data: { passwordEnc: (await credentials()).encrypt(password), updatedAt: now },
       });
+      deps.serviceReads.changed(auth.brokerId);
       let notified = false;
       try {
         await deps.jobs.sendMail({

@@ -68,13 +68,16 @@ export interface ServiceListQuery {
  * writes of three queries as a fifth of the API process's time). The SELECT of that statement
  * still sees the rows as they were before its UPDATE, so when the UPDATE changed any row (a
  * cancellation fell due since the last read: rare) the page and count are read again.
+ *
+ * `nextDueAt` is when the broker's next scheduled cancellation falls due (null: none is
+ * scheduled): until then, the page and count cannot change without a write.
  */
 export async function listServices(
   db: Db,
   brokerId: string,
   query: ServiceListQuery,
   now = new Date(),
-): Promise<{ rows: ServiceWithPlan[]; total: number }> {
+): Promise<{ rows: ServiceWithPlan[]; total: number; nextDueAt: Date | null }> {
   const conditions: Prisma.Sql[] = [Prisma.sql`s."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`s."status" = ${query.status}::"service_status"`);
   if (query.modifiedSince !== undefined) conditions.push(Prisma.sql`s."updated_at" >= ${query.modifiedSince}`);
@@ -89,7 +92,11 @@ export async function listServices(
   const where = Prisma.join(conditions, ' AND ');
   const read = (applyDue: boolean) => db.$queryRaw<PageRow[]>`
     WITH "due" AS (${applyDue ? dueCancellationsUpdate(brokerId, now) : Prisma.sql`SELECT 1 WHERE false`})
-    SELECT c."total", (SELECT count(*)::int FROM "due") AS "applied", page.*
+    SELECT c."total", (SELECT count(*)::int FROM "due") AS "applied",
+           (SELECT min(n."cancel_at") FROM "services" n
+             WHERE n."broker_id" = ${brokerId} AND n."status" IN ('pending', 'active', 'suspended')
+               AND n."cancel_at" > ${now}) AS "nextDueAt",
+           page.*
       FROM (SELECT count(*)::int AS "total" FROM "services" s WHERE ${where}) c
       LEFT JOIN LATERAL (
         SELECT s."id", s."service_number" AS "serviceNumber", s."broker_id" AS "brokerId", s."plan_id" AS "planId",
@@ -108,11 +115,11 @@ export async function listServices(
   if ((result[0]?.applied ?? 0) > 0) result = await read(false);
   const rows = result
     .filter((row) => row.id !== null)
-    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, applied: _applied, ...service }): ServiceWithPlan => ({
+    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, applied: _applied, nextDueAt: _next, ...service }): ServiceWithPlan => ({
       ...service,
       plan: { id: service.planId, name: planName, tier: planTier, monthlyPrice: new Prisma.Decimal(planMonthlyPrice), currency: planCurrency },
     }));
-  return { rows, total: result[0]?.total ?? 0 };
+  return { rows, total: result[0]?.total ?? 0, nextDueAt: result[0]?.nextDueAt ?? null };
 }
 
 /**
@@ -122,6 +129,7 @@ export async function listServices(
 type PageRow = Omit<ServiceWithPlan, 'plan'> & {
   total: number;
   applied: number;
+  nextDueAt: Date | null;
   planName: string;
   planTier: number;
   planMonthlyPrice: string;

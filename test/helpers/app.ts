@@ -10,6 +10,7 @@ import { loadContract } from '../../src/http/contract.ts';
 import { createJobs, type Jobs } from '../../src/jobs/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
+import { createServiceReadCache } from '../../src/services/read-cache.ts';
 import { createTestDatabase } from './db.ts';
 
 export interface TestApp {
@@ -77,7 +78,9 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
   const build = (): { app: Express; deps: AppDeps } => {
     const gate = createGate({ prisma: db.prisma, redis, logger });
     gates.push(gate);
-    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs };
+    const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
+    cleanups.push(() => serviceReads.close());
+    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs, serviceReads };
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();

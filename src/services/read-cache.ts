@@ -1,0 +1,149 @@
+/**
+ * Answers to a broker's service reads (list pages, auth-check's service count) held in process
+ * for a short time, and dropped the moment any API process changes that broker's services.
+ *
+ * Why: under load a list request's round trip to the database is most of its cost (the socket
+ * write to the database, and the database's own CPU competing with the API for the machine's
+ * cores; bench/README.md). Integrators poll lists; most polls find nothing new.
+ *
+ * Coherence, so a client never sees its own change missing:
+ * - Every live write of services calls `changed(brokerId)` after its commit and before its answer.
+ *   That drops the broker's entries here at once (and any read still in flight for them, so a
+ *   read that began before the change is never stored nor shared with a later request) and tells
+ *   the other API processes through Redis pub/sub, which drop theirs as the message arrives.
+ * - While this process's subscription is not up (Redis down, reconnecting), nothing is served from
+ *   or stored in the cache: another process's change could be missed.
+ * - No entry outlives `ttlMs` (changes that do not go through the API, such as admin CLI imports
+ *   or SQL by hand, show within that time) nor the `until` its loader gave (the list gives the
+ *   broker's next due scheduled cancellation, which takes effect on read).
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+
+/** The pub/sub channel that carries the id of a broker whose services changed. */
+export const SERVICES_CHANGED_CHANNEL = 'capi:services-changed';
+
+/** Entries kept before the cache starts over (a bound on memory, not a working-set size). */
+const MAX_ENTRIES = 2000;
+
+export interface Loaded<T> {
+  value: T;
+  /** The value is stale from this instant on (e.g. a scheduled cancellation falls due). */
+  until?: Date | null;
+}
+
+export interface ServiceReadCache {
+  /** The cached answer for this broker and key, or `load()`'s (one load in flight per key). */
+  read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T>;
+  /** The broker's services changed (call after the commit, before answering). */
+  changed(brokerId: string): void;
+  close(): Promise<void>;
+}
+
+interface Entry {
+  value: Promise<unknown>;
+  until: number;
+}
+
+export interface ServiceReadCacheOptions {
+  /** How long an answer may be reused; 0 turns the cache off. */
+  ttlMs: number;
+  /** The request Redis client: publishes changes; its duplicate subscribes to them. */
+  redis: Redis;
+  logger: Logger;
+  now?: () => number;
+}
+
+export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
+  const { ttlMs, redis, logger } = options;
+  const now = options.now ?? Date.now;
+  const brokers = new Map<string, Map<string, Entry>>();
+  let size = 0;
+  let subscribed = false;
+  let closed = false;
+
+  const dropAll = (): void => {
+    brokers.clear();
+    size = 0;
+  };
+  const drop = (brokerId: string): void => {
+    const entries = brokers.get(brokerId);
+    if (!entries) return;
+    size -= entries.size;
+    brokers.delete(brokerId);
+  };
+
+  // A connection of its own (a subscribed client can send nothing else), which keeps retrying
+  // while Redis is away; the cache is off until it is subscribed again.
+  const subscriber = ttlMs > 0
+    ? redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined })
+    : undefined;
+  if (subscriber) {
+    const subscribe = (): void => {
+      subscriber.subscribe(SERVICES_CHANGED_CHANNEL).then(
+        () => {
+          dropAll();
+          subscribed = !closed;
+        },
+        (err: unknown) => logger.debug({ err }, 'services cache: subscription failed; retried on reconnect'),
+      );
+    };
+    subscriber.on('message', (_channel: string, brokerId: string) => drop(brokerId));
+    subscriber.on('ready', subscribe);
+    subscriber.on('close', () => {
+      subscribed = false;
+      dropAll();
+    });
+    subscriber.on('error', (err) => logger.debug({ err }, 'services cache subscriber error'));
+  }
+
+  return {
+    async read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T> {
+      if (!subscribed) return (await load()).value;
+      const started = now();
+      const entries = brokers.get(brokerId);
+      const hit = entries?.get(key);
+      if (hit && hit.until > started) return hit.value as Promise<T>;
+
+      if (size >= MAX_ENTRIES) dropAll();
+      const mine = brokers.get(brokerId) ?? new Map<string, Entry>();
+      brokers.set(brokerId, mine);
+      const loaded = load();
+      const entry: Entry = { value: loaded.then((r) => r.value), until: started + ttlMs };
+      // Requests that share this load see its failure; nobody else must (no unhandled rejection).
+      entry.value.catch(() => {});
+      if (!mine.has(key)) size += 1;
+      mine.set(key, entry);
+      const forget = () => {
+        if (brokers.get(brokerId)?.get(key) !== entry) return;
+        mine.delete(key);
+        size -= 1;
+      };
+      try {
+        const { value, until } = await loaded;
+        if (until) entry.until = Math.min(entry.until, until.getTime());
+        if (entry.until <= now()) forget();
+        return value;
+      } catch (err) {
+        // A failed read is not kept: the next request asks again.
+        forget();
+        throw err;
+      }
+    },
+
+    changed(brokerId) {
+      drop(brokerId);
+      if (!subscriber) return;
+      redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
+        logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
+      });
+    },
+
+    async close() {
+      closed = true;
+      subscribed = false;
+      dropAll();
+      subscriber?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,277 @@
+/**
+ * Service list pages and auth-check's count are held per API process (SERVICES_CACHE_MS) and
+ * dropped on every change through the API, in this process and in the others (Redis pub/sub).
+ * Rows written behind the API's back (as an admin CLI import does) stand in for "outside the API".
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import type { Express } from 'express';
+import { createLogger } from '../../src/logger.ts';
+import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
+import { createServiceReadCache } from '../../src/services/read-cache.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { apiKey, broker } from '../helpers/factories.ts';
+import { service } from '../helpers/service-factories.ts';
+
+const logger = createLogger('silent');
+const createBody = { plan: 'Basic VPS', hostname: 'web.client.example', customer_email: 'ops@client.example' };
+
+describe('API processes with a long cache time (60 s)', () => {
+  let t: TestApp;
+  let other: Express;
+  let brokerId: string;
+  let key: string;
+
+  before(async () => {
+    t = await createTestApp({ servicesCacheMs: 60_000 });
+    other = t.another();
+    brokerId = (await broker(t.prisma, { approval: 'automatic' })).id;
+    key = (await apiKey(t.prisma, { brokerId, scopes: ['admin:full'] })).key;
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  const list = (app: Express, query = '') =>
+    request(app).get(`/api/v1/services${query}`).set('Authorization', `Bearer ${key}`).expect(200);
+  const numbers = (res: request.Response): number[] => res.body.data.map((s: { service_number: number }) => s.service_number);
+  const create = (app: Express) =>
+    request(app).post('/api/v1/service-create').set('Authorization', `Bearer ${key}`).send(createBody).expect(200);
+
+  test('a page is reused until the broker\'s services change through the API, then read afresh', async () => {
+    const first = await list(t.app);
+    const behindTheBack = await service(t, { brokerId });
+    const again = await list(t.app);
+    assert.deepEqual(again.body, first.body, 'the same page, from the cache');
+    const created = await create(t.app);
+    const fresh = await list(t.app);
+    assert.ok(numbers(fresh).includes(created.body.data.service_number), 'the created service shows at once');
+    assert.ok(numbers(fresh).includes(behindTheBack.serviceNumber));
+    assert.equal(fresh.body.pagination.total, first.body.pagination.total + 2);
+  });
+
+  test('another API process drops its pages when this one changes the broker\'s services', async () => {
+    const before = await list(other);
+    const created = await create(t.app);
+    const after = await list(other);
+    assert.equal(after.body.pagination.total, before.body.pagination.total + 1);
+    assert.ok(numbers(after).includes(created.body.data.service_number));
+  });
+
+  test('each query has its page: filters and paging are part of the key', async () => {
+    await service(t, { brokerId, status: 'suspended' });
+    await create(t.app); // drops what the earlier tests cached
+    const all = await list(t.app, '?limit=100');
+    const suspended = await list(t.app, '?status=suspended');
+    const second = await list(t.app, '?limit=1&offset=1');
+    assert.ok(suspended.body.data.length >= 1);
+    assert.ok(suspended.body.data.every((s: { status: string }) => s.status === 'suspended'));
+    assert.equal(second.body.data.length, 1);
+    assert.equal(second.body.data[0].service_number, all.body.data[1].service_number);
+  });
+
+  test('a scheduled cancellation shows the moment it falls due, though its page was cached', async () => {
+    const ownBroker = (await broker(t.prisma)).id;
+    const ownKey = (await apiKey(t.prisma, { brokerId: ownBroker, scopes: ['admin:full'] })).key;
+    const cancelAt = new Date(Date.now() + 1500);
+    const scheduled = await service(t, { brokerId: ownBroker, cancelAt });
+    const read = () => request(t.app).get('/api/v1/services').set('Authorization', `Bearer ${ownKey}`).expect(200);
+    const before = await read();
+    assert.equal(before.body.data[0].service_number, scheduled.serviceNumber);
+    assert.equal(before.body.data[0].status, 'active');
+    await sleep(cancelAt.getTime() - Date.now() + 50);
+    const after = await read();
+    assert.equal(after.body.data[0].status, 'cancelled');
+    assert.equal(after.body.data[0].cancelled_at, cancelAt.toISOString());
+  });
+
+  test('an approval through request management shows in the list at once', async () => {
+    const manual = (await broker(t.prisma, { approval: 'manual' })).id;
+    const manualKey = (await apiKey(t.prisma, { brokerId: manual, scopes: ['admin:full'] })).key;
+    const as = (r: request.Test) => r.set('Authorization', `Bearer ${manualKey}`);
+    const pending = await as(request(t.app).post('/api/v1/service-create')).send(createBody).expect(202);
+    const before = await as(request(other).get('/api/v1/services')).expect(200);
+    assert.equal(before.body.pagination.total, 0);
+    const approved = await as(request(t.app).post(`/api/v1/requests/${pending.body.data.request_id}/manage`))
+      .send({ action: 'approve' })
+      .expect(200);
+    const after = await as(request(other).get('/api/v1/services')).expect(200);
+    assert.equal(after.body.pagination.total, 1);
+    assert.equal(after.body.data[0].service_number, approved.body.data.service_number);
+  });
+
+  test('a password change through the API drops the pages (updated_at moves)', async () => {
+    const created = await create(t.app);
+    const n = created.body.data.service_number;
+    const find = (res: request.Response) => res.body.data.find((s: { service_number: number }) => s.service_number === n);
+    const before = find(await list(t.app, '?limit=100'));
+    await sleep(5);
+    await request(t.app).post(`/api/v1/services/${n}/password`).set('Authorization', `Bearer ${key}`).send({}).expect(200);
+    const after = find(await list(other, '?limit=100'));
+    assert.ok(after.updated_at > before.updated_at, `${after.updated_at} > ${before.updated_at}`);
+  });
+
+  test('pages with credentials are never cached', async () => {
+    const row = await service(t, { brokerId, password: 'First-Passw0rd-1' });
+    const creds = async () => {
+      const res = await list(t.app, '?include_credentials=true&limit=100');
+      return res.body.data.find((s: { service_number: number }) => s.service_number === row.serviceNumber).credentials;
+    };
+    assert.equal((await creds()).password, 'First-Passw0rd-1');
+    const { credentialsFor } = await import('../../src/services/credentials.ts');
+    await t.prisma.service.update({
+      where: { id: row.id },
+      data: { passwordEnc: (await credentialsFor(t.deps)).encrypt('Second-Passw0rd-2') },
+    });
+    assert.equal((await creds()).password, 'Second-Passw0rd-2');
+  });
+
+  test('auth-check\'s service count is dropped on a change too', async () => {
+    const count = async (app: Express) =>
+      (await request(app).get('/api/v1/auth-check').set('Authorization', `Bearer ${key}`).expect(200)).body.data.service_count;
+    const before = await count(other);
+    await service(t, { brokerId }); // behind the API's back: not counted yet
+    assert.equal(await count(other), before);
+    await create(t.app);
+    assert.equal(await count(other), before + 2);
+  });
+});
+
+describe('changes outside the API', () => {
+  let t: TestApp;
+
+  before(async () => {
+    t = await createTestApp({ servicesCacheMs: 400 });
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  test('show once the cache time has passed', async () => {
+    const brokerId = (await broker(t.prisma)).id;
+    const key = (await apiKey(t.prisma, { brokerId, scopes: ['services:read'] })).key;
+    const total = async () =>
+      (await request(t.app).get('/api/v1/services').set('Authorization', `Bearer ${key}`).expect(200)).body.pagination.total;
+    assert.equal(await total(), 0);
+    await service(t, { brokerId });
+    await sleep(450);
+    assert.equal(await total(), 1);
+  });
+});
+
+describe('the cache itself', () => {
+  let endpoint: RedisEndpoint;
+  let redis: Redis;
+
+  before(async () => {
+    endpoint = await startPrivateRedis();
+    redis = requestRedis(endpoint);
+    await waitUntilReady(redis);
+  });
+  after(async () => {
+    redis?.disconnect();
+    await endpoint?.stop();
+  });
+
+  /** A cache whose subscription is up: a second read of a key comes from memory. */
+  async function subscribedCache(ttlMs = 60_000) {
+    const cache = createServiceReadCache({ ttlMs, redis, logger });
+    for (let i = 0; i < 200; i += 1) {
+      let loads = 0;
+      await cache.read('probe', 'k', async () => ({ value: (loads += 1) }));
+      await cache.read('probe', 'k', async () => ({ value: (loads += 1) }));
+      if (loads === 1) return cache;
+      await sleep(10);
+    }
+    throw new Error('the cache never subscribed');
+  }
+
+  test('concurrent reads of one key share one load', async () => {
+    const cache = await subscribedCache();
+    let loads = 0;
+    const load = async () => {
+      loads += 1;
+      await sleep(20);
+      return { value: 'page' };
+    };
+    const values = await Promise.all([cache.read('b1', 'k', load), cache.read('b1', 'k', load), cache.read('b1', 'k', load)]);
+    assert.deepEqual(values, ['page', 'page', 'page']);
+    assert.equal(loads, 1);
+    await cache.close();
+  });
+
+  test('a failed load is not kept: the next read loads again', async () => {
+    const cache = await subscribedCache();
+    await assert.rejects(cache.read('b1', 'k', async () => Promise.reject(new Error('database down'))), /database down/);
+    assert.equal(await cache.read('b1', 'k', async () => ({ value: 'ok' })), 'ok');
+    await cache.close();
+  });
+
+  test('a read in flight when the broker changes is neither stored nor shared with later reads', async () => {
+    const cache = await subscribedCache();
+    let release!: () => void;
+    const slow = cache.read('b1', 'k', () => new Promise<{ value: string }>((resolve) => (release = () => resolve({ value: 'before' }))));
+    cache.changed('b1');
+    const later = await cache.read('b1', 'k', async () => ({ value: 'after' }));
+    assert.equal(later, 'after');
+    release();
+    assert.equal(await slow, 'before');
+    assert.equal(await cache.read('b1', 'k', async () => ({ value: 'third' })), 'after');
+    await cache.close();
+  });
+
+  test('a value is not used past the `until` its loader gave', async () => {
+    const cache = await subscribedCache();
+    const until = new Date(Date.now() + 100);
+    assert.equal(await cache.read('b1', 'due', async () => ({ value: 1, until })), 1);
+    assert.equal(await cache.read('b1', 'due', async () => ({ value: 2 })), 1);
+    await sleep(120);
+    assert.equal(await cache.read('b1', 'due', async () => ({ value: 3 })), 3);
+    await cache.close();
+  });
+
+  test('a change published by another process drops this one\'s entries', async () => {
+    const cache = await subscribedCache();
+    const elsewhere = createServiceReadCache({ ttlMs: 60_000, redis, logger });
+    await cache.read('b2', 'k', async () => ({ value: 'old' }));
+    elsewhere.changed('b2');
+    let value = 'old';
+    for (let i = 0; i < 100 && value === 'old'; i += 1) {
+      await sleep(10);
+      value = await cache.read('b2', 'k', async () => ({ value: 'new' }));
+    }
+    assert.equal(value, 'new');
+    await elsewhere.close();
+    await cache.close();
+  });
+
+  test('without its subscription (Redis unreachable) it serves nothing from memory', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const unreachable = new Redis({ port, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => 50 });
+    const cache = createServiceReadCache({ ttlMs: 60_000, redis: unreachable, logger });
+    let loads = 0;
+    for (let i = 0; i < 3; i += 1) await cache.read('b3', 'k', async () => ({ value: (loads += 1) }));
+    assert.equal(loads, 3);
+    await cache.close();
+    unreachable.disconnect();
+  });
+
+  test('a cache time of 0 turns it off', async () => {
+    const cache = createServiceReadCache({ ttlMs: 0, redis, logger });
+    let loads = 0;
+    await cache.read('b4', 'k', async () => ({ value: (loads += 1) }));
+    await cache.read('b4', 'k', async () => ({ value: (loads += 1) }));
+    assert.equal(loads, 2);
+    cache.changed('b4');
+    await cache.close();
+  });
+});
