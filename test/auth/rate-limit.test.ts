@@ -4,7 +4,8 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createGate } from '../../src/auth/gate.ts';
-import { requestRedis } from '../../src/redis.ts';
+import { createKeyRateLimiter, leaseSize, RATE_LIMIT_PREFIX, RateLimitUnavailableError } from '../../src/auth/rate-limit.ts';
+import { requestRedis, waitUntilReady } from '../../src/redis.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
 
@@ -106,5 +107,66 @@ describe('rate limit per key', () => {
       dead.disconnect();
       await gate.apiLog.close();
     }
+  });
+});
+
+describe('requests claimed from Redis in blocks', () => {
+  const redisCount = async (keyId: string) => Number(await t.deps.redis.get(`${RATE_LIMIT_PREFIX}:${keyId}`));
+
+  for (const [limit, counted, size] of [
+    [5, 0, 1],
+    [63, 0, 1],
+    [120, 0, 3],
+    [6400, 0, 100],
+    [1_000_000_000, 0, 100],
+    [6400, 6350, 1],
+    [120, 130, 1],
+  ] as const) {
+    test(`a limit of ${limit} with ${counted} counted claims ${size} at once`, () => {
+      assert.equal(leaseSize(limit, counted), size);
+    });
+  }
+
+  test('a busy key costs Redis one claim per block, and its headers stay exact in one process', async () => {
+    const k = await apiKey(t.prisma, { rateLimit: 6400 });
+    assertHeaders(await authCheck(t.app, k.key), 6400, 6399);
+    assert.equal(await redisCount(k.id), 100, 'one claim of 100');
+    for (let i = 2; i <= 5; i++) assertHeaders(await authCheck(t.app, k.key), 6400, 6400 - i);
+    assert.equal(await redisCount(k.id), 100, 'served from the block');
+  });
+
+  test('processes together never let more than the limit through, and at most a block per process fewer', async () => {
+    const second = t.another();
+    const limit = 100;
+    const k = await apiKey(t.prisma, { rateLimit: limit });
+    let ok = 0;
+    for (let i = 0; i < 130; i++) {
+      const res = await authCheck(i % 2 === 0 ? t.app : second, k.key);
+      assert.ok(res.status === 200 || res.status === 429, `status ${res.status}`);
+      if (res.status === 200) ok += 1;
+    }
+    assert.ok(ok <= limit, `${ok} requests went through a limit of ${limit}`);
+    assert.ok(ok >= limit - 2 * leaseSize(limit, 0), `only ${ok} of ${limit} went through`);
+    assert.ok((await redisCount(k.id)) >= 130, 'refused requests are counted too');
+  });
+
+  test('concurrent requests of one key share one claim', async () => {
+    const k = await apiKey(t.prisma, { rateLimit: 6400 });
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => authCheck(t.app, k.key).then((r) => r.status)));
+    assert.deepEqual(new Set(statuses), new Set([200]));
+    assert.equal(await redisCount(k.id), 100);
+  });
+
+  test('a request is refused at once when Redis is gone, though its process still holds a block', async () => {
+    const redis = requestRedis(t.redisEndpoint);
+    redis.on('error', () => {});
+    await waitUntilReady(redis);
+    const limiter = createKeyRateLimiter(redis);
+    const first = await limiter.consume('key_block_test', 6400);
+    assert.equal(first.remaining, 6399);
+    const closed = new Promise((resolve) => redis.once('end', resolve));
+    redis.disconnect();
+    await closed;
+    await assert.rejects(limiter.consume('key_block_test', 6400), RateLimitUnavailableError);
   });
 });
