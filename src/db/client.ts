@@ -2,10 +2,11 @@
  * Opening the database: PGlite under `$DATA_DIR/db` by default, PostgreSQL when DATABASE_URL
  * is set. Migrations are applied on open (src/db/migrate.ts, the one code path).
  *
- * PGlite allows ONE process per data directory. The process that opens it (the server) also
- * serves it on a PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally
- * `$DATA_DIR/.s.PGSQL.5432`), and other processes (the CLI, a separate worker) connect through
- * that socket with node-postgres: `connectForCli()` picks the right way. A pid file
+ * PGlite allows ONE process per data directory. The process that opens it (the servers' database
+ * process, src/db/process.ts, through `serveEmbeddedDatabase()`) also serves it on a
+ * PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally `$DATA_DIR/.s.PGSQL.5432`),
+ * and other processes (the server, a separate worker, the CLI) connect through that socket with
+ * node-postgres: `connectForCli()` picks the right way. A pid file
  * (`$DATA_DIR/db.lock`) makes a second direct open fail loudly instead of corrupting data.
  */
 import { createHash } from 'node:crypto';
