@@ -26,6 +26,29 @@ const lockPid = (): number | undefined => {
   }
 };
 
+/** The server's children that are redis-servers (its private Redis outlives a SIGKILLed server). */
+function redisChildrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+      .filter((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('redis-server'));
+  } catch {
+    return [];
+  }
+}
+
+/** SIGKILLs a server, and its private redis-server, which would otherwise be left running. */
+async function killHard(child: RoleProcess): Promise<void> {
+  const redis = child.proc.pid ? redisChildrenOf(child.proc.pid) : [];
+  await child.kill('SIGKILL');
+  for (const pid of redis) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
 async function start(): Promise<RoleProcess> {
   const child = await startRole('all', { DATA_DIR: data.dir });
   children.push(child);
@@ -57,7 +80,9 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of children) await c.kill('SIGKILL');
+  for (const c of children) {
+    if (c.proc.exitCode === null && c.proc.signalCode === null) await killHard(c);
+  }
   // A SIGKILLed server's database process leaves by itself; wait so the directory can go.
   const pid = lockPid();
   if (pid) await waitUntil(() => !processIsAlive(pid), 10_000, 'the database process to exit').catch(() => undefined);
@@ -131,7 +156,7 @@ describe('the embedded database process', () => {
     server = await start();
     const pid = lockPid()!;
     assert.ok(processIsAlive(pid));
-    await server.kill('SIGKILL');
+    await killHard(server);
     await waitUntil(() => !processIsAlive(pid), 10_000, 'the orphaned database process to exit');
     server = await start();
     assert.equal((await get('/readyz')).status, 200);
