@@ -7,8 +7,8 @@
  *    pointing at an SMTP sink that runs in a process of its own (its work is not counted):
  *    - `one`: as `npm start` (API + job worker in one process, its private Redis);
  *    - `split`: as `npm run start:api` + `npm run start:worker`, sharing a redis-server the bench
- *      starts (REDIS_URL) and the database (DATABASE_URL; on PGlite the worker reaches the API
- *      process's embedded database through its socket, so the API process runs the queries).
+ *      starts (REDIS_URL) and the database (DATABASE_URL; on PGlite the worker reaches the
+ *      database process that start:api forks through its socket).
  *    The database is embedded PGlite in the data directory unless DATABASE_URL is set; then the
  *    bench creates a database of its own on that server (dropped at the end).
  * 3. POSTs /api/v1/reports/invoices for the whole range to 10 recipients (`BENCH_RUNS` times,
@@ -19,7 +19,9 @@
  * Goal: under 5 s (median) and under 250 MB peak RSS for 100,000 invoices to 10 recipients. The
  * RSS compared with 250 MB is the highest per-process peak during the report runs among the
  * processes doing report work: the one server (`one`); the worker and the API process (`split`;
- * the API process counts because it answers the request, and on PGlite also runs the queries).
+ * the API process counts because it answers the request).
+ * On the embedded default the database process that the server forks (src/db/process.ts) is
+ * measured and compared too (`db`): it runs the report's queries.
  * The peak at start-up (VmHWM before the first run) is printed too but is not the report's.
  * Results are printed and written to bench/results/report-<timestamp>.json.
  */
@@ -66,6 +68,23 @@ function procStatus(pid: number): { rssMb: number; hwmMb: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
   return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+}
+
+/** The database process (`…/main/database.js`) forked by server `pid`, if any. */
+function databaseChildOf(pid: number): number | undefined {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return undefined;
+  }
+  return children.find((c) => {
+    try {
+      return readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('main/database.');
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Resets the process's VmHWM to its current RSS (Linux `clear_refs` 5), so the next VmHWM is the peak from now on. */
@@ -297,16 +316,23 @@ async function benchLayout(layout: 'one' | 'split', key: string, smtpPort: numbe
     if (procs.worker.exitCode !== null) throw new Error('the worker exited at start');
   }
   await new Promise((r) => setTimeout(r, 500));
+  // The processes measured: the servers, and on the embedded default the database process that the
+  // API-side server forks (src/db/process.ts), which runs the report's queries.
+  const measured: Array<readonly [string, number]> = Object.entries(procs).map(([name, c]) => [name, c.pid!] as const);
+  for (const [, c] of Object.entries(procs)) {
+    const db = databaseChildOf(c.pid!);
+    if (db !== undefined) measured.push(['db', db]);
+  }
   const figures: Record<string, ProcessFigures> = {};
-  for (const [name, child] of Object.entries(procs)) {
-    const st = procStatus(child.pid!);
-    figures[name] = { pid: child.pid!, idle_rss_mb: Math.round(st.rssMb), startup_vmhwm_mb: Math.round(st.hwmMb), report_vmhwm_mb: 0, sampled_peak_rss_mb: 0 };
+  for (const [name, pid] of measured) {
+    const st = procStatus(pid);
+    figures[name] = { pid, idle_rss_mb: Math.round(st.rssMb), startup_vmhwm_mb: Math.round(st.hwmMb), report_vmhwm_mb: 0, sampled_peak_rss_mb: 0 };
   }
   console.log(`[${layout}] up in ${Date.now() - t0} ms; idle RSS ${Object.entries(figures).map(([n, f]) => `${n} ${f.idle_rss_mb} MB (start-up peak ${f.startup_vmhwm_mb})`).join(', ')}`);
 
   const runs: LayoutResult['runs'] = [];
   for (let run = 1; run <= RUNS; run++) {
-    const pids = Object.entries(procs).map(([name, c]) => [name, c.pid!] as const);
+    const pids = measured;
     for (const [, pid] of pids) if (!resetPeak(pid)) console.warn('cannot reset VmHWM (clear_refs): the peaks include start-up');
     const sampled = new Map<string, number>();
     const sampler = setInterval(() => {

@@ -2,14 +2,15 @@
  * Opening the database: PGlite under `$DATA_DIR/db` by default, PostgreSQL when DATABASE_URL
  * is set. Migrations are applied on open (src/db/migrate.ts, the one code path).
  *
- * PGlite allows ONE process per data directory. The process that opens it (the server) also
- * serves it on a PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally
- * `$DATA_DIR/.s.PGSQL.5432`), and other processes (the CLI, a separate worker) connect through
- * that socket with node-postgres: `connectForCli()` picks the right way. A pid file
+ * PGlite allows ONE process per data directory. The process that opens it (the servers' database
+ * process, src/db/process.ts, through `serveEmbeddedDatabase()`) also serves it on a
+ * PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally `$DATA_DIR/.s.PGSQL.5432`),
+ * and other processes (the server, a separate worker, the CLI) connect through that socket with
+ * node-postgres: `connectForCli()` picks the right way. A pid file
  * (`$DATA_DIR/db.lock`) makes a second direct open fail loudly instead of corrupting data.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -187,6 +188,94 @@ async function openPGlite(options: OpenDatabaseOptions): Promise<Database> {
   }
 }
 
+/** The embedded database as served by its own process (src/db/process.ts): PGlite and its socket, no Prisma. */
+export interface EmbeddedDatabaseServer {
+  pglite: PGlite;
+  socket: PGliteSocketServerHandle;
+  appliedMigrations: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Opens PGlite under `$DATA_DIR/db` (locked against a second opener), applies pending migrations
+ * and serves it on the unix socket: what the database process runs. `maxConnections` bounds the
+ * socket's clients (the API's pool, a worker's, the CLI's).
+ */
+export async function serveEmbeddedDatabase(options: {
+  dataDir: string;
+  log?: (message: string) => void;
+  maxConnections?: number;
+  /**
+   * When this open created the cluster or applied migrations, close it again and resolve with
+   * `{ setUp }` instead of serving: creating a cluster grows PGlite's WASM memory to ~650 MB and
+   * loading the schema engine adds 30–45 MB, none of which is ever returned to the OS, so the
+   * database process exits and a fresh one serves the set-up database (~170 MB).
+   */
+  reopenAfterSetUp?: boolean;
+}): Promise<EmbeddedDatabaseServer | { setUp: string[] }> {
+  const dataDir = path.resolve(options.dataDir);
+  const dir = path.join(dataDir, 'db');
+  mkdirSync(dataDir, { recursive: true });
+  const unlock = lockDataDir(path.join(dataDir, 'db.lock'), dir);
+  let pglite: PGlite | undefined;
+  let socket: PGliteSocketServerHandle | undefined;
+  try {
+    const created = !existsSync(path.join(dir, 'PG_VERSION'));
+    pglite = await PGlite.create({ dataDir: dir, startParams: pgliteStartParams() });
+    const appliedMigrations = await applyMigrations({ kind: 'pglite', pglite }, { log: options.log });
+    if (options.reopenAfterSetUp && (created || appliedMigrations.length > 0)) {
+      await pglite.close();
+      unlock();
+      return { setUp: appliedMigrations };
+    }
+    const socketDir = socketDirFor(dataDir);
+    mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+    socket = await servePGliteSocket(pglite, socketDir, { maxConnections: options.maxConnections ?? 32 });
+    const db = pglite;
+    const served = socket;
+    return {
+      pglite: db,
+      socket: served,
+      appliedMigrations,
+      close: once(async () => {
+        try {
+          await served.stop();
+          await db.close();
+        } finally {
+          unlock();
+        }
+      }),
+    };
+  } catch (e) {
+    await socket?.stop().catch(() => {});
+    await pglite?.close().catch(() => {});
+    unlock();
+    throw e;
+  }
+}
+
+/**
+ * Prisma over node-postgres to the PGlite socket served for `dataDir` (by the database process,
+ * or by a process that opened PGlite itself). The migrations were applied by whoever opened it.
+ */
+export function connectPGliteSocket(dataDir: string, poolMax: number): Database {
+  const socketDir = socketDirFor(dataDir);
+  const pool = new pg.Pool({ host: socketDir, port: 5432, user: 'postgres', database: 'postgres', max: poolMax, connectionTimeoutMillis: 5000 });
+  pool.on('error', () => {}); // a connection dropped by the database process; the next query reconnects
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: PGLITE_TRANSACTION_OPTIONS });
+  return {
+    prisma,
+    kind: 'pglite',
+    via: 'socket',
+    databaseUrl: pgliteSocketUrl(dataDir),
+    appliedMigrations: [],
+    close: once(async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    }),
+  };
+}
+
 /**
  * For the admin CLI (and a worker run apart from the API on the embedded default):
  * DATABASE_URL if set; else the running server's PGlite socket if it answers; else open the
@@ -200,21 +289,8 @@ export async function connectForCli(options: {
   if (options.databaseUrl) return openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, poolMax: 2 });
   const socketDir = socketDirFor(options.dataDir);
   if (await socketAnswers(path.join(socketDir, SOCKET_FILE))) {
-    // The server applied the migrations when it opened the database.
-    const pool = new pg.Pool({ host: socketDir, port: 5432, user: 'postgres', database: 'postgres', max: 2 });
-    pool.on('error', () => {});
-    const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: PGLITE_TRANSACTION_OPTIONS });
-    return {
-      prisma,
-      kind: 'pglite',
-      via: 'socket',
-      databaseUrl: pgliteSocketUrl(options.dataDir),
-      appliedMigrations: [],
-      close: once(async () => {
-        await prisma.$disconnect();
-        await pool.end();
-      }),
-    };
+    // The server's database process applied the migrations when it opened the database.
+    return connectPGliteSocket(options.dataDir, 2);
   }
   return openDatabase({ dataDir: options.dataDir, serveSocket: false, log: options.log });
 }

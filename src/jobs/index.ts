@@ -26,6 +26,7 @@ import { reportBuilders } from '../reports/index.ts';
 import { XLSX_MEDIA_TYPE, type ReportSnapshot } from '../reports/builder.ts';
 import { createMailer, describeMailError, isTransientMailError, type Mailer } from './mailer.ts';
 import { recordMailFailed, recordMailSent } from '../ops/metrics.ts';
+import { collectGarbage } from '../gc.ts';
 import {
   ReportNoDataError,
   type CreateJobsOptions,
@@ -159,6 +160,8 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     try {
       await mkdir(dir, { recursive: true });
       const written = await builder.write(prisma, spec, snapshot, file, new Date(job.data.generatedAt));
+      // The build's garbage goes before the e-mails make theirs (src/gc.ts).
+      collectGarbage();
       await prisma.reportRun.update({ where: { id: runId }, data: { totals: written.totals as object } });
       const filename = builder.attachmentName(spec);
       const message = {

@@ -9,7 +9,8 @@
  *      `shutdownTimeoutMs` (default REPORT_WAIT_MS + 5 s) the rest are cut;
  *   3. buffered API log entries and key last-used times are written;
  *   4. the job workers stop taking jobs and finish the running ones (bounded in src/jobs, 10 s),
- *      then queues and Redis connections close; 5. the database; 6. a private redis-server.
+ *      then queues and Redis connections close; 5. the database (on the embedded default: this
+ *      process's pool, then the database child process, src/db/process.ts); 6. a private redis-server.
  * In role `all` the worker is still running during step 2, so a report accepted before the
  * signal is built, mailed and recorded before the process exits.
  *
@@ -29,6 +30,7 @@ import { createApp } from '../app.ts';
 import { createGate } from '../auth/gate.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
+import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import type { AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
@@ -64,6 +66,12 @@ export interface StartOptions {
   logDestination?: NodeJS.WritableStream;
   /** How long the job workers may finish running jobs at shutdown (default src/jobs': 10 s). */
   jobsCloseTimeoutMs?: number;
+  /**
+   * Open the embedded PGlite in this process (and serve its socket) instead of starting the
+   * database child process (src/db/process.ts): for embedding the runtime where a child process
+   * is unwanted. Default false.
+   */
+  embeddedDatabaseInProcess?: boolean;
 }
 
 /** Starts the API, the job worker, or both in one process, on the settings of the operating contract. */
@@ -96,6 +104,9 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
         throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
       }
       database = await connectForCli({ dataDir: config.dataDir, log });
+    } else if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
+      // The embedded database runs in a child process of its own (src/db/process.ts).
+      database = await startDatabaseProcess({ dataDir: config.dataDir, logger, env });
     } else {
       database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
     }

@@ -1,0 +1,239 @@
+/**
+ * The embedded database in a process of its own. With DATABASE_URL unset, `npm start` and
+ * `npm run start:api` fork a small "database" child (src/main/database.ts) that opens PGlite under
+ * `$DATA_DIR/db`, applies the migrations and serves it on the PostgreSQL-protocol unix socket
+ * (src/db/pglite-socket.ts, which runs each connection's unit of work whole); the server then talks
+ * to it through `@prisma/adapter-pg` exactly as to PostgreSQL. Why: PGlite's WASM memory never
+ * shrinks (an idle process holding it is ~180 MB) and every query ran on the API's event loop;
+ * apart, the API/worker process is as small as on PostgreSQL and PGlite's work runs beside it.
+ *
+ * Lifecycle:
+ * - start: the parent waits for the child's `ready` message (after migrations); a child that fails
+ *   first (database in use by another process, bad migration) fails the start with its error. A
+ *   child that had to create the cluster or apply migrations closes it and exits (`set-up`), and a
+ *   second child serves it: creating a cluster leaves PGlite's WASM memory at ~650 MB for good.
+ * - parent gone (even SIGKILL): the IPC channel closes, the child closes PGlite cleanly and exits.
+ * - child gone while the parent runs (crash, OOM kill): queries fail at once (500 envelopes, /readyz
+ *   503), the parent logs it and starts a new child after a back-off (1 s doubling to 30 s); the
+ *   pool reconnects by itself once it answers again.
+ * - shutdown: the parent closes its pool after everything else that uses the database, then asks
+ *   the child to stop (`stop` message) and waits for it (10 s, then SIGKILL). The child ignores
+ *   SIGINT/SIGTERM (a terminal's Ctrl-C or a service manager signals the whole group): the parent
+ *   stops it after draining requests and jobs, which still need the database.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../config.ts';
+import { createLogger, type Logger } from '../logger.ts';
+import { connectPGliteSocket, serveEmbeddedDatabase, type Database, type EmbeddedDatabaseServer } from './client.ts';
+
+type ToParent = { type: 'ready'; migrations: string[] } | { type: 'set-up'; migrations: string[] } | { type: 'failed'; error: string };
+type ToChild = { type: 'stop' };
+
+/** The child's entry point: src/main/database.ts under tsx, dist/src/main/database.js when compiled. */
+const ENTRY = fileURLToPath(new URL(`../main/database${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
+
+export interface DatabaseProcessOptions {
+  dataDir: string;
+  logger: Logger;
+  /** Environment of the child (default process.env); DATA_DIR is set from `dataDir`. */
+  env?: NodeJS.ProcessEnv;
+  /** node-postgres pool size of this process (default 10). */
+  poolMax?: number;
+  /** How long the child may take to open and migrate (default 120 s). */
+  startTimeoutMs?: number;
+  /** First restart delay after the child died (default 1 s; doubles up to 30 s). */
+  restartDelayMs?: number;
+  /** How long the child may take to stop before it is killed (default 10 s). */
+  stopTimeoutMs?: number;
+}
+
+export interface DatabaseProcess extends Database {
+  /** The running child's pid (undefined between a crash and its restart). */
+  childPid(): number | undefined;
+}
+
+/** Forks the database child, waits until it serves, and connects to it. */
+export async function startDatabaseProcess(options: DatabaseProcessOptions): Promise<DatabaseProcess> {
+  const log = options.logger.child({ component: 'database-process' });
+  const env = { ...(options.env ?? process.env), DATA_DIR: options.dataDir };
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  const firstDelay = options.restartDelayMs ?? 1000;
+  let child: ChildProcess | undefined;
+  let stopping = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let delay = firstDelay;
+
+  /** A child that serves; when one had to create the cluster or migrate first, it exits and the next one serves. */
+  const spawnChild = async (): Promise<{ child: ChildProcess; migrations: string[] }> => {
+    const first = await spawnOnce();
+    if ('child' in first) return first;
+    log.info({ migrations: first.setUp }, 'embedded database set up; reopening it in a fresh process');
+    const second = await spawnOnce();
+    if ('child' in second) return { child: second.child, migrations: [...first.setUp, ...second.migrations] };
+    throw new Error('the embedded database process asked to be reopened twice');
+  };
+
+  const spawnOnce = async (): Promise<{ child: ChildProcess; migrations: string[] } | { setUp: string[] }> => {
+    const proc = fork(ENTRY, [], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
+    try {
+      const answer = await new Promise<ToParent & { type: 'ready' | 'set-up' }>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the embedded database process did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          proc.off('message', onMessage);
+          proc.off('exit', onExit);
+          proc.off('error', onError);
+        };
+        const onMessage = (m: ToParent) => {
+          done();
+          if (m.type === 'failed') reject(new Error(m.error));
+          else resolve(m);
+        };
+        const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+          done();
+          reject(new Error(`the embedded database process exited (${signal ?? `code ${code}`}) before it was ready`));
+        };
+        const onError = (err: Error) => {
+          done();
+          reject(err);
+        };
+        proc.on('message', onMessage);
+        proc.on('exit', onExit);
+        proc.on('error', onError);
+      });
+      if (answer.type === 'ready') return { child: proc, migrations: answer.migrations };
+      await new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve())));
+      return { setUp: answer.migrations };
+    } catch (err) {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      throw err;
+    }
+  };
+
+  const watch = (proc: ChildProcess) => {
+    const upSince = Date.now();
+    proc.once('exit', (code, signal) => {
+      if (child === proc) child = undefined;
+      if (stopping) return;
+      // A child that ran a while before dying starts again quickly; one that keeps dying backs off.
+      if (Date.now() - upSince > 60_000) delay = firstDelay;
+      log.error({ code, signal, restartInMs: delay }, 'the embedded database process exited; restarting it');
+      scheduleRestart();
+    });
+  };
+
+  const scheduleRestart = () => {
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      if (stopping) return;
+      spawnChild().then(
+        ({ child: proc }) => {
+          if (stopping) {
+            stopChild(proc).catch(() => undefined);
+            return;
+          }
+          child = proc;
+          watch(proc);
+          log.warn({ pid: proc.pid }, 'the embedded database process is serving again');
+        },
+        (err: unknown) => {
+          log.error({ err }, 'the embedded database process could not be restarted');
+          delay = Math.min(delay * 2, 30_000);
+          scheduleRestart();
+        },
+      );
+    }, delay);
+    restartTimer.unref();
+    delay = Math.min(delay * 2, 30_000);
+  };
+
+  const stopChild = async (proc: ChildProcess): Promise<void> => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    if (proc.connected) proc.send({ type: 'stop' } satisfies ToChild, () => undefined);
+    else proc.kill('SIGKILL');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        log.warn('the embedded database process did not stop in time; killing it');
+        proc.kill('SIGKILL');
+        resolve();
+      }, options.stopTimeoutMs ?? 10_000);
+    });
+    await Promise.race([exited, killed]);
+    clearTimeout(timer);
+    await exited;
+  };
+
+  const first = await spawnChild();
+  child = first.child;
+  watch(first.child);
+  log.info({ pid: first.child.pid }, 'embedded database process serving');
+  const connection = connectPGliteSocket(options.dataDir, options.poolMax ?? 10);
+  let closing: Promise<void> | undefined;
+  return {
+    ...connection,
+    appliedMigrations: first.migrations,
+    childPid: () => child?.pid,
+    close: () =>
+      (closing ??= (async () => {
+        stopping = true;
+        clearTimeout(restartTimer);
+        try {
+          await connection.close();
+        } finally {
+          if (child) await stopChild(child);
+        }
+      })()),
+  };
+}
+
+/** The child's side (src/main/database.ts): serve until the parent says stop or is gone. */
+export async function runDatabaseProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const config = loadConfig(env);
+  const logger = createLogger(config.logLevel).child({ component: 'database' });
+  const send = process.send?.bind(process);
+  if (!send) {
+    console.error('client-api-v1: the database process is started by npm start / npm run start:api, not by hand');
+    process.exit(1);
+  }
+  // The parent decides when the database may go: it still needs it while it drains.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => logger.debug({ signal }, 'signal ignored: the server stops this process'));
+  let server: EmbeddedDatabaseServer;
+  try {
+    const served = await serveEmbeddedDatabase({
+      dataDir: config.dataDir,
+      log: (message) => logger.debug({ component: 'migrate' }, message),
+      reopenAfterSetUp: true,
+    });
+    if ('setUp' in served) {
+      send({ type: 'set-up', migrations: served.setUp } satisfies ToParent, () => process.exit(0));
+      return;
+    }
+    server = served;
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    send({ type: 'failed', error } satisfies ToParent, () => process.exit(1));
+    return;
+  }
+  let stopped = false;
+  const stop = (reason: string) => {
+    if (stopped) return;
+    stopped = true;
+    logger.info({ reason }, 'closing the embedded database');
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'closing the embedded database failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('message', (m: ToChild) => {
+    if (m?.type === 'stop') stop('the server asked');
+  });
+  process.on('disconnect', () => stop('the server process is gone'));
+  send({ type: 'ready', migrations: server.appliedMigrations } satisfies ToParent);
+  if (!process.connected) stop('the server process is gone');
+}

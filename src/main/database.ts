@@ -1,0 +1,3 @@
+import { runDatabaseProcess } from '../db/process.ts';
+
+await runDatabaseProcess();

@@ -1,0 +1,165 @@
+/**
+ * The embedded database in a process of its own (src/db/process.ts): `npm start` on the default
+ * (no DATABASE_URL) forks a database process that holds PGlite and serves it on the socket. Its
+ * lifecycle: set up on a fresh DATA_DIR and reopened, the admin CLI through its socket while the
+ * server runs and directly when it does not, a crash answered with 500 / 503 (never a hang) and
+ * repaired by a restart, gone with the server even when the server is SIGKILLed, stopped last on
+ * SIGTERM.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { connectForCli, processIsAlive } from '../../src/db/client.ts';
+import { apiKey } from '../helpers/factories.ts';
+import { startRole, tmpDir, waitUntil, type RoleProcess } from './helpers.ts';
+
+const data = tmpDir('capi-ops-dbproc-');
+const children: RoleProcess[] = [];
+let server: RoleProcess;
+
+const lockPid = (): number | undefined => {
+  try {
+    return Number.parseInt(readFileSync(path.join(data.dir, 'db.lock'), 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The server's children that are redis-servers (its private Redis outlives a SIGKILLed server). */
+function redisChildrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+      .filter((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('redis-server'));
+  } catch {
+    return [];
+  }
+}
+
+/** SIGKILLs a server, and its private redis-server, which would otherwise be left running. */
+async function killHard(child: RoleProcess): Promise<void> {
+  const redis = child.proc.pid ? redisChildrenOf(child.proc.pid) : [];
+  await child.kill('SIGKILL');
+  for (const pid of redis) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function start(): Promise<RoleProcess> {
+  const child = await startRole('all', { DATA_DIR: data.dir });
+  children.push(child);
+  return child;
+}
+
+async function get(pathname: string, key?: string) {
+  const started = Date.now();
+  const res = await fetch(`${server.url}${pathname}`, {
+    headers: key ? { Authorization: `Bearer ${key}` } : {},
+    signal: AbortSignal.timeout(15_000),
+  });
+  const body = (await res.json()) as { success: boolean; error?: { code: string } };
+  return { status: res.status, body, ms: Date.now() - started };
+}
+
+async function newKey(): Promise<string> {
+  const db = await connectForCli({ dataDir: data.dir });
+  try {
+    assert.equal(db.via, 'socket', 'the CLI goes through the socket while the server runs');
+    return (await apiKey(db.prisma, { scopes: ['services:read'] })).key;
+  } finally {
+    await db.close();
+  }
+}
+
+before(async () => {
+  server = await start();
+});
+
+after(async () => {
+  for (const c of children) {
+    if (c.proc.exitCode === null && c.proc.signalCode === null) await killHard(c);
+  }
+  // A SIGKILLed server's database process leaves by itself; wait so the directory can go.
+  const pid = lockPid();
+  if (pid) await waitUntil(() => !processIsAlive(pid), 10_000, 'the database process to exit').catch(() => undefined);
+  data.remove();
+});
+
+describe('the embedded database process', () => {
+  test('a fresh DATA_DIR is set up by one database process and served by a second; the server process does not hold PGlite', () => {
+    const records = server.logs.records();
+    assert.ok(records.some((r) => r.msg === 'embedded database set up; reopening it in a fresh process'), 'set up, then reopened');
+    const serving = records.find((r) => r.msg === 'embedded database process serving');
+    assert.ok(serving, 'serving');
+    const pid = lockPid();
+    assert.equal(serving.pid, pid, 'the database process holds the PGlite lock');
+    assert.notEqual(pid, server.proc.pid);
+    assert.ok(pid && processIsAlive(pid));
+  });
+
+  test('requests and the admin CLI reach the database through its socket', async () => {
+    const key = await newKey();
+    const answer = await get('/api/v1/auth-check', key);
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal((await get('/readyz')).status, 200);
+  });
+
+  test('the database process crashes: requests answer 500 at once, /readyz 503, then it is restarted and all recovers', async () => {
+    const key = await newKey(); // not used yet, so not in the key cache: its request needs the database
+    const pid = lockPid()!;
+    process.kill(pid, 'SIGKILL');
+    await waitUntil(() => !processIsAlive(pid), 5000, 'the database process to die');
+    const [request, ready] = await Promise.all([get('/api/v1/auth-check', key), get('/readyz')]);
+    assert.equal(request.status, 500, JSON.stringify(request.body));
+    assert.equal(request.body.error?.code, 'server_error');
+    assert.ok(request.ms < 5000, `answered in ${request.ms} ms`);
+    assert.equal(ready.status, 503);
+    assert.ok(ready.ms < 5000, `/readyz answered in ${ready.ms} ms`);
+
+    await waitUntil(async () => (await get('/readyz')).status === 200, 30_000, '/readyz to be 200 again');
+    const again = await get('/api/v1/auth-check', key);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    const restarted = lockPid();
+    assert.ok(restarted && restarted !== pid && processIsAlive(restarted));
+    assert.ok(server.logs.records().some((r) => r.msg === 'the embedded database process exited; restarting it'));
+  });
+
+  test('a second server on the same DATA_DIR refuses to start: the database is in use', async () => {
+    await assert.rejects(startRole('all', { DATA_DIR: data.dir }), /in use by process|already serves the database/);
+  });
+
+  test('SIGTERM: the server drains first and stops its database process last, exit 0', async () => {
+    const pid = lockPid()!;
+    assert.equal(await server.kill('SIGTERM'), 0);
+    assert.ok(!processIsAlive(pid), 'the database process exited with the server');
+    assert.ok(!existsSync(path.join(data.dir, 'db.lock')), 'the lock is released');
+    const messages = server.logs.records().map((r) => r.msg);
+    const drained = messages.indexOf('http server drained');
+    const closing = messages.lastIndexOf('closing the embedded database');
+    assert.ok(drained >= 0 && closing > drained, messages.join('\n'));
+    assert.ok(closing < messages.lastIndexOf('stopped'));
+    // With no server, the CLI opens the database itself.
+    const db = await connectForCli({ dataDir: data.dir });
+    try {
+      assert.equal(db.via, 'direct');
+      assert.ok((await db.prisma.apiKey.count()) >= 2);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test('the server is SIGKILLed: its database process exits by itself and a new server starts on the same DATA_DIR', async () => {
+    server = await start();
+    const pid = lockPid()!;
+    assert.ok(processIsAlive(pid));
+    await killHard(server);
+    await waitUntil(() => !processIsAlive(pid), 10_000, 'the orphaned database process to exit');
+    server = await start();
+    assert.equal((await get('/readyz')).status, 200);
+    assert.ok(!server.logs.records().some((r) => r.msg === 'embedded database set up; reopening it in a fresh process'), 'an existing database is served at once');
+  });
+});
