@@ -8,8 +8,9 @@
  *   b. auth     GET /api/v1/auth-check with a live key
  *   c. list     GET /api/v1/services?limit=25 with a live key, over 10,000 services
  *
- * The API runs as production does: startRuntime('all') (API and job worker in one process, private
- * Redis), NODE_ENV=production (response validation off), LOG_LEVEL=warn. The database is PGlite
+ * The API runs as production does: the compiled server (dist/, built first) with `npm start`'s node
+ * flags, startRuntime('all') (API and job worker in one process, private
+ * Redis), NODE_ENV=production (response validation off), LOG_LEVEL=error. The database is PGlite
  * by default; with DATABASE_URL set (a PostgreSQL server) a database capi_bench_<pid> is created
  * there and dropped at the end.
  *
@@ -17,13 +18,13 @@
  * seconds (1), BENCH_PROFILE=1 writes a V8 CPU profile of the API process to var/bench-profile/.
  * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import express from 'express';
 import { runAdminSql } from '../src/db/client.ts';
@@ -64,9 +65,11 @@ async function serveBare(): Promise<void> {
 
 /** (b, c) The API as `npm start` runs it, with one broker, a live key and 10,000 services. */
 async function serveApi(): Promise<void> {
-  const { startRuntime } = await import('../src/main/runtime.ts');
-  const { generateApiKey } = await import('../src/auth/keys.ts');
-  const { credentialsFor } = await import('../src/services/credentials.ts');
+  // The compiled server, as `npm start` runs it (main() built it first), not the TypeScript sources.
+  const dist = (module: string) => pathToFileURL(path.join(ROOT, 'dist', 'src', `${module}.js`)).href;
+  const { startRuntime } = (await import(dist('main/runtime'))) as typeof import('../src/main/runtime.ts');
+  const { generateApiKey } = (await import(dist('auth/keys'))) as typeof import('../src/auth/keys.ts');
+  const { credentialsFor } = (await import(dist('services/credentials'))) as typeof import('../src/services/credentials.ts');
   const runtime = await startRuntime('all');
   const prisma = runtime.database.prisma;
   const brokerId = `brk_${randomBytes(6).toString('hex')}`;
@@ -147,8 +150,15 @@ async function serveApi(): Promise<void> {
 
 // ------------------------------------------------------------------ orchestration
 
+/** The node flags of `npm start` (package.json), so the API is measured with production's heap settings. */
+function startFlags(): string[] {
+  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const words = scripts.start!.split(/\s+/);
+  return words.slice(1, words.findIndex((w) => w.endsWith('.js')));
+}
+
 function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Ready }> {
-  const flags = ['--import', 'tsx'];
+  const flags = [...(mode === 'api' ? startFlags() : []), '--import', 'tsx'];
   if (mode === 'api' && process.env.BENCH_PROFILE === '1') {
     flags.push('--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'var', 'bench-profile')}`);
   }
@@ -211,6 +221,9 @@ async function createBenchDatabase(serverUrl: string): Promise<{ url: string; dr
 }
 
 async function main(): Promise<void> {
+  // What `npm start` does first (prestart): bring dist/ up to date.
+  const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-'));
   const db = serverUrl ? await createBenchDatabase(serverUrl) : undefined;
@@ -218,7 +231,8 @@ async function main(): Promise<void> {
     ...process.env,
     NODE_ENV: 'production',
     VALIDATE_RESPONSES: 'false',
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    // warn would print one 'request aborted' line per open connection each time autocannon stops.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
     DATA_DIR: dataDir,
     PORT: '0',
     HOST: '127.0.0.1',
