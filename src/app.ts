@@ -77,9 +77,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // Probes and scrapes every few seconds would drown the request log.
   app.use(requestLog(logger, OPS_PATHS));
 
-  registerOps(app, deps);
-  registerDocs(app, contract);
-
   app.use('/api', resolveOperation(contract));
   app.use('/api', deps.gate);
   app.use('/api', express.json({ limit: '1mb', strict: true }), emptyBodyAsObject, inputHygiene);
@@ -89,6 +86,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   for (const register of options.modules ?? resourceModules) register(router, deps);
   registerNotImplemented(router, contract);
   app.use(router);
+
+  // After the /api stack, so an API request never walks past these routes' layers.
+  registerOps(app, deps);
+  registerDocs(app, contract);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(contract, logger));
