@@ -3,9 +3,8 @@
  * (a report's workbook, its e-mails). The npm start scripts run node with `--expose-gc`;
  * elsewhere (tests, tsx) there is no `gc` and this does nothing.
  *
- * Why by hand: the servers run with a 2 MB young generation (`--max-semi-space-size=2`, ~40 MB
- * less idle RSS), so a report's short-lived buffers (the sheet XML going through the zip, the
- * attachment going through base64) are promoted before they die, and V8 frees them only at its
+ * Why by hand: a report's short-lived buffers (the sheet XML going through the zip, the
+ * attachment going through base64) outlive the young generation, and V8 frees them only at its
  * next full GC, which it starts after ~64 MB of new buffers (its external-memory limit) or when
  * the old generation has about doubled. That slack, not live data, was most of a report's peak RSS
  * (bench/README.md). A full GC of the ~50 MB heap takes ~10–30 ms.
