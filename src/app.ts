@@ -22,6 +22,10 @@ function resolveOperation(contract: Contract): RequestHandler {
   return (req, res, next) => {
     const op = contract.match(req.method, req.baseUrl + req.path);
     if (op) res.locals.operation = op;
+    // Express 5's req.query is a getter that parses the query string again on every read (the
+    // input checks, the validator and the handler read it about ten times for a list): parse it
+    // once here and keep the result.
+    Object.defineProperty(req, 'query', { value: req.query, writable: true, configurable: true, enumerable: true });
     next();
   };
 }

@@ -127,7 +127,7 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
       }
       const request = await approveRequest(prisma, await credentialsFor(deps), auth.brokerId, input.id, now);
       // An approval creates, changes or cancels the service.
-      deps.serviceReads.changed(auth.brokerId);
+      await deps.serviceReads.changed(auth.brokerId);
       return { status: 200, data: requestData(request) };
     },
   });

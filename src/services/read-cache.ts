@@ -7,10 +7,11 @@
  * cores; bench/README.md). Integrators poll lists; most polls find nothing new.
  *
  * Coherence, so a client never sees its own change missing:
- * - Every live write of services calls `changed(brokerId)` after its commit and before its answer.
- *   That drops the broker's entries here at once (and any read still in flight for them, so a
- *   read that began before the change is never stored nor shared with a later request) and tells
- *   the other API processes through Redis pub/sub, which drop theirs as the message arrives.
+ * - Every live write of services awaits `changed(brokerId)` after its commit and before its
+ *   answer. That drops the broker's entries here at once (and any read still in flight for them,
+ *   so a read that began before the change is never stored nor shared with a later request) and
+ *   publishes the change through Redis: PUBLISH is answered after Redis has written the message
+ *   to every subscribed API process, so it reaches them ahead of the client's next request.
  * - While this process's subscription is not up (Redis down, reconnecting), nothing is served from
  *   or stored in the cache: another process's change could be missed.
  * - No entry outlives `ttlMs` (changes that do not go through the API, such as admin CLI imports
@@ -35,8 +36,12 @@ export interface Loaded<T> {
 export interface ServiceReadCache {
   /** The cached answer for this broker and key, or `load()`'s (one load in flight per key). */
   read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T>;
-  /** The broker's services changed (call after the commit, before answering). */
-  changed(brokerId: string): void;
+  /**
+   * The broker's services changed: call after the commit and await before answering. It resolves
+   * once Redis has passed the news on to the other API processes (never rejects: a change that
+   * could not be published shows there within their cache time).
+   */
+  changed(brokerId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -131,10 +136,12 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       }
     },
 
-    changed(brokerId) {
+    async changed(brokerId) {
       drop(brokerId);
       if (!subscriber) return;
-      redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
+      // Redis writes the message to every subscriber before it answers PUBLISH, so once this
+      // resolves the news is on its way to them ahead of the client's next request.
+      await redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
         logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
       });
     },

@@ -160,7 +160,7 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
           return created;
         }),
       );
-      deps.serviceReads.changed(auth.brokerId);
+      await deps.serviceReads.changed(auth.brokerId);
       return { status: 200, data: serviceData(service) };
     },
   });
@@ -242,7 +242,7 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
         where: { id: service.id },
         data: { passwordEnc: (await credentials()).encrypt(password), updatedAt: now },
       });
-      deps.serviceReads.changed(auth.brokerId);
+      await deps.serviceReads.changed(auth.brokerId);
       let notified = false;
       try {
         await deps.jobs.sendMail({

@@ -215,7 +215,7 @@ describe('the cache itself', () => {
     const cache = await subscribedCache();
     let release!: () => void;
     const slow = cache.read('b1', 'k', () => new Promise<{ value: string }>((resolve) => (release = () => resolve({ value: 'before' }))));
-    cache.changed('b1');
+    await cache.changed('b1');
     const later = await cache.read('b1', 'k', async () => ({ value: 'after' }));
     assert.equal(later, 'after');
     release();
@@ -238,7 +238,7 @@ describe('the cache itself', () => {
     const cache = await subscribedCache();
     const elsewhere = createServiceReadCache({ ttlMs: 60_000, redis, logger });
     await cache.read('b2', 'k', async () => ({ value: 'old' }));
-    elsewhere.changed('b2');
+    await elsewhere.changed('b2');
     let value = 'old';
     for (let i = 0; i < 100 && value === 'old'; i += 1) {
       await sleep(10);
@@ -271,7 +271,7 @@ describe('the cache itself', () => {
     await cache.read('b4', 'k', async () => ({ value: (loads += 1) }));
     await cache.read('b4', 'k', async () => ({ value: (loads += 1) }));
     assert.equal(loads, 2);
-    cache.changed('b4');
+    await cache.changed('b4');
     await cache.close();
   });
 });
