@@ -73,6 +73,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
+  // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
+  app.locals.validateResponses = config.validateResponses;
 
   app.use(metricsMiddleware);
   app.use(requestId);

@@ -32,6 +32,27 @@ export type Reply<O extends OperationId> = {
   [S in SuccessStatus<O>]: { status: S; data: DataOf<O, S>; pagination?: PaginationOf<O, S> };
 }[SuccessStatus<O>];
 
+/**
+ * A reply already written as JSON, for an answer served many times over (a cached list page):
+ * serializing 25 services on every request was 5% of a list request's CPU. Build it with
+ * `serialized()`, which takes the typed reply, so it holds to the contract like any other.
+ */
+export interface SerializedReply<O extends OperationId> {
+  status: SuccessStatus<O>;
+  /** The whole response body: `{"success":true,"data":…[,"pagination":…]}`. */
+  json: Buffer;
+}
+
+function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
+  const body: Record<string, unknown> = { success: true, data: reply.data };
+  if (reply.pagination !== undefined) body.pagination = reply.pagination;
+  return body;
+}
+
+export function serialized<O extends OperationId>(reply: Reply<O>): SerializedReply<O> {
+  return { status: reply.status, json: Buffer.from(JSON.stringify(envelope(reply))) };
+}
+
 export interface OperationContext<O extends OperationId> {
   req: Request;
   res: Response;
@@ -50,7 +71,7 @@ export interface OperationHandler<O extends OperationId, Input> {
    * the schema validator and before any sandbox test scenario, so validation always comes first.
    */
   validate?: (ctx: OperationContext<O>) => Input | Promise<Input>;
-  handle: (ctx: OperationContext<O>, input: Input) => Promise<Reply<O>>;
+  handle: (ctx: OperationContext<O>, input: Input) => Promise<Reply<O> | SerializedReply<O>>;
 }
 
 /**
@@ -83,9 +104,16 @@ export function operation<O extends OperationId, Input = undefined>(
       const input = handler.validate ? await handler.validate(ctx) : (undefined as Input);
       throwScenarioError(ctx.scenario);
       const reply = await handler.handle(ctx, input);
-      const body: Record<string, unknown> = { success: true, data: reply.data };
-      if (reply.pagination !== undefined) body.pagination = reply.pagination;
-      res.status(reply.status as number).json(body);
+      res.status(reply.status as number);
+      if (!('json' in reply)) {
+        res.json(envelope(reply));
+      } else if (req.app.locals.validateResponses === true) {
+        // Response validation checks what res.json is given: give it exactly these bytes.
+        res.json(JSON.parse(reply.json.toString('utf8')));
+      } else {
+        res.setHeader('Content-Type', 'application/json; charset=utf-8');
+        res.send(reply.json);
+      }
     } catch (err) {
       next(err);
     }

@@ -7,7 +7,7 @@
  */
 import { hasScope, isSandbox } from '../http/auth-context.ts';
 import { conflict } from '../http/errors.ts';
-import { operation, type DataOf } from '../http/operation.ts';
+import { operation, serialized, type DataOf } from '../http/operation.ts';
 import { formatRequestId } from '../requests/ids.ts';
 import { requestData, REQUEST_INCLUDE } from '../requests/present.ts';
 import type { RegisterRoutes } from '../routes.ts';
@@ -190,14 +190,17 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
       const modifiedSince = filters.modifiedSince && clampInstant(filters.modifiedSince);
       const query = { ...filters, modifiedSince, limit, offset };
-      const { data, total } = withCredentials
-        ? await listPage(auth.brokerId, query, true)
-        : // Pages without credentials are shared by the broker's keys; passwords are never cached.
-          await deps.serviceReads.read(auth.brokerId, `list ${JSON.stringify(query)}`, async () => {
-            const page = await listPage(auth.brokerId, query, false);
-            return { value: page, until: page.nextDueAt };
-          });
-      return { status: 200, data, pagination: { total, limit, offset, has_more: offset + data.length < total } };
+      const reply = async (withCredentials: boolean) => {
+        const { data, total, nextDueAt } = await listPage(auth.brokerId, query, withCredentials);
+        const pagination = { total, limit, offset, has_more: offset + data.length < total };
+        return { reply: { status: 200 as const, data, pagination }, nextDueAt };
+      };
+      // Pages without credentials are shared by the broker's keys, as JSON; passwords are never cached.
+      if (withCredentials) return (await reply(true)).reply;
+      return deps.serviceReads.read(auth.brokerId, `list ${JSON.stringify(query)}`, async () => {
+        const page = await reply(false);
+        return { value: serialized<'listServices'>(page.reply), until: page.nextDueAt };
+      });
     },
   });
 

@@ -141,6 +141,45 @@ describe('API processes with a long cache time (60 s)', () => {
   });
 });
 
+describe('a cached page as production sends it (responses not validated)', () => {
+  let t: TestApp;
+  let checked: TestApp;
+
+  before(async () => {
+    t = await createTestApp({ servicesCacheMs: 60_000, validateResponses: false });
+    checked = await createTestApp({ servicesCacheMs: 60_000 });
+  });
+  after(async () => {
+    await t?.close();
+    await checked?.close();
+  });
+
+  test('is the same JSON, with the same headers, as the page a validated app answers', async () => {
+    const pages = [];
+    for (const app of [t, checked]) {
+      const brokerId = (await broker(app.prisma)).id;
+      const key = (await apiKey(app.prisma, { brokerId, scopes: ['services:read'] })).key;
+      for (const n of [100000001, 100000002]) {
+        await service(app, { brokerId, serviceNumber: n, createdAt: new Date(Date.UTC(2026, 0, n - 100000000)), password: 'Same-Passw0rd-1' });
+      }
+      const read = () => request(app.app).get('/api/v1/services?limit=1').set('Authorization', `Bearer ${key}`).expect(200);
+      const first = await read();
+      const cached = await read();
+      assert.equal(cached.text, first.text);
+      assert.equal(cached.headers['content-type'], 'application/json; charset=utf-8');
+      assert.equal(cached.headers['content-length'], String(Buffer.byteLength(cached.text)));
+      pages.push(cached);
+    }
+    assert.equal(pages[0]!.text, pages[1]!.text);
+    assert.deepEqual(JSON.parse(pages[0]!.text), {
+      success: true,
+      data: [pages[1]!.body.data[0]],
+      pagination: { total: 2, limit: 1, offset: 0, has_more: true },
+    });
+    assert.equal(pages[0]!.body.data[0].service_number, 100000002);
+  });
+});
+
 describe('changes outside the API', () => {
   let t: TestApp;
 
