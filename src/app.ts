@@ -3,6 +3,7 @@ import helmet from 'helmet';
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
 import { registerDocs } from './http/docs.ts';
+import { chain } from './http/chain.ts';
 import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
@@ -58,6 +59,7 @@ function registerNotImplemented(router: Router, contract: Contract): void {
 }
 
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const API_PATH = /^\/api(\/|$)/i;
 
 export interface AppOptions {
   /** The resource modules to mount (default: all of src/routes.ts). */
@@ -76,17 +78,31 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
   app.locals.validateResponses = config.validateResponses;
 
-  app.use(metricsMiddleware);
-  app.use(requestId);
-  // Security headers on every response; /docs replaces the CSP with the one Redoc needs.
-  app.use(helmet());
-  // Probes and scrapes every few seconds would drown the request log.
-  app.use(requestLog(logger, OPS_PATHS));
-
-  app.use('/api', resolveOperation(contract));
-  app.use('/api', deps.gate);
-  app.use('/api', express.json({ limit: '1mb', strict: true }), emptyBodyAsObject, inputHygiene);
-  app.use(createValidator(contract, config.validateResponses));
+  app.use(
+    chain([
+      metricsMiddleware,
+      requestId,
+      // Security headers on every response; /docs replaces the CSP with the one Redoc needs.
+      helmet(),
+      // Probes and scrapes every few seconds would drown the request log.
+      requestLog(logger, OPS_PATHS),
+    ]),
+  );
+  // The /api steps in the operating contract's order of checks, then the schema validator.
+  app.use(
+    chain(
+      [
+        resolveOperation(contract),
+        deps.gate,
+        express.json({ limit: '1mb', strict: true }),
+        emptyBodyAsObject,
+        inputHygiene,
+        ...createValidator(contract, config.validateResponses),
+      ],
+      // What app.use('/api', …) matched: /api and below, in any letter case.
+      (req) => API_PATH.test(req.path),
+    ),
+  );
 
   const router = express.Router();
   for (const register of options.modules ?? resourceModules) register(router, deps);

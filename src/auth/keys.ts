@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SCOPES = [
   'services:read',
@@ -24,7 +24,8 @@ export const isScope = (value: string): value is Scope => (SCOPES as readonly st
  * brute-forced, and it lets a key be found by an indexed equality look-up.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // One-shot: no Hash object per request (the gate hashes every request's key).
+  return hash('sha256', key, 'hex');
 }
 
 /** Constant-time comparison of two hex digests (a stored hash against a computed one). */

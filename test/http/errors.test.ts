@@ -160,6 +160,17 @@ describe('unknown paths and methods', () => {
     });
   }
 
+  it('/API in other letter cases goes through the same gate: 401 without a key, 404 with one', async () => {
+    for (const path of ['/API/v1/auth-check', '/Api/v1/services']) {
+      const anonymous = await request(t.app).get(path);
+      assert.equal(anonymous.status, 401, path);
+      assertEnvelope(anonymous.body, 'authentication_failed');
+      const res = await request(t.app).get(path).set(auth());
+      assert.equal(res.status, 404, path);
+      assertEnvelope(res.body, 'not_found');
+    }
+  });
+
   it('an unknown path outside /api is a 404 in the envelope too', async () => {
     const res = await request(t.app).get('/nothing-here');
     assert.equal(res.status, 404);
