@@ -74,7 +74,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // conditional requests (every answer is per key, fresh; no If-None-Match / 304 anywhere).
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.set('query parser', 'extended');
+  // Every query parameter of the contract is a scalar, so the query string is read as flat
+  // key=value pairs (node:querystring): qs's nested syntax bought nothing, cost ~15 µs a request,
+  // and silently dropped keys such as __proto__, which are now refused like any unknown parameter.
+  app.set('query parser', 'simple');
   // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
   app.locals.validateResponses = config.validateResponses;
 

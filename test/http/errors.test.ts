@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
 import { apiKey } from '../helpers/factories.ts';
+import { service } from '../helpers/service-factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
 let t: TestApp;
@@ -141,6 +142,33 @@ describe('validator errors → missing_parameter / invalid_parameter', () => {
     assert.equal(res.status, 400);
     const error = assertEnvelope(res.body, 'invalid_parameter');
     assert.equal(error.details!.field, 'colour');
+  });
+});
+
+describe('query strings are read as flat key=value pairs', () => {
+  for (const [query, field, reason] of [
+    ['limit[]=5', 'limit', /must be integer/],
+    ['limit=1&limit=2', 'limit', /must be integer/],
+    ['status[a]=b', 'status', /must be string/],
+    ['__proto__=x', '__proto__', /Unknown query parameter '__proto__'/],
+    ['constructor[prototype][x]=1', 'constructor', /Unknown query parameter 'constructor'/],
+  ] as const) {
+    it(`?${query} → 400 invalid_parameter on ${field}`, async () => {
+      const res = await request(t.app).get(`/api/v1/services?${query}`).set(auth());
+      assert.equal(res.status, 400);
+      assertEnvelope(res.body, 'invalid_parameter');
+      assert.equal(res.body.error.details.field, field);
+      assert.match(res.body.error.details.reason, reason);
+    });
+  }
+
+  it('+ and percent-escapes decode as in a form: search=a+b%E2%82%AC finds "Ana b€rg"', async () => {
+    const own = await apiKey(t.prisma, { scopes: ['services:read'] });
+    const row = await service(t, { brokerId: own.brokerId, customerName: 'Ana b€rg' });
+    await service(t, { brokerId: own.brokerId, customerName: 'Ana berg' });
+    const res = await request(t.app).get('/api/v1/services?search=a+b%E2%82%AC').set('Authorization', `Bearer ${own.key}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data.map((s: { service_number: number }) => s.service_number), [row.serviceNumber]);
   });
 });
 
