@@ -31,6 +31,11 @@ function resolveOperation(contract: Contract): RequestHandler {
   };
 }
 
+/** Only POST operations take a body (the gate has answered 404 for any other method already). */
+function postOnly(handler: RequestHandler): RequestHandler {
+  return (req, res, next) => (req.method === 'POST' ? handler(req, res, next) : next());
+}
+
 /** A POST sent with no body at all is read as `{}`, so its missing fields are named one by one. */
 const emptyBodyAsObject: RequestHandler = (req, _res, next) => {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -97,7 +102,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
       [
         resolveOperation(contract),
         deps.gate,
-        express.json({ limit: '1mb', strict: true }),
+        postOnly(express.json({ limit: '1mb', strict: true })),
         emptyBodyAsObject,
         inputHygiene,
         ...createValidator(contract, config.validateResponses),

@@ -137,6 +137,8 @@ export function createGate(deps: GateDeps): Gate {
   const keys = createKeyStore(deps.prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS);
   const limiter = createKeyRateLimiter(deps.redis);
   const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
+  // One context per cached key row (read-only for the handlers), not one per request.
+  const contexts = new WeakMap<StoredKey, AuthContext>();
 
   const gate: RequestHandler = async (req, res, next) => {
     const started = process.hrtime.bigint();
@@ -185,7 +187,11 @@ export function createGate(deps: GateDeps): Gate {
         );
       }
 
-      const auth = authContextOf(key);
+      let auth = contexts.get(key);
+      if (!auth) {
+        auth = authContextOf(key);
+        contexts.set(key, auth);
+      }
       const operation = res.locals.operation as OperationInfo | undefined;
       if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
       checkScopes(auth, operation);

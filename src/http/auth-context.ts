@@ -1,15 +1,16 @@
 import type { Scope } from '../auth/keys.ts';
 
 /** Who is calling: set by the gate on `res.locals.auth` for every request past authentication. */
+/** Shared by every request of one cached key row: read-only. */
 export interface AuthContext {
-  keyId: string;
-  keyName: string;
+  readonly keyId: string;
+  readonly keyName: string;
   /** `live` for sk_live_ keys, `test` for sk_test_ (sandbox) keys. */
-  mode: 'live' | 'test';
-  scopes: Scope[];
-  brokerId: string;
-  brokerName: string;
-  brokerApproval: 'automatic' | 'manual';
+  readonly mode: 'live' | 'test';
+  readonly scopes: readonly Scope[];
+  readonly brokerId: string;
+  readonly brokerName: string;
+  readonly brokerApproval: 'automatic' | 'manual';
 }
 
 export const isSandbox = (auth: AuthContext): boolean => auth.mode === 'test';
