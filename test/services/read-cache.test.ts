@@ -168,6 +168,9 @@ describe('a cached page as production sends it (responses not validated)', () =>
       assert.equal(cached.text, first.text);
       assert.equal(cached.headers['content-type'], 'application/json; charset=utf-8');
       assert.equal(cached.headers['content-length'], String(Buffer.byteLength(cached.text)));
+      const head = await request(app.app).head('/api/v1/services?limit=1').set('Authorization', `Bearer ${key}`).expect(200);
+      assert.equal(head.headers['content-length'], cached.headers['content-length']);
+      assert.equal(head.text, undefined, 'HEAD has no body');
       pages.push(cached);
     }
     assert.equal(pages[0]!.text, pages[1]!.text);
