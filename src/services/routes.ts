@@ -37,7 +37,6 @@ import {
   requireStatus,
   withServiceNumberRetry,
   type BillingCycle,
-  type ServiceListQuery,
   type ServiceStatus,
 } from './store.ts';
 
@@ -71,14 +70,6 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
     username,
     password: (await credentials()).decrypt(passwordEnc),
   });
-
-  const listPage = async (brokerId: string, query: ServiceListQuery, withCredentials: boolean) => {
-    const { rows, total, nextDueAt } = await listServices(prisma, brokerId, query);
-    const data = await Promise.all(
-      rows.map(async (s) => serviceData(s, withCredentials ? await decrypt(s.username, s.passwordEnc) : undefined)),
-    );
-    return { data, total, nextDueAt };
-  };
 
   // POST /api/v1/service-create
   operation(router, contract, 'createService', {
@@ -190,16 +181,19 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
       const modifiedSince = filters.modifiedSince && clampInstant(filters.modifiedSince);
       const query = { ...filters, modifiedSince, limit, offset };
-      const reply = async (withCredentials: boolean) => {
-        const { data, total, nextDueAt } = await listPage(auth.brokerId, query, withCredentials);
+      const page = async (credentials: boolean) => {
+        const { rows, total, nextDueAt } = await listServices(prisma, auth.brokerId, query);
+        const data = await Promise.all(
+          rows.map(async (s) => serviceData(s, credentials ? await decrypt(s.username, s.passwordEnc) : undefined)),
+        );
         const pagination = { total, limit, offset, has_more: offset + data.length < total };
         return { reply: { status: 200 as const, data, pagination }, nextDueAt };
       };
       // Pages without credentials are shared by the broker's keys, as JSON; passwords are never cached.
-      if (withCredentials) return (await reply(true)).reply;
+      if (withCredentials) return (await page(true)).reply;
       return deps.serviceReads.read(auth.brokerId, `list ${JSON.stringify(query)}`, async () => {
-        const page = await reply(false);
-        return { value: serialized<'listServices'>(page.reply), until: page.nextDueAt };
+        const { reply, nextDueAt } = await page(false);
+        return { value: serialized<'listServices'>(reply), until: nextDueAt };
       });
     },
   });
