@@ -170,20 +170,10 @@ async function openPGlite(options: OpenDatabaseOptions): Promise<Database> {
       pglite: db,
       ...(served ? { socket: served } : {}),
       appliedMigrations,
-      close: once(async () => {
-        try {
-          await served?.stop();
-          await prisma.$disconnect();
-          await db.close();
-        } finally {
-          unlock();
-        }
-      }),
+      close: closePGlite({ socket: served, prisma, pglite: db }, unlock),
     };
   } catch (e) {
-    await socket?.stop().catch(() => {});
-    await pglite?.close().catch(() => {});
-    unlock();
+    await abandonPGlite(socket, pglite, unlock);
     throw e;
   }
 }
@@ -237,19 +227,10 @@ export async function serveEmbeddedDatabase(options: {
       pglite: db,
       socket: served,
       appliedMigrations,
-      close: once(async () => {
-        try {
-          await served.stop();
-          await db.close();
-        } finally {
-          unlock();
-        }
-      }),
+      close: closePGlite({ socket: served, pglite: db }, unlock),
     };
   } catch (e) {
-    await socket?.stop().catch(() => {});
-    await pglite?.close().catch(() => {});
-    unlock();
+    await abandonPGlite(socket, pglite, unlock);
     throw e;
   }
 }
@@ -345,6 +326,29 @@ export async function runAdminSql(serverUrl: string, sql: string): Promise<void>
   } finally {
     await client.end();
   }
+}
+
+/** Closes an opened PGlite, what serves it first, and frees its data directory (once). */
+function closePGlite(
+  parts: { socket?: PGliteSocketServerHandle | undefined; prisma?: PrismaClient; pglite: PGlite },
+  unlock: () => void,
+): () => Promise<void> {
+  return once(async () => {
+    try {
+      await parts.socket?.stop();
+      await parts.prisma?.$disconnect();
+      await parts.pglite.close();
+    } finally {
+      unlock();
+    }
+  });
+}
+
+/** Undoes an open that failed part way; the caller rethrows the open's own error. */
+async function abandonPGlite(socket: PGliteSocketServerHandle | undefined, pglite: PGlite | undefined, unlock: () => void): Promise<void> {
+  await socket?.stop().catch(() => {});
+  await pglite?.close().catch(() => {});
+  unlock();
 }
 
 function once(fn: () => Promise<void>): () => Promise<void> {
