@@ -56,12 +56,10 @@ export interface ServiceReadCacheOptions {
   /** The request Redis client: publishes changes; its duplicate subscribes to them. */
   redis: Redis;
   logger: Logger;
-  now?: () => number;
 }
 
 export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
   const { ttlMs, redis, logger } = options;
-  const now = options.now ?? Date.now;
   const brokers = new Map<string, Map<string, Entry>>();
   let size = 0;
   let subscribed = false;
@@ -105,7 +103,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
   return {
     async read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T> {
       if (!subscribed) return (await load()).value;
-      const started = now();
+      const started = Date.now();
       const entries = brokers.get(brokerId);
       const hit = entries?.get(key);
       if (hit && hit.until > started) return hit.value as Promise<T>;
@@ -127,7 +125,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       try {
         const { value, until } = await loaded;
         if (until) entry.until = Math.min(entry.until, until.getTime());
-        if (entry.until <= now()) forget();
+        if (entry.until <= Date.now()) forget();
         return value;
       } catch (err) {
         // A failed read is not kept: the next request asks again.
