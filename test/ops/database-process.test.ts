@@ -137,11 +137,15 @@ describe('the embedded database process', () => {
     assert.equal(await server.kill('SIGTERM'), 0);
     assert.ok(!processIsAlive(pid), 'the database process exited with the server');
     assert.ok(!existsSync(path.join(data.dir, 'db.lock')), 'the lock is released');
-    const messages = server.logs.records().map((r) => r.msg);
-    const drained = messages.indexOf('http server drained');
-    const closing = messages.lastIndexOf('closing the embedded database');
-    assert.ok(drained >= 0 && closing > drained, messages.join('\n'));
-    assert.ok(closing < messages.lastIndexOf('stopped'));
+    // By each line's own time: the server and its database process write to one stdout
+    // asynchronously (pino), so the order in which their lines arrive is not the order of events.
+    const records = server.logs.records();
+    const when = (msg: string) => Date.parse(String(records.findLast((r) => r.msg === msg)?.time));
+    const drained = when('http server drained');
+    const closing = when('closing the embedded database');
+    const summary = records.map((r) => `${String(r.time)} ${String(r.msg)}`).join('\n');
+    assert.ok(drained <= closing, summary);
+    assert.ok(closing <= when('stopped'), summary);
     // With no server, the CLI opens the database itself.
     const db = await connectForCli({ dataDir: data.dir });
     try {
