@@ -15,12 +15,14 @@
  * there and dropped at the end.
  *
  * Settings (env): BENCH_CONNECTIONS (32), BENCH_DURATION seconds per route (6), BENCH_WARMUP
- * seconds (1), BENCH_PROFILE=1 writes a V8 CPU profile of the API process to var/bench-profile/.
+ * seconds (1), BENCH_PROFILE=1 (or api, bare, both) writes a V8 CPU profile of the API process (the
+ * bare server, both) to var/bench-profile/. BENCH_BASE=<git rev>: an A/B of this checkout's API
+ * against that commit's, in alternating rounds (BENCH_ROUNDS, 4).
  * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -66,7 +68,9 @@ async function serveBare(): Promise<void> {
 /** (b, c) The API as `npm start` runs it, with one broker, a live key and 10,000 services. */
 async function serveApi(): Promise<void> {
   // The compiled server, as `npm start` runs it (main() built it first), not the TypeScript sources.
-  const dist = (module: string) => pathToFileURL(path.join(ROOT, 'dist', 'src', `${module}.js`)).href;
+  // BENCH_SERVE_ROOT: another checkout's build, for an A/B against an earlier commit (BENCH_BASE).
+  const root = process.env.BENCH_SERVE_ROOT ?? ROOT;
+  const dist = (module: string) => pathToFileURL(path.join(root, 'dist', 'src', `${module}.js`)).href;
   const { startRuntime } = (await import(dist('main/runtime'))) as typeof import('../src/main/runtime.ts');
   const { generateApiKey } = (await import(dist('auth/keys'))) as typeof import('../src/auth/keys.ts');
   const { credentialsFor } = (await import(dist('services/credentials'))) as typeof import('../src/services/credentials.ts');
@@ -159,7 +163,8 @@ function startFlags(): string[] {
 
 function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Ready }> {
   const flags = [...(mode === 'api' ? startFlags() : []), '--import', 'tsx'];
-  if (mode === 'api' && process.env.BENCH_PROFILE === '1') {
+  const profile = process.env.BENCH_PROFILE;
+  if ((profile === '1' && mode === 'api') || profile === mode || profile === 'both') {
     flags.push('--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'var', 'bench-profile')}`);
   }
   const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -189,20 +194,44 @@ interface Figures {
   name: string;
   path: string;
   rps: number;
+  /** CPU time (user + system) of the server process per request answered, in µs. */
+  cpuUs: number;
   p50: number;
   p99: number;
   non2xx: number;
   errors: number;
 }
 
-async function measure(name: string, url: string, headers: Record<string, string>): Promise<Figures> {
+/**
+ * The server process's CPU time so far (user + system), in µs, from /proc (Linux). Throughput
+ * on a shared host moves with the host's load; CPU time per request moves much less, so it is
+ * what an A/B of a code change compares.
+ */
+function cpuTimeUs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    return (ticks * 1e6) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+async function measure(name: string, url: string, headers: Record<string, string>, pid: number | undefined): Promise<Figures> {
   const run = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, headers });
   if (WARMUP > 0) await run(WARMUP);
+  const cpuBefore = cpuTimeUs(pid);
   const r = await run(DURATION);
+  const cpuUs = (cpuTimeUs(pid) - cpuBefore) / Math.max(1, r.requests.total);
   return {
     name,
     path: new URL(url).pathname + new URL(url).search,
     rps: r.requests.average,
+    cpuUs,
     p50: r.latency.p50,
     p99: r.latency.p99,
     non2xx: r.non2xx,
@@ -210,8 +239,8 @@ async function measure(name: string, url: string, headers: Record<string, string
   };
 }
 
-async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `capi_bench_${process.pid}`;
+async function createBenchDatabase(serverUrl: string, suffix = ''): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `capi_bench_${process.pid}${suffix}`;
   const admin = (sql: string) => runAdminSql(serverUrl, sql);
   await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   await admin(`CREATE DATABASE "${name}"`);
@@ -220,11 +249,119 @@ async function createBenchDatabase(serverUrl: string): Promise<{ url: string; dr
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }
 
+/**
+ * A checkout of `rev` under var/bench-base/ with its own build (node_modules shared with this
+ * checkout), for an A/B of the API before and after a change.
+ */
+function buildBase(rev: string): string {
+  const sha = spawnSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  if (!sha) throw new Error(`BENCH_BASE: no commit ${rev}`);
+  const dir = path.join(ROOT, 'var', 'bench-base', sha.slice(0, 12));
+  const step = (command: string, args: string[], cwd: string) => {
+    const r = spawnSync(command, args, { cwd, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed in ${cwd}`);
+  };
+  if (!existsSync(path.join(dir, 'dist', 'src', 'main', 'runtime.js'))) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    // git archive: the commit's files only, no worktree bookkeeping left in this repository.
+    const tar = spawnSync('git', ['archive', '--format=tar', sha], { cwd: ROOT, maxBuffer: 1 << 30 });
+    if (tar.status !== 0) throw new Error(`git archive ${sha} failed`);
+    const untar = spawnSync('tar', ['-x', '-C', dir], { input: tar.stdout });
+    if (untar.status !== 0) throw new Error('tar failed');
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    step(process.execPath, ['scripts/generate.mjs', '--prisma'], dir);
+    step(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], dir);
+  }
+  console.error(`bench: base ${rev} (${sha.slice(0, 12)}) built in ${path.relative(ROOT, dir)}`);
+  return dir;
+}
+
+/**
+ * BENCH_BASE=<rev>: the API of this checkout (B) against the API of commit <rev> (A), both up at
+ * once and measured in alternating rounds (A B B A A B …), so a change in the host's load falls
+ * on both alike. Prints each round and the medians of throughput and CPU per request.
+ */
+async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string | undefined): Promise<void> {
+  const baseDir = buildBase(baseRev);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
+  const sides = [
+    { name: `A ${baseRev}`, root: baseDir },
+    { name: 'B this checkout', root: ROOT },
+  ];
+  const started: Array<{ name: string; child: ChildProcess; ready: Ready; drop?: () => Promise<void>; dataDir: string }> = [];
+  try {
+    for (const side of sides) {
+      const db = serverUrl ? await createBenchDatabase(serverUrl, started.length === 0 ? 'a' : 'b') : undefined;
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-'));
+      const api = await startServer('api', { ...env, DATA_DIR: dataDir, DATABASE_URL: db?.url ?? '', BENCH_SERVE_ROOT: side.root });
+      started.push({ name: side.name, child: api.child, ready: api.ready, drop: db?.drop, dataDir });
+    }
+    const routes = [
+      { name: 'auth-check', path: '/api/v1/auth-check' },
+      { name: `services?limit=25`, path: '/api/v1/services?limit=25' },
+    ].filter((r) => ONLY.has(r.name.startsWith('auth') ? 'auth' : 'list'));
+    const figures = new Map<string, Figures[]>();
+    for (let round = 0; round < rounds; round++) {
+      // A B, then B A: each side goes first as often as the other.
+      const order = round % 2 === 0 ? started : [...started].reverse();
+      for (const route of routes) {
+        for (const side of order) {
+          const f = await measure(`${route.name} ${side.name}`, side.ready.url + route.path, { Authorization: `Bearer ${side.ready.key}` }, side.child.pid);
+          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req`);
+          figures.set(f.name, [...(figures.get(f.name) ?? []), f]);
+        }
+      }
+    }
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
+    const rows = [];
+    for (const route of routes) {
+      const [a, b] = started.map((side) => figures.get(`${route.name} ${side.name}`)!);
+      const ma = { rps: median(a!.map((f) => f.rps)), cpu: median(a!.map((f) => f.cpuUs)), p99: median(a!.map((f) => f.p99)) };
+      const mb = { rps: median(b!.map((f) => f.rps)), cpu: median(b!.map((f) => f.cpuUs)), p99: median(b!.map((f) => f.p99)) };
+      rows.push({
+        route: route.name,
+        'A req/s': Math.round(ma.rps),
+        'B req/s': Math.round(mb.rps),
+        'B/A req/s': (mb.rps / ma.rps).toFixed(3),
+        'A µs CPU/req': Math.round(ma.cpu),
+        'B µs CPU/req': Math.round(mb.cpu),
+        'B/A CPU': (mb.cpu / ma.cpu).toFixed(3),
+        'A p99': ma.p99,
+        'B p99': mb.p99,
+      });
+    }
+    console.log(`\nA/B, medians of ${rounds} alternating rounds (${serverUrl ? 'PostgreSQL' : 'PGlite'}, ${CONNECTIONS} connections, ${DURATION} s each): A = ${baseRev}, B = this checkout`);
+    console.table(rows);
+  } finally {
+    for (const side of started) {
+      await stopServer(side.child);
+      await side.drop?.().catch((err: unknown) => console.error('bench: could not drop a bench database', err));
+      rmSync(side.dataDir, { recursive: true, force: true });
+    }
+  }
+}
+
 async function main(): Promise<void> {
   // What `npm start` does first (prestart): bring dist/ up to date.
   const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('npm run build failed');
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
+  if (process.env.BENCH_BASE) {
+    await abMain(process.env.BENCH_BASE, {
+      ...process.env,
+      NODE_ENV: 'production',
+      VALIDATE_RESPONSES: 'false',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+      PORT: '0',
+      HOST: '127.0.0.1',
+    }, serverUrl);
+    return;
+  }
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-'));
   const db = serverUrl ? await createBenchDatabase(serverUrl) : undefined;
   const env: NodeJS.ProcessEnv = {
@@ -248,22 +385,22 @@ async function main(): Promise<void> {
     const bare = ONLY.has('bare') ? await startServer('bare', env) : undefined;
     if (bare) {
       children.push(bare.child);
-      results.push(await measure('bare Express 5 JSON route', `${bare.ready.url}/bare`, {}));
+      results.push(await measure('bare Express 5 JSON route', `${bare.ready.url}/bare`, {}, bare.child.pid));
     }
     if (ONLY.has('auth') || ONLY.has('list') || DIAG) {
       const api = await startServer('api', env);
       children.push(api.child);
       const auth = { Authorization: `Bearer ${api.ready.key}` };
-      if (ONLY.has('auth')) results.push(await measure('GET auth-check (live key)', `${api.ready.url}/api/v1/auth-check`, auth));
+      if (ONLY.has('auth')) results.push(await measure('GET auth-check (live key)', `${api.ready.url}/api/v1/auth-check`, auth, api.child.pid));
       if (DIAG) {
         const plain = { Authorization: `Bearer ${api.ready.plainKey}` };
-        results.push(await measure('GET auth-check, no service count', `${api.ready.url}/api/v1/auth-check`, plain));
+        results.push(await measure('GET auth-check, no service count', `${api.ready.url}/api/v1/auth-check`, plain, api.child.pid));
       }
-      if (ONLY.has('list')) results.push(await measure(`GET services?limit=25 over ${SERVICES}`, `${api.ready.url}/api/v1/services?limit=25`, auth));
+      if (ONLY.has('list')) results.push(await measure(`GET services?limit=25 over ${SERVICES}`, `${api.ready.url}/api/v1/services?limit=25`, auth, api.child.pid));
       await stopServer(api.child);
     }
     if (bare) {
-      results.push(await measure('bare Express 5 JSON route (again)', `${bare.ready.url}/bare`, {}));
+      results.push(await measure('bare Express 5 JSON route (again)', `${bare.ready.url}/bare`, {}, bare.child.pid));
       await stopServer(bare.child);
     }
     console.error(`bench: load average after the run ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
@@ -275,12 +412,15 @@ async function main(): Promise<void> {
 
   const bares = results.filter((r) => r.name.startsWith('bare'));
   const ceiling = bares.length > 0 ? bares.reduce((sum, r) => sum + r.rps, 0) / bares.length : Number.NaN;
+  const bareCpu = bares.length > 0 ? bares.reduce((sum, r) => sum + r.cpuUs, 0) / bares.length : Number.NaN;
   const rows = results.map((r) => ({
     route: r.name,
     'req/s': Math.round(r.rps),
     'p50 ms': r.p50,
     'p99 ms': r.p99,
     'of bare (mean)': `${((100 * r.rps) / ceiling).toFixed(0)}%`,
+    'CPU µs/req': Math.round(r.cpuUs),
+    'CPU × bare': (r.cpuUs / bareCpu).toFixed(2),
     'non-2xx': r.non2xx,
     errors: r.errors,
   }));
