@@ -9,14 +9,13 @@ import { ApiError } from './errors.ts';
  * - a boolean is exactly `true` or `false`;
  * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column.
  */
-export const inputHygiene: RequestHandler = (req, res, next) => {
-  const op = res.locals.operation as OperationInfo | undefined;
-  if (!op) return next();
-  const invalid = (field: string, location: string, rule: string, reason: string) =>
-    new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
+const invalid = (field: string, location: string, rule: string, reason: string): ApiError =>
+  new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
 
+/** The operation's path parameters as sent (percent-decoded where that is valid). */
+function pathValuesOf(op: OperationInfo, urlPath: string): Map<string, string> {
   const pathValues = new Map<string, string>();
-  const match = op.matcher.exec(req.baseUrl + req.path);
+  const match = op.matcher.exec(urlPath);
   op.pathParameters.forEach((name, i) => {
     const raw = match?.[i + 1];
     if (raw === undefined) return;
@@ -26,9 +25,16 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
       pathValues.set(name, raw);
     }
   });
+  return pathValues;
+}
+
+export const inputHygiene: RequestHandler = (req, res, next) => {
+  const op = res.locals.operation as OperationInfo | undefined;
+  if (!op) return next();
+  const pathValues = op.pathParameters.length > 0 ? pathValuesOf(op, req.baseUrl + req.path) : undefined;
 
   for (const parameter of op.scalarParameters) {
-    const value = parameter.in === 'path' ? pathValues.get(parameter.name) : req.query[parameter.name];
+    const value = parameter.in === 'path' ? pathValues?.get(parameter.name) : req.query[parameter.name];
     if (typeof value !== 'string') continue; // absent, or an array/object the validator refuses
     if (parameter.type === 'boolean') {
       if (value !== 'true' && value !== 'false') return next(invalid(parameter.name, parameter.in, 'type', 'must be true or false'));
@@ -42,7 +48,10 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
     }
   }
 
-  const nul = findNul(req.query, 'query') ?? findNul(req.body, 'body') ?? [...pathValues].find(([, v]) => v.includes('\u0000'))?.[0];
+  const nul =
+    findNul(req.query, 'query') ??
+    findNul(req.body, 'body') ??
+    (pathValues && [...pathValues].find(([, v]) => v.includes('\u0000'))?.[0]);
   if (nul !== undefined) {
     const [location, field] = nul.includes(':') ? nul.split(/:(.*)/s) as [string, string] : ['path', nul];
     return next(invalid(field, location, 'characters', 'must not contain the NUL character (U+0000)'));
@@ -52,6 +61,18 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
 
 /** The first `location:field` whose key or text holds U+0000 (iterative: bodies may nest deeply). */
 function findNul(root: unknown, location: string): string | undefined {
+  if (root === undefined || root === null) return undefined;
+  // The common case, a query string's flat key=value pairs, without the walk's allocations.
+  if (typeof root === 'object' && !Array.isArray(root)) {
+    let flat = true;
+    for (const key of Object.keys(root)) {
+      if (key.includes('\u0000')) return `${location}:${key}`;
+      const value = (root as Record<string, unknown>)[key];
+      if (typeof value !== 'string') flat = false;
+      else if (value.includes('\u0000')) return `${location}:${key}`;
+    }
+    if (flat) return undefined;
+  }
   const stack: Array<[unknown, string]> = [[root, '']];
   while (stack.length > 0) {
     const [value, at] = stack.pop()!;
