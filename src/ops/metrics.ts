@@ -14,7 +14,6 @@
  *
  * One registry per process (module singleton): every app built in the process reports into it.
  */
-import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const registry = new Registry();
@@ -79,17 +78,15 @@ export function routeLabel(req: { route?: { path?: unknown } }, locals: RouteLoc
   return typeof template === 'string' ? template : 'unmatched';
 }
 
-/** First middleware of the app: counts and times every request once its response has finished. */
-export const metricsMiddleware: RequestHandler = (req, res, next) => {
-  const started = process.hrtime.bigint();
-  res.once('finish', () => {
-    const route = routeLabel(req, res.locals as RouteLocals);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-    httpDuration.observe({ route, method: req.method }, seconds);
-  });
-  next();
-};
+/**
+ * Counts and times one request whose response has finished (called by the request log's finish
+ * listener, src/http/request-log.ts: one listener per response serves both).
+ */
+export function recordHttpRequest(req: { method: string; route?: { path?: unknown } }, res: { statusCode: number; locals: object }, seconds: number): void {
+  const route = routeLabel(req, res.locals as RouteLocals);
+  httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+  httpDuration.observe({ route, method: req.method }, seconds);
+}
 
 /** Something that can count a queue's jobs by state (a BullMQ `Queue`). */
 export interface CountableQueue {

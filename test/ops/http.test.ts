@@ -115,33 +115,63 @@ describe('TRUST_PROXY', () => {
   });
 });
 
+/** Headers that guard HTML documents only: not written on JSON answers, written on /docs. */
+const HTML_ONLY_HEADERS = [
+  'cross-origin-opener-policy',
+  'origin-agent-cluster',
+  'x-dns-prefetch-control',
+  'x-download-options',
+  'x-permitted-cross-domain-policies',
+  'x-xss-protection',
+];
+
 describe('security headers (helmet)', () => {
-  test('on API answers, errors and probes', async () => {
+  test('API answers, errors and probes carry the API set (OWASP REST Security Cheat Sheet)', async () => {
     const { key } = await apiKey(t.prisma, { scopes: ['services:read'] });
-    for (const res of [
-      await request(t.app).get('/api/v1/auth-check').set('Authorization', `Bearer ${key}`),
-      await request(t.app).get('/api/v1/auth-check'),
-      await request(t.app).get('/healthz'),
-      await request(t.app).get('/nowhere'),
-    ]) {
-      assert.equal(res.headers['x-content-type-options'], 'nosniff');
-      assert.equal(res.headers['x-frame-options'], 'SAMEORIGIN');
-      assert.match(res.headers['strict-transport-security'] ?? '', /max-age=/);
-      assert.match(res.headers['content-security-policy'] ?? '', /default-src 'self'/);
-      assert.equal(res.headers['referrer-policy'], 'no-referrer');
-      assert.equal(res.headers['x-powered-by'], undefined);
+    for (const [where, res] of [
+      ['auth-check', await request(t.app).get('/api/v1/auth-check').set('Authorization', `Bearer ${key}`)],
+      ['auth-check without a key', await request(t.app).get('/api/v1/auth-check')],
+      ['healthz', await request(t.app).get('/healthz')],
+      ['an unknown path', await request(t.app).get('/nowhere')],
+    ] as const) {
+      assert.equal(res.headers['x-content-type-options'], 'nosniff', where);
+      assert.equal(res.headers['x-frame-options'], 'DENY', where);
+      assert.match(res.headers['strict-transport-security'] ?? '', /max-age=\d+/, where);
+      assert.equal(res.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", where);
+      assert.equal(res.headers['referrer-policy'], 'no-referrer', where);
+      assert.equal(res.headers['cross-origin-resource-policy'], 'same-origin', where);
+      assert.equal(res.headers['x-powered-by'], undefined, where);
+      for (const name of HTML_ONLY_HEADERS) assert.equal(res.headers[name], undefined, `${where}: ${name}`);
       // No ETag (no conditional requests in the contract; hashing each body costs CPU).
-      assert.equal(res.headers.etag, undefined);
-      assert.ok(res.headers['x-request-id']);
+      assert.equal(res.headers.etag, undefined, where);
+      assert.ok(res.headers['x-request-id'], where);
     }
   });
 
-  test('/docs keeps its own CSP (Redoc needs inline scripts and blob: workers) and still loads', async () => {
+  test('every /api answer, success or error, is Cache-Control: no-store', async () => {
+    const { key } = await apiKey(t.prisma, { scopes: ['services:read'] });
+    for (const [where, res] of [
+      ['auth-check', await request(t.app).get('/api/v1/auth-check').set('Authorization', `Bearer ${key}`)],
+      ['services list', await request(t.app).get('/api/v1/services?limit=1').set('Authorization', `Bearer ${key}`)],
+      ['401', await request(t.app).get('/api/v1/auth-check')],
+      ['404', await request(t.app).get('/api/v1/nowhere').set('Authorization', `Bearer ${key}`)],
+      ['a refused POST', await request(t.app).post('/api/v1/reports/services').set('Authorization', `Bearer ${key}`).send({})],
+    ] as const) {
+      assert.equal(res.headers['cache-control'], 'no-store', `${where}: ${res.status}`);
+    }
+  });
+
+  test('/docs has helmet\'s full set and its own CSP (Redoc needs inline scripts and blob: workers), and still loads', async () => {
     const res = await request(t.app).get('/docs');
     assert.equal(res.status, 200);
-    assert.match(res.headers['content-security-policy'] ?? '', /script-src 'self' 'unsafe-inline' blob:/);
-    assert.match(res.headers['content-security-policy'] ?? '', /worker-src blob:/);
+    const csp = res.headers['content-security-policy'] ?? '';
+    assert.match(csp, /script-src 'self' 'unsafe-inline' blob:/);
+    assert.match(csp, /worker-src blob:/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.equal(csp.match(/default-src/g)?.length, 1, csp);
     assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    assert.equal(res.headers['x-frame-options'], 'DENY');
+    for (const name of HTML_ONLY_HEADERS) assert.ok(res.headers[name] !== undefined, name);
   });
 });
 
