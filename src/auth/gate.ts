@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { AuthContext } from '../http/auth-context.ts';
@@ -9,13 +9,14 @@ import type { Logger } from '../logger.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { displayIp } from './ip-whitelist.ts';
 import { createKeyStore, type KeyStore, type StoredKey } from './key-store.ts';
-import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey } from './keys.ts';
+import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import {
   createKeyRateLimiter,
   RATE_LIMIT_WINDOW_SECONDS,
   RateLimitUnavailableError,
   setRateLimitHeaders,
   type KeyRateLimiter,
+  type RateLimitState,
 } from './rate-limit.ts';
 
 export interface GateDeps {
@@ -47,8 +48,14 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
     'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
   });
 
-/** Step 1: the key named by the Authorization header, valid now, or a 401. */
-async function authenticate(req: Request, keys: KeyStore, now: Date): Promise<StoredKey> {
+/** The key a request presents: its hash and the mode its prefix claims. */
+interface PresentedKey {
+  hash: string;
+  claimedMode: KeyMode;
+}
+
+/** Step 1a: a well-formed `Authorization: Bearer <key>` header, or a 401. */
+function presentedKey(req: Request): PresentedKey {
   const header = req.headers.authorization;
   if (header === undefined || header.trim() === '') {
     throw authFailed('Missing API key: send it as "Authorization: Bearer <API_KEY>"');
@@ -59,10 +66,13 @@ async function authenticate(req: Request, keys: KeyStore, now: Date): Promise<St
   }
   const claimedMode = modeOfKey(token);
   if (claimedMode === undefined) throw authFailed('Invalid API key', 'invalid_token');
-  const hash = hashApiKey(token);
-  const key = await keys.findByHash(hash);
+  return { hash: hashApiKey(token), claimedMode };
+}
+
+/** Step 1b: the row found for the presented key is that key, valid now, or a 401. */
+function verifiedKey(key: StoredKey | undefined, presented: PresentedKey, now: Date): StoredKey {
   // The look-up is by an index on the hash; the constant-time comparison is the check itself.
-  if (!key || !hashesEqual(key.keyHash, hash) || key.mode !== claimedMode) {
+  if (!key || !hashesEqual(key.keyHash, presented.hash) || key.mode !== presented.claimedMode) {
     throw authFailed('Invalid API key', 'invalid_token');
   }
   if (!key.active || key.revokedAt !== null) throw authFailed('This API key has been revoked', 'invalid_token');
@@ -140,12 +150,56 @@ export function createGate(deps: GateDeps): Gate {
   // One context per cached key row (read-only for the handlers), not one per request.
   const contexts = new WeakMap<StoredKey, AuthContext>();
 
-  const gate: RequestHandler = async (req, res, next) => {
-    const started = process.hrtime.bigint();
-    const at = now();
+  /** Steps 3 and 4 once the request is counted; `next` exactly once. */
+  const afterCount = (req: Request, res: Response, next: NextFunction, key: StoredKey, state: RateLimitState): void => {
+    try {
+      setRateLimitHeaders(res, state);
+      if (state.exceeded) {
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
+          { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
+          { 'Retry-After': String(state.resetSeconds) },
+        );
+      }
+      let auth = contexts.get(key);
+      if (!auth) {
+        auth = authContextOf(key);
+        contexts.set(key, auth);
+      }
+      const operation = res.locals.operation as OperationInfo | undefined;
+      if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
+      checkScopes(auth, operation);
+      res.locals.auth = auth;
+    } catch (err) {
+      next(err);
+      return;
+    }
+    next();
+  };
+
+  const limiterFailed = (res: Response, next: NextFunction, err: unknown): void => {
+    if (err instanceof RateLimitUnavailableError) {
+      logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
+      next(serverError());
+      return;
+    }
+    next(err);
+  };
+
+  /** Steps 1b to 4 for the row the presented key's hash found; `next` exactly once. */
+  const admit = (
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    found: StoredKey | undefined,
+    presented: PresentedKey,
+    at: Date,
+    started: bigint,
+  ): void => {
     let key: StoredKey;
     try {
-      key = await authenticate(req, keys, at);
+      key = verifiedKey(found, presented, at);
     } catch (err) {
       next(err);
       return;
@@ -169,43 +223,51 @@ export function createGate(deps: GateDeps): Gate {
     });
 
     try {
-      try {
-        checkIp(key, ip);
-      } catch (err) {
-        await headersWithoutCounting(res, limiter, key, logger);
-        throw err;
-      }
-
-      const state = await limiter.consume(key.id, key.rateLimit);
-      setRateLimitHeaders(res, state);
-      if (state.exceeded) {
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
-          { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
-          { 'Retry-After': String(state.resetSeconds) },
-        );
-      }
-
-      let auth = contexts.get(key);
-      if (!auth) {
-        auth = authContextOf(key);
-        contexts.set(key, auth);
-      }
-      const operation = res.locals.operation as OperationInfo | undefined;
-      if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
-      checkScopes(auth, operation);
-
-      res.locals.auth = auth;
-      next();
+      checkIp(key, ip);
     } catch (err) {
-      if (err instanceof RateLimitUnavailableError) {
-        logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
-        next(serverError());
-        return;
-      }
-      next(err);
+      void headersWithoutCounting(res, limiter, key, logger).then(() => next(err));
+      return;
     }
+
+    // A busy key's request is counted from this process's block without a wait; otherwise Redis.
+    let state: RateLimitState | undefined;
+    try {
+      state = limiter.tryConsume(key.id, key.rateLimit);
+    } catch (err) {
+      limiterFailed(res, next, err);
+      return;
+    }
+    if (state) {
+      afterCount(req, res, next, key, state);
+      return;
+    }
+    limiter.consume(key.id, key.rateLimit).then(
+      (counted) => afterCount(req, res, next, key, counted),
+      (err: unknown) => limiterFailed(res, next, err),
+    );
+  };
+
+  // Not an async function: a request whose key row is cached and whose count comes from this
+  // process's block goes through without a wait (no promise, no turn of the microtask queue).
+  const gate: RequestHandler = (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const at = now();
+    let presented: PresentedKey;
+    try {
+      presented = presentedKey(req);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    const cached = keys.cached(presented.hash);
+    if (cached) {
+      admit(req, res, next, cached, presented, at, started);
+      return;
+    }
+    keys.findByHash(presented.hash).then(
+      (found) => admit(req, res, next, found, presented, at, started),
+      (err: unknown) => next(err),
+    );
   };
 
   return {

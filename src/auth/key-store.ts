@@ -21,6 +21,8 @@ export interface StoredKey {
 export interface KeyStore {
   /** The key whose stored hash is `hash`, or undefined. Revocation shows within `cacheMs`. */
   findByHash(hash: string): Promise<StoredKey | undefined>;
+  /** The key row for `hash` if it is cached and fresh, without waiting (the gate's fast path). */
+  cached(hash: string): StoredKey | undefined;
   /** Forgets cached rows (all, or one hash), e.g. after a revocation in this process. */
   invalidate(hash?: string): void;
 }
@@ -63,6 +65,11 @@ export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore 
   }
 
   return {
+    cached(hash) {
+      if (cacheMs <= 0) return undefined;
+      const hit = cache.get(hash);
+      return hit && hit.until > Date.now() ? hit.key : undefined;
+    },
     async findByHash(hash) {
       if (cacheMs <= 0) return load(hash);
       const hit = cache.get(hash);

@@ -38,6 +38,12 @@ function stateOf(res: RateLimiterRes | null, limit: number, exceeded: boolean): 
 export interface KeyRateLimiter {
   /** Counts one request against the key (also when it is over the limit: it still counts). */
   consume(keyId: string, limit: number): Promise<RateLimitState>;
+  /**
+   * Counts one request from this process's current block without waiting, or answers undefined
+   * when that needs Redis (then call `consume`). Throws RateLimitUnavailableError, as consume
+   * rejects, while Redis is not connected.
+   */
+  tryConsume(keyId: string, limit: number): RateLimitState | undefined;
   /** Reads the key's window without counting a request (for a request refused before step 3). */
   peek(keyId: string, limit: number): Promise<RateLimitState>;
 }
@@ -137,6 +143,13 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
   }
 
   return {
+    tryConsume(keyId, limit) {
+      if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
+      const lease = leases.get(keyId);
+      if (!lease || lease.left <= 0 || lease.limit !== limit || lease.resetsAt <= Date.now()) return undefined;
+      lease.left -= 1;
+      return stateOfLease(lease, false);
+    },
     async consume(keyId, limit) {
       for (;;) {
         if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));

@@ -168,5 +168,23 @@ describe('requests claimed from Redis in blocks', () => {
     redis.disconnect();
     await closed;
     await assert.rejects(limiter.consume('key_block_test', 6400), RateLimitUnavailableError);
+    assert.throws(() => limiter.tryConsume('key_block_test', 6400), RateLimitUnavailableError);
+  });
+
+  test('tryConsume counts from the block without Redis, and leaves what needs Redis to consume', async () => {
+    const redis = requestRedis(t.redisEndpoint);
+    redis.on('error', () => {});
+    await waitUntilReady(redis);
+    try {
+      const limiter = createKeyRateLimiter(redis);
+      assert.equal(limiter.tryConsume('key_try_test', 6400), undefined, 'no block claimed yet');
+      assert.equal((await limiter.consume('key_try_test', 6400)).remaining, 6399);
+      for (let i = 2; i <= 100; i++) assert.equal(limiter.tryConsume('key_try_test', 6400)?.remaining, 6400 - i);
+      assert.equal(limiter.tryConsume('key_try_test', 6400), undefined, 'the block of 100 is used up');
+      assert.equal(limiter.tryConsume('key_try_test', 9999), undefined, 'a changed limit goes to Redis');
+      assert.equal(await redis.get(`${RATE_LIMIT_PREFIX}:key_try_test`), '100');
+    } finally {
+      redis.disconnect();
+    }
   });
 });
