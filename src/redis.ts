@@ -30,26 +30,46 @@ async function waitFor(check: () => boolean, timeoutMs: number, what: string): P
 }
 
 /**
+ * Runs redis-server ("$@") and stops it when this script's stdin reaches end of file: stdin is a
+ * pipe from the Node process, which the kernel closes however that process ends, SIGKILL
+ * included (redis-server has no option to follow its parent). SIGTERM stops it too. Its
+ * directory ($CAPI_REDIS_DIR, the socket's) goes with it.
+ * A background list's stdin is /dev/null in sh unless redirected, hence fd 3.
+ */
+const REDIS_WATCHDOG = `
+exec 3<&0
+redis-server "$@" </dev/null &
+pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+{ cat <&3 >/dev/null; kill -TERM "$pid" 2>/dev/null; } &
+exec 3<&-
+status=0
+while kill -0 "$pid" 2>/dev/null; do wait "$pid"; status=$?; done
+rm -rf "$CAPI_REDIS_DIR"
+exit $status
+`;
+
+/**
  * A private redis-server child (no persistence) on a unix socket of its own, so it never collides
  * with another server's port: the default when REDIS_URL is unset, and what each test file uses.
+ * It never outlives this process (REDIS_WATCHDOG).
  */
 export async function startPrivateRedis(): Promise<RedisEndpoint> {
   if (!commandExists('redis-server')) throw new RedisServerMissingError();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-redis-'));
   const socket = path.join(dir, 'redis.sock');
   const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
+    'sh',
+    ['-c', REDIS_WATCHDOG, 'capi-redis-watchdog',
+      '--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
       '--dir', dir, '--maxmemory-policy', 'noeviction', '--loglevel', 'warning'],
-    { stdio: 'ignore' },
+    { stdio: ['pipe', 'ignore', 'ignore'], env: { ...process.env, CAPI_REDIS_DIR: dir } },
   );
+  // Only its end of file matters; an EPIPE after the watchdog is gone is not an error of ours.
+  child.stdin?.on('error', () => {});
   let exited = false;
-  // A private server never outlives its parent, even one that exits without stopping it.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
   child.once('exit', () => {
     exited = true;
-    process.removeListener('exit', killOnExit);
   });
   await waitFor(() => exited || existsSync(socket), 5000, 'the private redis-server');
   if (exited) throw new Error('the private redis-server exited at start');
@@ -58,8 +78,8 @@ export async function startPrivateRedis(): Promise<RedisEndpoint> {
     description: `private redis-server (${socket})`,
     async stop() {
       if (!exited) {
-        child.kill('SIGTERM');
-        await waitFor(() => exited, 5000, 'redis-server to stop').catch(() => child.kill('SIGKILL'));
+        child.stdin?.end();
+        await waitFor(() => exited, 5000, 'redis-server to stop').catch(() => child.kill('SIGTERM'));
       }
       rmSync(dir, { recursive: true, force: true });
     },

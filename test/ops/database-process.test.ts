@@ -3,7 +3,7 @@
  * (no DATABASE_URL) forks a database process that holds PGlite and serves it on the socket. Its
  * lifecycle: set up on a fresh DATA_DIR and reopened, the admin CLI through its socket while the
  * server runs and directly when it does not, a crash answered with 500 / 503 (never a hang) and
- * repaired by a restart, gone with the server even when the server is SIGKILLed, stopped last on
+ * repaired by a restart, gone with the server (its private Redis too) even when the server is SIGKILLed, stopped last on
  * SIGTERM.
  */
 import assert from 'node:assert/strict';
@@ -26,27 +26,27 @@ const lockPid = (): number | undefined => {
   }
 };
 
-/** The server's children that are redis-servers (its private Redis outlives a SIGKILLed server). */
-function redisChildrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-      .filter((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('redis-server'));
-  } catch {
-    return [];
-  }
-}
-
-/** SIGKILLs a server, and its private redis-server, which would otherwise be left running. */
-async function killHard(child: RoleProcess): Promise<void> {
-  const redis = child.proc.pid ? redisChildrenOf(child.proc.pid) : [];
-  await child.kill('SIGKILL');
-  for (const pid of redis) {
+/** The redis-servers under a process (a private Redis runs under a watchdog shell). */
+function redisServersUnder(pid: number): number[] {
+  const found: number[] = [];
+  const walk = (p: number): void => {
+    let children: number[];
     try {
-      process.kill(pid, 'SIGKILL');
+      children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
     } catch {
-      // already gone
+      return;
     }
-  }
+    for (const c of children) {
+      try {
+        if (readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('redis-server')) found.push(c);
+      } catch {
+        // gone meanwhile
+      }
+      walk(c);
+    }
+  };
+  walk(pid);
+  return found;
 }
 
 async function start(): Promise<RoleProcess> {
@@ -81,7 +81,7 @@ before(async () => {
 
 after(async () => {
   for (const c of children) {
-    if (c.proc.exitCode === null && c.proc.signalCode === null) await killHard(c);
+    if (c.proc.exitCode === null && c.proc.signalCode === null) await c.kill('SIGKILL');
   }
   // A SIGKILLed server's database process leaves by itself; wait so the directory can go.
   const pid = lockPid();
@@ -156,12 +156,15 @@ describe('the embedded database process', () => {
     }
   });
 
-  test('the server is SIGKILLed: its database process exits by itself and a new server starts on the same DATA_DIR', async () => {
+  test('the server is SIGKILLed: its database process and its private Redis exit by themselves, and a new server starts on the same DATA_DIR', async () => {
     server = await start();
     const pid = lockPid()!;
     assert.ok(processIsAlive(pid));
-    await killHard(server);
+    const redis = redisServersUnder(server.proc.pid!);
+    assert.equal(redis.length, 1, 'one private redis-server');
+    await server.kill('SIGKILL');
     await waitUntil(() => !processIsAlive(pid), 10_000, 'the orphaned database process to exit');
+    await waitUntil(() => !processIsAlive(redis[0]!), 10_000, 'the orphaned redis-server to exit');
     server = await start();
     assert.equal((await get('/readyz')).status, 200);
     assert.ok(!server.logs.records().some((r) => r.msg === 'embedded database set up; reopening it in a fresh process'), 'an existing database is served at once');
