@@ -64,6 +64,9 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     redisEndpoint = await startPrivateRedis();
     cleanups.push(() => redisEndpoint.stop());
     redis = requestRedis(redisEndpoint);
+    // As the runtime does (src/main/runtime.ts): tests that stop Redis would otherwise print
+    // ioredis's "Unhandled error event" for each reconnect attempt.
+    redis.on('error', (err) => logger.debug({ err }, 'request redis error'));
     cleanups.push(() => redis.disconnect());
     await waitUntilReady(redis);
     contract = loadContract();
