@@ -19,7 +19,7 @@ export interface Config {
   reportWaitMs: number;
   /** Attempts per recipient for a transient SMTP failure, inside the wait budget. */
   mailAttempts: number;
-  /** PostgreSQL statement_timeout of the server's pool (DB_STATEMENT_TIMEOUT_MS): a hung database is an error, not a hang. */
+  /** Bound on a server query (DB_STATEMENT_TIMEOUT_MS): PostgreSQL statement_timeout, or the client-side query timeout on the embedded database's socket. A hung database is an error, not a hang. */
   dbStatementTimeoutMs: number;
   /** How long a service list page or count may be reused (SERVICES_CACHE_MS; 0: never). */
   servicesCacheMs: number;

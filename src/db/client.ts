@@ -239,9 +239,20 @@ export async function serveEmbeddedDatabase(options: {
  * Prisma over node-postgres to the PGlite socket served for `dataDir` (by the database process,
  * or by a process that opened PGlite itself). The migrations were applied by whoever opened it.
  */
-export function connectPGliteSocket(dataDir: string, poolMax: number): Database {
+export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeoutMs?: number): Database {
   const socketDir = socketDirFor(dataDir);
-  const pool = new pg.Pool({ host: socketDir, port: 5432, user: 'postgres', database: 'postgres', max: poolMax, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({
+    host: socketDir,
+    port: 5432,
+    user: 'postgres',
+    database: 'postgres',
+    max: poolMax,
+    connectionTimeoutMillis: 5000,
+    // PGlite runs no statement_timeout of its own (one single-user backend), so the wait is bounded
+    // here: a database process that hangs rather than dies fails the query after this long, and
+    // the request answers 500 instead of holding on. Unset: no limit (the admin CLI's imports).
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
+  });
   pool.on('error', () => {}); // a connection dropped by the database process; the next query reconnects
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: PGLITE_TRANSACTION_OPTIONS });
   return {
@@ -266,12 +277,14 @@ export async function connectForCli(options: {
   dataDir: string;
   databaseUrl?: string | undefined;
   log?: (message: string) => void;
+  /** A separate worker's bound on each query through the socket (the CLI has none). */
+  queryTimeoutMs?: number;
 }): Promise<Database> {
   if (options.databaseUrl) return openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, poolMax: 2 });
   const socketDir = socketDirFor(options.dataDir);
   if (await socketAnswers(path.join(socketDir, SOCKET_FILE))) {
     // The server's database process applied the migrations when it opened the database.
-    return connectPGliteSocket(options.dataDir, 2);
+    return connectPGliteSocket(options.dataDir, 2, options.queryTimeoutMs);
   }
   return openDatabase({ dataDir: options.dataDir, serveSocket: false, log: options.log });
 }

@@ -40,6 +40,8 @@ export interface DatabaseProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** node-postgres pool size of this process (default 10). */
   poolMax?: number;
+  /** Bound on each query the server sends through the socket (DB_STATEMENT_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
   /** How long the child may take to open and migrate (default 120 s). */
   startTimeoutMs?: number;
   /** First restart delay after the child died (default 1 s; doubles up to 30 s). */
@@ -173,7 +175,7 @@ export async function startDatabaseProcess(options: DatabaseProcessOptions): Pro
   child = first.child;
   watch(first.child);
   log.info({ pid: first.child.pid }, 'embedded database process serving');
-  const connection = connectPGliteSocket(options.dataDir, options.poolMax ?? 10);
+  const connection = connectPGliteSocket(options.dataDir, options.poolMax ?? 10, options.queryTimeoutMs);
   let closing: Promise<void> | undefined;
   return {
     ...connection,

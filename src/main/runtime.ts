@@ -103,10 +103,10 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       if (!(await socketAnswers(path.join(socketDirFor(config.dataDir), SOCKET_FILE)))) {
         throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
       }
-      database = await connectForCli({ dataDir: config.dataDir, log });
+      database = await connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
     } else if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
       // The embedded database runs in a child process of its own (src/db/process.ts).
-      database = await startDatabaseProcess({ dataDir: config.dataDir, logger, env });
+      database = await startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
     } else {
       database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
     }

@@ -49,8 +49,11 @@ function redisServersUnder(pid: number): number[] {
   return found;
 }
 
+/** Bounds each query the server sends to its database process (a hung one, not a dead one). */
+const QUERY_TIMEOUT_MS = 1500;
+
 async function start(): Promise<RoleProcess> {
-  const child = await startRole('all', { DATA_DIR: data.dir });
+  const child = await startRole('all', { DATA_DIR: data.dir, DB_STATEMENT_TIMEOUT_MS: String(QUERY_TIMEOUT_MS) });
   children.push(child);
   return child;
 }
@@ -126,6 +129,29 @@ describe('the embedded database process', () => {
     const restarted = lockPid();
     assert.ok(restarted && restarted !== pid && processIsAlive(restarted));
     assert.ok(server.logs.records().some((r) => r.msg === 'the embedded database process exited; restarting it'));
+  });
+
+  test('the database process hangs (SIGSTOP): a request answers 500 within DB_STATEMENT_TIMEOUT_MS, /readyz 503; all recovers when it goes on', async () => {
+    const key = await newKey(); // not in the key cache: its request needs the database
+    const later = await newKey();
+    // A request of its own just before, so the server's pool holds an open connection: a query on
+    // it waits on the database, where a new connection would end at the 5 s connect timeout.
+    assert.equal((await get('/api/v1/auth-check', await newKey())).status, 200);
+    const pid = lockPid()!;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const [request, ready] = await Promise.all([get('/api/v1/auth-check', key), get('/readyz')]);
+      assert.equal(request.status, 500, JSON.stringify(request.body));
+      assert.equal(request.body.error?.code, 'server_error');
+      assert.ok(request.ms < QUERY_TIMEOUT_MS + 2000, `answered in ${request.ms} ms`);
+      assert.equal(ready.status, 503);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitUntil(async () => (await get('/readyz')).status === 200, 30_000, '/readyz to be 200 again');
+    const again = await get('/api/v1/auth-check', later);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(lockPid(), pid, 'the same database process: it was slow, not dead');
   });
 
   test('a second server on the same DATA_DIR refuses to start: the database is in use', async () => {
