@@ -10,7 +10,8 @@
  *
  * The API runs as production does: the compiled server (dist/, built first) with `npm start`'s node
  * flags, startRuntime('all') (API and job worker in one process, private
- * Redis), NODE_ENV=production (response validation off), LOG_LEVEL=error. The database is PGlite
+ * Redis), NODE_ENV=production (response validation off), production's LOG_LEVEL (info: a line per
+ * request, written to a file under var/ as production's goes to its collector). The database is PGlite
  * by default; with DATABASE_URL set (a PostgreSQL server) a database capi_bench_<pid> is created
  * there and dropped at the end.
  *
@@ -22,10 +23,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import express from 'express';
@@ -51,6 +51,11 @@ interface Ready {
 
 // ------------------------------------------------------------------ server processes
 
+/** Tells the bench the server is up, over the IPC channel (stdout is the server's log). */
+function announce(ready: Ready): void {
+  process.send!(READY + JSON.stringify(ready));
+}
+
 /** (a) The ceiling: Express 5, one JSON route of about the size of an auth-check answer. */
 async function serveBare(): Promise<void> {
   const app = express();
@@ -60,7 +65,7 @@ async function serveBare(): Promise<void> {
   });
   const server = app.listen(0, '127.0.0.1', () => {
     const { port } = server.address() as { port: number };
-    console.log(READY + JSON.stringify({ url: `http://127.0.0.1:${port}` } satisfies Ready));
+    announce({ url: `http://127.0.0.1:${port}` });
   });
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
@@ -143,7 +148,7 @@ async function serveApi(): Promise<void> {
       active: true,
     },
   });
-  console.log(READY + JSON.stringify({ url: runtime.url!, key: key.key, plainKey: plain.key } satisfies Ready));
+  announce({ url: runtime.url!, key: key.key, plainKey: plain.key });
   let stopping = false;
   process.on('SIGTERM', () => {
     if (stopping) return;
@@ -161,20 +166,33 @@ function startFlags(): string[] {
   return words.slice(1, words.findIndex((w) => w.endsWith('.js')));
 }
 
+/** The servers' log files (var/bench-*.log), removed at the end unless BENCH_KEEP_LOGS=1. */
+const logFiles: string[] = [];
+
 function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Ready }> {
   const flags = [...(mode === 'api' ? startFlags() : []), '--import', 'tsx'];
   const profile = process.env.BENCH_PROFILE;
   if ((profile === '1' && mode === 'api') || profile === mode || profile === 'both') {
     flags.push('--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'var', 'bench-profile')}`);
   }
-  const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The server's log goes to a file, as production's goes to its collector: read through a pipe
+  // by this process, which is also the load generator, each line would cost the measurement.
+  mkdirSync(path.join(ROOT, 'var'), { recursive: true });
+  const logFile = path.join(ROOT, 'var', `bench-${mode}-${process.pid}-${logFiles.length + 1}.log`);
+  logFiles.push(logFile);
+  const log = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', log, 'inherit', 'ipc'] });
+  closeSync(log);
   return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      if (line.startsWith(READY)) resolve({ child, ready: JSON.parse(line.slice(READY.length)) as Ready });
-      else process.stderr.write(`[${mode}] ${line}\n`);
+    child.on('message', (message) => {
+      if (typeof message === 'string' && message.startsWith(READY)) {
+        resolve({ child, ready: JSON.parse(message.slice(READY.length)) as Ready });
+      }
     });
-    child.once('exit', (code) => reject(new Error(`${mode} server exited (${code}) before it was ready`)));
+    child.once('exit', (code) => {
+      process.stderr.write(readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n'));
+      reject(new Error(`${mode} server exited (${code}) before it was ready; its log: ${path.relative(ROOT, logFile)}`));
+    });
   });
 }
 
@@ -356,7 +374,7 @@ async function main(): Promise<void> {
       ...process.env,
       NODE_ENV: 'production',
       VALIDATE_RESPONSES: 'false',
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
       PORT: '0',
       HOST: '127.0.0.1',
     }, serverUrl);
@@ -368,8 +386,8 @@ async function main(): Promise<void> {
     ...process.env,
     NODE_ENV: 'production',
     VALIDATE_RESPONSES: 'false',
-    // warn would print one 'request aborted' line per open connection each time autocannon stops.
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+    // Production's default: one line per request, at a cost (bench/README.md).
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     DATA_DIR: dataDir,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -440,4 +458,10 @@ async function main(): Promise<void> {
 const role = process.argv[2];
 if (role === '--serve-bare') await serveBare();
 else if (role === '--serve-api') await serveApi();
-else await main();
+else {
+  try {
+    await main();
+  } finally {
+    if (process.env.BENCH_KEEP_LOGS !== '1') for (const file of logFiles) rmSync(file, { force: true });
+  }
+}
