@@ -58,8 +58,19 @@ export function parseCallerIp(ip: string | undefined): Address | undefined {
 }
 
 /** The caller IP as it is written to the API log (IPv4-mapped addresses as plain IPv4). */
+/** Recent callers' addresses as displayed: a client sends many requests from one address. */
+const displayed = new Map<string, string>();
+const MAX_DISPLAYED = 10_000;
+
 export function displayIp(ip: string | undefined): string {
-  return parseCallerIp(ip)?.toString() ?? ip ?? '';
+  if (ip === undefined) return '';
+  let shown = displayed.get(ip);
+  if (shown === undefined) {
+    shown = parseCallerIp(ip)?.toString() ?? ip;
+    if (displayed.size >= MAX_DISPLAYED) displayed.clear();
+    displayed.set(ip, shown);
+  }
+  return shown;
 }
 
 export function ipMatches(caller: Address, rule: IpRule): boolean {

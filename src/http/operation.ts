@@ -104,7 +104,9 @@ export function operation<O extends OperationId, Input = undefined>(
         scenario: scenarioOf(req, auth),
         requestId: String(res.locals.requestId),
       };
-      const input = handler.validate ? await handler.validate(ctx) : (undefined as Input);
+      // Awaited only when it is a promise: most operations' own checks are synchronous.
+      const validated = handler.validate ? handler.validate(ctx) : (undefined as Input);
+      const input = validated instanceof Promise ? await validated : (validated as Input);
       throwScenarioError(ctx.scenario);
       const reply = await handler.handle(ctx, input);
       res.status(reply.status as number);

@@ -169,7 +169,8 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       };
     },
     async handle({ auth }, input) {
-      const { limit, offset, includeCredentials, ...filters } = input;
+      const { limit, offset, includeCredentials } = input;
+      const filters = { status: input.status, search: input.search, modifiedSince: input.modifiedSince };
       // Credentials only on request and only for admin keys; otherwise silently left out.
       const withCredentials = includeCredentials && hasScope(auth, 'admin:full');
       if (isSandbox(auth)) {
@@ -191,7 +192,9 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       };
       // Pages without credentials are shared by the broker's keys, as JSON; passwords are never cached.
       if (withCredentials) return (await page(true)).reply;
-      return deps.serviceReads.read(auth.brokerId, `list ${JSON.stringify(query)}`, async () => {
+      // JSON.stringify: the text filters are free text, so no separator could be told from them.
+      const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, limit, offset])}`;
+      return deps.serviceReads.read(auth.brokerId, key, async () => {
         const { reply, nextDueAt } = await page(false);
         return { value: serialized<'listServices'>(reply), until: nextDueAt };
       });
