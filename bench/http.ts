@@ -189,7 +189,12 @@ function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ ch
         resolve({ child, ready: JSON.parse(message.slice(READY.length)) as Ready });
       }
     });
+    let ready = false;
+    child.on('message', () => {
+      ready = true;
+    });
     child.once('exit', (code) => {
+      if (ready) return;
       process.stderr.write(readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n'));
       reject(new Error(`${mode} server exited (${code}) before it was ready; its log: ${path.relative(ROOT, logFile)}`));
     });
