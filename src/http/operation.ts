@@ -110,19 +110,19 @@ export function operation<O extends OperationId, Input = undefined>(
       throwScenarioError(ctx.scenario);
       const reply = await handler.handle(ctx, input);
       res.status(reply.status as number);
-      if (!('json' in reply)) {
-        res.json(envelope(reply));
-      } else if (req.app.locals.validateResponses === true) {
-        // Response validation checks what res.json is given: give it exactly this text.
-        res.json(JSON.parse(reply.json));
-      } else {
-        // Sent as a string, not through res.send, which makes a Buffer of any body over 1,000
-        // characters: Node then writes the headers and the body as one string, and a cached
-        // 8 KB list page went out ~10 % faster (A/B on this machine, alternating runs).
-        res.setHeader('Content-Type', 'application/json; charset=utf-8');
-        res.setHeader('Content-Length', String(reply.bytes));
-        res.end(reply.json);
+      if (req.app.locals.validateResponses === true) {
+        // Response validation checks what res.json is given: give it exactly the reply's JSON.
+        res.json('json' in reply ? JSON.parse(reply.json) : envelope(reply));
+        return;
       }
+      const { json, bytes } = 'json' in reply ? reply : serialized<O>(reply);
+      // Sent as a string, not through res.json / res.send: res.send makes a Buffer of any body
+      // over 1,000 characters (Node then writes headers and body as two chunks; a cached 8 KB
+      // list page went out ~10 % faster as one string) and works out the content type, charset
+      // and freshness of every answer, which for this API are always the same.
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.setHeader('Content-Length', String(bytes));
+      res.end(json);
     } catch (err) {
       next(err);
     }
