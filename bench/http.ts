@@ -184,14 +184,12 @@ function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ ch
   const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', log, 'inherit', 'ipc'] });
   closeSync(log);
   return new Promise((resolve, reject) => {
+    let ready = false;
     child.on('message', (message) => {
       if (typeof message === 'string' && message.startsWith(READY)) {
+        ready = true;
         resolve({ child, ready: JSON.parse(message.slice(READY.length)) as Ready });
       }
-    });
-    let ready = false;
-    child.on('message', () => {
-      ready = true;
     });
     child.once('exit', (code) => {
       if (ready) return;

@@ -57,11 +57,11 @@ export function parseCallerIp(ip: string | undefined): Address | undefined {
   }
 }
 
-/** The caller IP as it is written to the API log (IPv4-mapped addresses as plain IPv4). */
 /** Recent callers' addresses as displayed: a client sends many requests from one address. */
 const displayed = new Map<string, string>();
 const MAX_DISPLAYED = 10_000;
 
+/** The caller IP as it is written to the API log (IPv4-mapped addresses as plain IPv4). */
 export function displayIp(ip: string | undefined): string {
   if (ip === undefined) return '';
   let shown = displayed.get(ip);

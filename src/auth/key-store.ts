@@ -64,16 +64,18 @@ export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore 
     return { ...rest, whitelist: new IpWhitelist(ipWhitelist) };
   }
 
+  function cached(hash: string): StoredKey | undefined {
+    if (cacheMs <= 0) return undefined;
+    const hit = cache.get(hash);
+    return hit && hit.until > Date.now() ? hit.key : undefined;
+  }
+
   return {
-    cached(hash) {
-      if (cacheMs <= 0) return undefined;
-      const hit = cache.get(hash);
-      return hit && hit.until > Date.now() ? hit.key : undefined;
-    },
+    cached,
     async findByHash(hash) {
       if (cacheMs <= 0) return load(hash);
-      const hit = cache.get(hash);
-      if (hit && hit.until > Date.now()) return hit.key;
+      const hit = cached(hash);
+      if (hit) return hit;
       // Single flight: when a busy key's entry expires, every request of that key misses at
       // once; they share one look-up instead of each running the same query.
       const running = inFlight.get(hash);

@@ -142,25 +142,25 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
     };
   }
 
+  /** One request from the key's current lease, without Redis, or undefined when that needs Redis. */
+  function tryConsume(keyId: string, limit: number): RateLimitState | undefined {
+    if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
+    const lease = leases.get(keyId);
+    if (!lease || lease.left <= 0 || lease.limit !== limit || lease.resetsAt <= Date.now()) return undefined;
+    lease.left -= 1;
+    return stateOfLease(lease, false);
+  }
+
   return {
-    tryConsume(keyId, limit) {
-      if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
-      const lease = leases.get(keyId);
-      if (!lease || lease.left <= 0 || lease.limit !== limit || lease.resetsAt <= Date.now()) return undefined;
-      lease.left -= 1;
-      return stateOfLease(lease, false);
-    },
+    tryConsume,
     async consume(keyId, limit) {
       for (;;) {
-        if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
+        const served = tryConsume(keyId, limit);
+        if (served) return served;
         let lease = leases.get(keyId);
         if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
           leases.delete(keyId);
           lease = undefined;
-        }
-        if (lease && lease.left > 0) {
-          lease.left -= 1;
-          return stateOfLease(lease, false);
         }
         if (lease && lease.counted >= limit) {
           // Over the limit: this request is counted too, and refused.

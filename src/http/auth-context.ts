@@ -1,7 +1,9 @@
 import type { Scope } from '../auth/keys.ts';
 
-/** Who is calling: set by the gate on `res.locals.auth` for every request past authentication. */
-/** Shared by every request of one cached key row: read-only. */
+/**
+ * Who is calling: set by the gate on `res.locals.auth` for every request past authentication.
+ * Shared by every request of one cached key row: read-only.
+ */
 export interface AuthContext {
   readonly keyId: string;
   readonly keyName: string;

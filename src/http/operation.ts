@@ -128,15 +128,20 @@ export function operation<O extends OperationId, Input = undefined>(
     }
   };
   router[method](info.expressPath, handle);
+  handlersOf(router).set(operationId, handle as RequestHandler);
+}
+
+const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
+
+/** The handlers `operation()` mounted on `router`, by operationId. */
+function handlersOf(router: Router): Map<string, RequestHandler> {
   let byOperation = handlersByRouter.get(router);
   if (!byOperation) {
     byOperation = new Map();
     handlersByRouter.set(router, byOperation);
   }
-  byOperation.set(operationId, handle as RequestHandler);
+  return byOperation;
 }
-
-const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
 
 /**
  * The last step of the /api chain: calls the handler `operation()` mounted for the operation the
@@ -145,9 +150,10 @@ const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
  * pattern was 4-6 % of an API request's CPU. Anything without such a handler goes on to the router.
  */
 export function dispatchOperations(router: Router): RequestHandler {
+  const byOperation = handlersOf(router);
   return (req, res, next) => {
     const op = res.locals.operation as { operationId: string } | undefined;
-    const handle = op ? handlersByRouter.get(router)?.get(op.operationId) : undefined;
+    const handle = op ? byOperation.get(op.operationId) : undefined;
     if (handle) return handle(req, res, next);
     next();
   };
