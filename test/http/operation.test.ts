@@ -1,10 +1,12 @@
 // How an operation's answer leaves the server. Production (responses not validated) writes the
-// reply's JSON itself, in one string; the tests' apps validate every response through res.json.
+// reply's JSON itself (a one-off answer as a string, a cached list page as the bytes it keeps);
+// the tests' apps validate every response through res.json.
 // Both must answer the same: status, body, Content-Type, Content-Length, and HEAD without a body.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { apiKey, broker } from '../helpers/factories.ts';
+import { service } from '../helpers/service-factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
 let production: TestApp;
@@ -47,6 +49,31 @@ describe('an operation\'s answer, as production sends it and as a validated app 
     }
     assert.equal(answers[0], answers[1]);
     assert.equal(JSON.parse(answers[0]!).data.key_name, 'Same key');
+  });
+
+  test('a cached list page (sent as stored bytes): the same bytes, a Content-Length in bytes, HEAD without body', async () => {
+    const answers = [];
+    for (const app of [production, validated]) {
+      const { key, ids } = await sameKey(app, 'live');
+      // Characters of two to four UTF-8 bytes: Content-Length counts bytes, not characters.
+      await service(app, { brokerId: ids[0]!, serviceNumber: 700_000_001, customerName: 'Zoë Ångström 😀 株式会社', createdAt: new Date('2025-01-02T03:04:05Z') });
+      await service(app, { brokerId: ids[0]!, serviceNumber: 700_000_002, customerName: 'Plain Ltd', createdAt: new Date('2025-01-03T03:04:05Z') });
+      const texts = [];
+      // The first read builds and caches the page; the second is served from the cache.
+      for (let i = 0; i < 2; i++) {
+        const res = await request(app.app).get('/api/v1/services?limit=25').set('Authorization', `Bearer ${key}`).expect(200);
+        assertSent(res, `GET #${i + 1}`);
+        texts.push(res.text);
+      }
+      assert.equal(texts[0], texts[1], 'the cached page is the page');
+      const head = await request(app.app).head('/api/v1/services?limit=25').set('Authorization', `Bearer ${key}`).expect(200);
+      assert.equal(head.headers['content-length'], String(Buffer.byteLength(texts[0]!)));
+      assert.equal(head.text, undefined, 'HEAD has no body');
+      answers.push(withoutIds(texts[0]!, ids));
+    }
+    assert.equal(answers[0], answers[1]);
+    const names = (JSON.parse(answers[0]!) as { data: Array<{ customer_name: string }> }).data.map((s) => s.customer_name);
+    assert.deepEqual(names.sort(), ['Plain Ltd', 'Zoë Ångström 😀 株式会社']);
   });
 
   test('a sandbox POST answered 202: the same status, body shape and headers', async () => {
