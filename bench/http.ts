@@ -18,7 +18,9 @@
  * Settings (env): BENCH_CONNECTIONS (32), BENCH_DURATION seconds per route (6), BENCH_WARMUP
  * seconds (1), BENCH_PROFILE=1 (or api, bare, both) writes a V8 CPU profile of the API process (the
  * bare server, both) to var/bench-profile/. BENCH_BASE=<git rev>: an A/B of this checkout's API
- * against that commit's, in alternating rounds (BENCH_ROUNDS, 4).
+ * against that commit's, in alternating rounds (BENCH_ROUNDS, 4). BENCH_NODE_FLAGS: node flags added
+ * to `npm start`'s for the API process (e.g. `--max-semi-space-size=32`), to try a setting;
+ * BENCH_B_NODE_FLAGS: added to side B's only in an A/B (BENCH_BASE=HEAD compares the flags alone).
  * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -159,18 +161,20 @@ async function serveApi(): Promise<void> {
 
 // ------------------------------------------------------------------ orchestration
 
+const words = (text: string | undefined): string[] => text?.split(/\s+/).filter((w) => w !== '') ?? [];
+
 /** The node flags of `npm start` (package.json), so the API is measured with production's heap settings. */
 function startFlags(): string[] {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const words = scripts.start!.split(/\s+/);
-  return words.slice(1, words.findIndex((w) => w.endsWith('.js')));
+  const start = words(scripts.start);
+  return [...start.slice(1, start.findIndex((w) => w.endsWith('.js'))), ...words(process.env.BENCH_NODE_FLAGS)];
 }
 
 /** The servers' log files (var/bench-*.log), removed at the end unless BENCH_KEEP_LOGS=1. */
 const logFiles: string[] = [];
 
-function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ready: Ready }> {
-  const flags = [...(mode === 'api' ? startFlags() : []), '--import', 'tsx'];
+function startServer(mode: 'bare' | 'api', env: NodeJS.ProcessEnv, extraFlags: string[] = []): Promise<{ child: ChildProcess; ready: Ready }> {
+  const flags = [...(mode === 'api' ? startFlags() : []), ...extraFlags, '--import', 'tsx'];
   const profile = process.env.BENCH_PROFILE;
   if ((profile === '1' && mode === 'api') || profile === mode || profile === 'both') {
     flags.push('--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'var', 'bench-profile')}`);
@@ -217,6 +221,9 @@ interface Figures {
   rps: number;
   /** CPU time (user + system) of the server process per request answered, in µs. */
   cpuUs: number;
+  /** The server process's resident memory when the route's run ended, and its peak so far (MB). */
+  rssMb: number;
+  peakRssMb: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -240,6 +247,17 @@ function cpuTimeUs(pid: number | undefined): number {
   }
 }
 
+/** VmRSS and VmHWM (the peak) of a process, in MB, from /proc (Linux). */
+function memoryMb(pid: number | undefined): { rss: number; peak: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+    return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  } catch {
+    return { rss: Number.NaN, peak: Number.NaN };
+  }
+}
+
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 async function measure(name: string, url: string, headers: Record<string, string>, pid: number | undefined): Promise<Figures> {
@@ -248,11 +266,14 @@ async function measure(name: string, url: string, headers: Record<string, string
   const cpuBefore = cpuTimeUs(pid);
   const r = await run(DURATION);
   const cpuUs = (cpuTimeUs(pid) - cpuBefore) / Math.max(1, r.requests.total);
+  const memory = memoryMb(pid);
   return {
     name,
     path: new URL(url).pathname + new URL(url).search,
     rps: r.requests.average,
     cpuUs,
+    rssMb: memory.rss,
+    peakRssMb: memory.peak,
     p50: r.latency.p50,
     p99: r.latency.p99,
     non2xx: r.non2xx,
@@ -307,15 +328,15 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
   const baseDir = buildBase(baseRev);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
   const sides = [
-    { name: `A ${baseRev}`, root: baseDir },
-    { name: 'B this checkout', root: ROOT },
+    { name: `A ${baseRev}`, root: baseDir, flags: [] as string[] },
+    { name: 'B this checkout', root: ROOT, flags: words(process.env.BENCH_B_NODE_FLAGS) },
   ];
   const started: Array<{ name: string; child: ChildProcess; ready: Ready; drop?: () => Promise<void>; dataDir: string }> = [];
   try {
     for (const side of sides) {
       const db = serverUrl ? await createBenchDatabase(serverUrl, started.length === 0 ? 'a' : 'b') : undefined;
       const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-'));
-      const api = await startServer('api', { ...env, DATA_DIR: dataDir, DATABASE_URL: db?.url ?? '', BENCH_SERVE_ROOT: side.root });
+      const api = await startServer('api', { ...env, DATA_DIR: dataDir, DATABASE_URL: db?.url ?? '', BENCH_SERVE_ROOT: side.root }, side.flags);
       started.push({ name: side.name, child: api.child, ready: api.ready, drop: db?.drop, dataDir });
     }
     const routes = [
@@ -329,7 +350,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
       for (const route of routes) {
         for (const side of order) {
           const f = await measure(`${route.name} ${side.name}`, side.ready.url + route.path, { Authorization: `Bearer ${side.ready.key}` }, side.child.pid);
-          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req`);
+          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req, RSS ${Math.round(f.rssMb)} MB`);
           figures.set(f.name, [...(figures.get(f.name) ?? []), f]);
         }
       }
@@ -354,6 +375,8 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         'B/A CPU': (mb.cpu / ma.cpu).toFixed(3),
         'A p99': ma.p99,
         'B p99': mb.p99,
+        'A peak RSS MB': Math.round(Math.max(...a!.map((f) => f.peakRssMb))),
+        'B peak RSS MB': Math.round(Math.max(...b!.map((f) => f.peakRssMb))),
       });
     }
     console.log(`\nA/B, medians of ${rounds} alternating rounds (${serverUrl ? 'PostgreSQL' : 'PGlite'}, ${CONNECTIONS} connections, ${DURATION} s each): A = ${baseRev}, B = this checkout`);
@@ -442,6 +465,7 @@ async function main(): Promise<void> {
     'of bare (mean)': `${((100 * r.rps) / ceiling).toFixed(0)}%`,
     'CPU µs/req': Math.round(r.cpuUs),
     'CPU × bare': (r.cpuUs / bareCpu).toFixed(2),
+    'RSS MB (peak)': `${Math.round(r.rssMb)} (${Math.round(r.peakRssMb)})`,
     'non-2xx': r.non2xx,
     errors: r.errors,
   }));
