@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Express } from 'express';
+import express, { type Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createGate } from '../../src/auth/gate.ts';
@@ -82,6 +82,61 @@ describe('HTTPS (TLS_CERT_FILE / TLS_KEY_FILE)', () => {
     const s = await serve(t.app);
     assert.equal(s.tls, false);
     assert.equal((await get(`${s.url}/healthz`)).status, 200);
+  });
+});
+
+type Handle = (req: http.IncomingMessage, res: http.ServerResponse, next?: unknown) => void;
+/** Express's own dispatch (app.handle), which its typings leave out. */
+const handleOf = (app: Express): Handle => {
+  const withHandle = app as unknown as { handle: Handle };
+  return withHandle.handle.bind(app);
+};
+
+describe('requests and responses born with the app\'s prototypes (src/main/server.ts)', () => {
+  /** An app that notes, as each request reaches it, which prototypes its req and res were born with. */
+  function probedApp(): { app: Express; born: Array<{ request: boolean; response: boolean }> } {
+    const app = express();
+    const born: Array<{ request: boolean; response: boolean }> = [];
+    const handle = handleOf(app);
+    (app as unknown as { handle: Handle }).handle = (req, res, next) => {
+      born.push({ request: Object.getPrototypeOf(req) === app.request, response: Object.getPrototypeOf(res) === app.response });
+      handle(req, res, next);
+    };
+    app.get('/probe', (req, res) => {
+      res.json({ ip: req.ip, path: req.path, query: req.query });
+    });
+    return { app, born };
+  }
+
+  test('over HTTP and HTTPS, each request and response already has the Express prototypes; Express works as ever', async () => {
+    const { cert, key } = await makeCertificate(tmp.dir);
+    for (const config of [plain, { ...plain, tlsCertFile: cert, tlsKeyFile: key }]) {
+      const { app, born } = probedApp();
+      const s = await serve(app, config);
+      for (let i = 0; i < 2; i++) {
+        const res = await get(`${s.url}/probe?x=${i}`, {}, config === plain ? undefined : readFileSync(cert));
+        assert.equal(res.status, 200, res.body);
+        assert.deepEqual(JSON.parse(res.body), { ip: '127.0.0.1', path: '/probe', query: { x: String(i) } });
+      }
+      assert.deepEqual(born, [{ request: true, response: true }, { request: true, response: true }], s.url);
+    }
+  });
+
+  test('the real app, on the real server: the same', async () => {
+    const born: boolean[] = [];
+    const handle = handleOf(t.app);
+    const app = Object.assign(
+      (req: http.IncomingMessage, res: http.ServerResponse) => {
+        born.push(Object.getPrototypeOf(req) === t.app.request && Object.getPrototypeOf(res) === t.app.response);
+        handle(req, res);
+      },
+      { request: t.app.request, response: t.app.response },
+    );
+    const s = await listen(app as unknown as Express, plain);
+    servers.push(s);
+    const res = await get(`${s.url}/healthz`);
+    assert.equal(res.status, 200, res.body);
+    assert.deepEqual(born, [true]);
   });
 });
 
