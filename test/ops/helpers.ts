@@ -79,6 +79,11 @@ export async function startTcpRedis(): Promise<TcpRedis> {
     await waitUntil(() => portAnswers(port), 5000, `redis-server on port ${port}`);
   };
   await start();
+  // Whatever the test did with it: no server and no directory outlive the test process.
+  process.once('exit', () => {
+    child?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
   return {
     url: `redis://127.0.0.1:${port}/0`,
     port,
