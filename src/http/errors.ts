@@ -52,5 +52,13 @@ export const notFound = (message = 'Resource not found', details?: ErrorDetails)
 export const conflict = (message: string, currentStatus: string) =>
   new ApiError('conflict', message, { current_status: currentStatus });
 
+/**
+ * `400 invalid_parameter` about one field, in the one shape every check uses (the schema
+ * validator's mapped errors included): `Invalid parameter <field>: <reason>`, details
+ * `{ field, location, rule, reason }` and any `extra` after them.
+ */
+export const invalidParameter = (field: string, location: string, rule: string, reason: string, extra: ErrorDetails = {}) =>
+  new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason, ...extra });
+
 export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
   new ApiError('server_error', message);

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { OperationInfo } from './contract.ts';
-import { ApiError } from './errors.ts';
+import { invalidParameter } from './errors.ts';
 
 /**
  * Input rules that JSON Schema validation misses, applied before the validator:
@@ -9,9 +9,6 @@ import { ApiError } from './errors.ts';
  * - a boolean is exactly `true` or `false`;
  * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column.
  */
-const invalid = (field: string, location: string, rule: string, reason: string): ApiError =>
-  new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
-
 /** The operation's path parameters as sent (percent-decoded where that is valid). */
 function pathValuesOf(op: OperationInfo, urlPath: string): Map<string, string> {
   const pathValues = new Map<string, string>();
@@ -37,14 +34,14 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
     const value = parameter.in === 'path' ? pathValues?.get(parameter.name) : req.query[parameter.name];
     if (typeof value !== 'string') continue; // absent, or an array/object the validator refuses
     if (parameter.type === 'boolean') {
-      if (value !== 'true' && value !== 'false') return next(invalid(parameter.name, parameter.in, 'type', 'must be true or false'));
+      if (value !== 'true' && value !== 'false') return next(invalidParameter(parameter.name, parameter.in, 'type', 'must be true or false'));
       continue;
     }
     const ok = parameter.type === 'integer'
       ? /^-?\d{1,16}$/.test(value) && Number.isSafeInteger(Number(value))
       : /^-?\d{1,16}(\.\d{1,16})?$/.test(value);
     if (!ok) {
-      return next(invalid(parameter.name, parameter.in, 'type', `must be ${parameter.type === 'integer' ? 'an integer' : 'a number'} written in decimal digits`));
+      return next(invalidParameter(parameter.name, parameter.in, 'type', `must be ${parameter.type === 'integer' ? 'an integer' : 'a number'} written in decimal digits`));
     }
   }
 
@@ -54,7 +51,7 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
     (pathValues && [...pathValues].find(([, v]) => v.includes('\u0000'))?.[0]);
   if (nul !== undefined) {
     const [location, field] = nul.includes(':') ? nul.split(/:(.*)/s) as [string, string] : ['path', nul];
-    return next(invalid(field, location, 'characters', 'must not contain the NUL character (U+0000)'));
+    return next(invalidParameter(field, location, 'characters', 'must not contain the NUL character (U+0000)'));
   }
   next();
 };

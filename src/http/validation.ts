@@ -1,7 +1,7 @@
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Request, RequestHandler } from 'express';
 import type { Contract } from './contract.ts';
-import { ApiError, type ErrorDetails } from './errors.ts';
+import { ApiError, invalidParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
 
 interface ValidatorErrorItem {
@@ -188,15 +188,10 @@ export function mapValidatorError(err: ValidatorError, req: Request, contract: C
   }
   const first = invalid[0];
   if (!first) return new ApiError('invalid_request', err.message || 'Invalid request');
-  const details: ErrorDetails = {
-    field: first.field,
-    location: first.location,
-    rule: first.rule,
-    reason: first.message,
-    ...extraDetailsFor(operationId, first.field),
-  };
+  // A copy: extraDetailsFor answers the registered details themselves.
+  const extra: ErrorDetails = { ...extraDetailsFor(operationId, first.field) };
   if (invalid.length > 1) {
-    details.errors = invalid.map(({ field, location, rule, message }) => ({ field, location, rule, reason: message }));
+    extra.errors = invalid.map(({ field, location, rule, message }) => ({ field, location, rule, reason: message }));
   }
-  return new ApiError('invalid_parameter', `Invalid parameter ${first.field}: ${first.message}`, details);
+  return invalidParameter(first.field, first.location, first.rule, first.message, extra);
 }

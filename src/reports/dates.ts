@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.ts';
+import { ApiError, invalidParameter } from '../http/errors.ts';
 
 const YMD = /^(\d{4})-(\d{2})-(\d{2})$/;
 
@@ -32,7 +32,7 @@ export function validateDateRange(
     });
   }
   const invalid = (field: string, rule: string, reason: string, extra: Record<string, unknown> = {}) =>
-    new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location: 'body', rule, reason, ...extra });
+    invalidParameter(field, 'body', rule, reason, extra);
   for (const [field, v] of [['start_date', startDate], ['end_date', endDate]] as const) {
     if (typeof v !== 'string') throw invalid(field, 'type', 'must be string');
     if (!YMD.test(v) || !isCalendarDate(v)) throw invalid(field, 'format', 'must match format "date"');

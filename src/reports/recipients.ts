@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.ts';
+import { ApiError, invalidParameter } from '../http/errors.ts';
 
 /** At most this many unique normalized recipients per report (spec, Limits). */
 export const MAX_RECIPIENTS = 10;
@@ -16,15 +16,9 @@ export function isEmailAddress(value: string): boolean {
   return at > 0 && at <= 64 && EMAIL.test(value);
 }
 
-/** Same shape as the validator's own `invalid_parameter` errors (src/http/validation.ts). */
+/** Every recipients error also names the limit (`max_recipients`). */
 const invalid = (field: string, rule: string, reason: string) =>
-  new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, {
-    field,
-    location: 'body',
-    rule,
-    reason,
-    max_recipients: MAX_RECIPIENTS,
-  });
+  invalidParameter(field, 'body', rule, reason, { max_recipients: MAX_RECIPIENTS });
 
 /**
  * The report recipients rules (invoices and services reports), in the spec's order:

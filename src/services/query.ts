@@ -4,16 +4,12 @@
  * helpers hold every value to the contract's own rules and answer `400 invalid_parameter`
  * otherwise. They run in `validate`, before any sandbox test scenario.
  */
-import { ApiError } from '../http/errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 import { isoInstant } from '../http/formats.ts';
 
 export const DEFAULT_LIMIT = 25;
 /** The largest value of PostgreSQL's `integer`, the column of service numbers: no stored service has a larger one. */
 export const MAX_INT4 = 2_147_483_647;
-
-export function invalidParameter(field: string, location: 'path' | 'query' | 'body', rule: string, reason: string): ApiError {
-  return new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason });
-}
 
 /** An integer parameter as written (`25`, not `2.5e1`, `0x19` or `Infinity`) within [min, max]. */
 export function intParam(
