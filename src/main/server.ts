@@ -43,16 +43,13 @@ export interface ListeningServer {
 
 /** What an Express app offers as the prototypes of its requests and responses. */
 interface MessagePrototypes {
-  request: object;
-  response: object;
+  request: http.IncomingMessage;
+  response: http.ServerResponse;
 }
 
 function hasMessagePrototypes(app: unknown): app is MessagePrototypes {
   const { request, response } = app as Partial<MessagePrototypes>;
-  return (
-    typeof request === 'object' && request instanceof http.IncomingMessage &&
-    typeof response === 'object' && response instanceof http.ServerResponse
-  );
+  return request instanceof http.IncomingMessage && response instanceof http.ServerResponse;
 }
 
 /** Node's message constructors are plain functions (Node 20); a future `class` one cannot be `.call`ed. */
