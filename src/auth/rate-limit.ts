@@ -142,11 +142,21 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
     };
   }
 
+  /** The key's lease if it is for this limit and its window; a stale one is dropped. */
+  function currentLease(keyId: string, limit: number): Lease | undefined {
+    const lease = leases.get(keyId);
+    if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
+      leases.delete(keyId);
+      return undefined;
+    }
+    return lease;
+  }
+
   /** One request from the key's current lease, without Redis, or undefined when that needs Redis. */
   function tryConsume(keyId: string, limit: number): RateLimitState | undefined {
     if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
-    const lease = leases.get(keyId);
-    if (!lease || lease.left <= 0 || lease.limit !== limit || lease.resetsAt <= Date.now()) return undefined;
+    const lease = currentLease(keyId, limit);
+    if (!lease || lease.left <= 0) return undefined;
     lease.left -= 1;
     return stateOfLease(lease, false);
   }
@@ -157,11 +167,7 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
       for (;;) {
         const served = tryConsume(keyId, limit);
         if (served) return served;
-        let lease = leases.get(keyId);
-        if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
-          leases.delete(keyId);
-          lease = undefined;
-        }
+        const lease = currentLease(keyId, limit);
         if (lease && lease.counted >= limit) {
           // Over the limit: this request is counted too, and refused.
           const { res } = await count(keyId, limit, 1);
