@@ -132,8 +132,7 @@ describe('requests and responses born with the app\'s prototypes (src/main/serve
       },
       { request: t.app.request, response: t.app.response },
     );
-    const s = await listen(app as unknown as Express, plain);
-    servers.push(s);
+    const s = await serve(app as unknown as Express);
     const res = await get(`${s.url}/healthz`);
     assert.equal(res.status, 200, res.body);
     assert.deepEqual(born, [true]);
