@@ -1111,7 +1111,7 @@ export interface components {
              * @example monthly
              * @enum {string}
              */
-            billing_cycle: "monthly" | "quarterly" | "annually";
+            billing_cycle?: "monthly" | "quarterly" | "annually";
         };
         /**
          * @description Leave `password` out (or send no body) to have a strong password generated and returned once.
@@ -1154,7 +1154,7 @@ export interface components {
              * @example end_of_billing_period
              * @enum {string}
              */
-            when: "immediate" | "end_of_billing_period";
+            when?: "immediate" | "end_of_billing_period";
         };
         /**
          * @description The decision. `denial_reason` is required and must not be blank when `action` is `deny`
@@ -1247,6 +1247,32 @@ export interface components {
         ServiceRequestEnvelope: {
             success: components["schemas"]["SuccessFlag"];
             data: components["schemas"]["ServiceRequest"];
+        };
+        /** @description Success envelope with one service and its `credentials` (always present here). */
+        ServiceDetailEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            /** @description The service, with its credentials. */
+            data: components["schemas"]["Service"] & {
+                credentials: components["schemas"]["Credentials"];
+            };
+        };
+        /**
+         * @description Success envelope with the `create` request that waits for a decision (`createService`'s
+         *     `202`). Its `data.service_number` is always `null`, where the `200` answer's is the new
+         *     service's number: a client tells the two answers apart by that field.
+         */
+        CreateRequestEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            /** @description The `create` request; no service exists yet. */
+            data: components["schemas"]["ServiceRequest"] & {
+                /**
+                 * @description Always `create` here.
+                 * @constant
+                 */
+                request_type: "create";
+                /** @description Always `null` here (the service is created on approval). */
+                service_number: null;
+            };
         };
         /** @description Success envelope with a page of service requests. */
         ServiceRequestListEnvelope: {
@@ -1410,6 +1436,183 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * @description The request's id, the same as the `X-Request-Id` response header; quote it when reporting a problem.
+         * @example req_8f14e45fceea467a9575b5ba30c1a2d3
+         */
+        ErrorRequestId: string;
+        /** @description `missing_parameter`: what was required and what was missing. */
+        MissingParameterDetails: {
+            /**
+             * @description The required fields of the request body (or the missing parameters).
+             * @example [
+             *       "recipients",
+             *       "start_date",
+             *       "end_date"
+             *     ]
+             */
+            required: string[];
+            /**
+             * @description The fields that were missing, `null` or blank.
+             * @example [
+             *       "start_date"
+             *     ]
+             */
+            missing: string[];
+        };
+        /**
+         * @description `invalid_parameter`: the first invalid field and the rule it broke (a sandbox
+         *     `validation_error` scenario carries only `scenario`). Other keys may be added.
+         */
+        InvalidParameterDetails: {
+            /**
+             * @description The first invalid field (`recipients[1]`, `limit`, `service_number`).
+             * @example recipients[1]
+             */
+            field?: string;
+            /**
+             * @description Where the invalid field is.
+             * @example body
+             * @enum {string}
+             */
+            location?: "path" | "query" | "body" | "headers";
+            /**
+             * @description The broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000, which cannot be stored).
+             * @example format
+             */
+            rule?: string;
+            /**
+             * @description A human-readable explanation of the broken rule.
+             * @example must match format "email"
+             */
+            reason?: string;
+            /** @description With more than one invalid field, all of them. */
+            errors?: {
+                /**
+                 * @description The invalid field.
+                 * @example limit
+                 */
+                field: string;
+                /**
+                 * @description Where it is.
+                 * @example query
+                 */
+                location: string;
+                /**
+                 * @description The broken rule.
+                 * @example minimum
+                 */
+                rule: string;
+                /**
+                 * @description Explanation.
+                 * @example must be >= 1
+                 */
+                reason: string;
+            }[];
+            /**
+             * @description `catalogue` and `tier` rules: the plan names that would be accepted.
+             * @example [
+             *       "Professional VPS",
+             *       "Enterprise VPS"
+             *     ]
+             */
+            allowed?: string[];
+            /**
+             * @description `tier` rule: the service's current plan.
+             * @example Standard VPS
+             */
+            current_plan?: string;
+            /**
+             * @description Report recipient errors: the limit of unique recipients.
+             * @example 10
+             * @constant
+             */
+            max_recipients?: 10;
+            /**
+             * @description Sandbox `X-Test-Scenario: validation_error` only.
+             * @example validation_error
+             * @constant
+             */
+            scenario?: "validation_error";
+        };
+        /** @description `too_many_recipients`: the limit and how many unique recipients were given. */
+        TooManyRecipientsDetails: {
+            /**
+             * @description The limit of unique recipients.
+             * @example 10
+             * @constant
+             */
+            max_recipients: 10;
+            /**
+             * @description The unique recipients the request named.
+             * @example 12
+             */
+            recipient_count: number;
+        };
+        /** @description `no_data`: the requested period. */
+        NoDataDetails: {
+            /**
+             * Format: date
+             * @description The requested start date.
+             * @example 2025-01-01
+             */
+            start_date: string;
+            /**
+             * Format: date
+             * @description The requested end date.
+             * @example 2025-01-31
+             */
+            end_date: string;
+        };
+        /** @description `insufficient_permissions`: `required_scopes` for a missing scope; `reason` and `ip` for a caller IP the key's whitelist refuses. */
+        InsufficientPermissionsDetails: {
+            /**
+             * @description The scopes that would admit the key (any one of them).
+             * @example [
+             *       "reports:generate",
+             *       "admin:full"
+             *     ]
+             */
+            required_scopes?: components["schemas"]["Scope"][];
+            /**
+             * @description Why the caller was refused.
+             * @example ip_not_allowed
+             * @enum {string}
+             */
+            reason?: "ip_not_allowed";
+            /**
+             * @description The caller IP address the server saw.
+             * @example 203.0.113.7
+             */
+            ip?: string;
+        };
+        /** @description `rate_limit_exceeded`: the limit that was reached and when to retry. */
+        RateLimitDetails: {
+            /**
+             * @description Requests the key may make per window.
+             * @example 120
+             */
+            limit?: number;
+            /**
+             * @description Length of the window in seconds.
+             * @example 60
+             */
+            window_seconds?: number;
+            /**
+             * @description Whole seconds to wait, the same as the `Retry-After` header.
+             * @example 31
+             */
+            retry_after?: number;
+        };
+        /** @description `server_error`: present only on a sandbox `X-Test-Scenario: server_error` answer. */
+        ScenarioDetails: {
+            /**
+             * @description The scenario that produced the error.
+             * @example server_error
+             * @constant
+             */
+            scenario?: "server_error";
+        };
+        /**
          * @description HTTP 400 error body of `getAuthCheck`.
          * @example {
          *       "success": false,
@@ -1418,7 +1621,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1433,7 +1637,8 @@ export interface components {
                  */
                 code: "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1445,7 +1650,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1460,7 +1666,8 @@ export interface components {
                  */
                 code: "invalid_request" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1472,7 +1679,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1487,7 +1695,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1499,7 +1709,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1514,7 +1725,8 @@ export interface components {
                  */
                 code: "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1526,7 +1738,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1541,7 +1754,8 @@ export interface components {
                  */
                 code: "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1553,7 +1767,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1568,7 +1783,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1580,7 +1797,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1595,7 +1813,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1607,7 +1827,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1622,7 +1843,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1634,7 +1857,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1649,7 +1873,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1661,7 +1887,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1676,7 +1903,8 @@ export interface components {
                  */
                 code: "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1688,7 +1916,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1703,7 +1932,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
             };
         };
         /**
@@ -1715,7 +1946,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1730,7 +1962,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter" | "too_many_recipients";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`, `too_many_recipients` - `TooManyRecipientsDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"] | components["schemas"]["TooManyRecipientsDetails"];
             };
         };
         /**
@@ -1742,7 +1976,8 @@ export interface components {
          *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
          *         "details": {
          *           "scenario": "validation_error"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1757,7 +1992,9 @@ export interface components {
                  */
                 code: "invalid_request" | "missing_parameter" | "invalid_parameter" | "too_many_recipients" | "no_data";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`, `too_many_recipients` - `TooManyRecipientsDetails`, `no_data` - `NoDataDetails`. */
+                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"] | components["schemas"]["TooManyRecipientsDetails"] | components["schemas"]["NoDataDetails"];
             };
         };
         /**
@@ -1766,7 +2003,8 @@ export interface components {
          *       "success": false,
          *       "error": {
          *         "code": "authentication_failed",
-         *         "message": "Missing or invalid API key"
+         *         "message": "Missing or invalid API key",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1781,6 +2019,7 @@ export interface components {
                  */
                 code: "authentication_failed";
                 message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
                 details?: components["schemas"]["ErrorDetails"];
             };
         };
@@ -1796,7 +2035,8 @@ export interface components {
          *             "reports:generate",
          *             "admin:full"
          *           ]
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1811,7 +2051,8 @@ export interface components {
                  */
                 code: "insufficient_permissions";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InsufficientPermissionsDetails"];
             };
         };
         /**
@@ -1820,7 +2061,8 @@ export interface components {
          *       "success": false,
          *       "error": {
          *         "code": "not_found",
-         *         "message": "Service 123456789 not found"
+         *         "message": "Service 123456789 not found",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1835,6 +2077,7 @@ export interface components {
                  */
                 code: "not_found";
                 message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
                 details?: components["schemas"]["ErrorDetails"];
             };
         };
@@ -1847,7 +2090,8 @@ export interface components {
          *         "message": "Request REQ-000043 is already approved",
          *         "details": {
          *           "current_status": "approved"
-         *         }
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1862,6 +2106,7 @@ export interface components {
                  */
                 code: "conflict";
                 message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
                 /** @description Always present; names the blocking state. Other keys may be added. */
                 details: {
                     /**
@@ -1869,6 +2114,16 @@ export interface components {
                      * @example approved
                      */
                     current_status: string;
+                    /**
+                     * @description A conflict caused by an open change request: that request's id.
+                     * @example REQ-000044
+                     */
+                    pending_request_id?: string;
+                    /**
+                     * @description A conflict caused by an open change request: the service's own status.
+                     * @example active
+                     */
+                    service_status?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -1880,7 +2135,8 @@ export interface components {
          *       "success": false,
          *       "error": {
          *         "code": "rate_limit_exceeded",
-         *         "message": "Rate limit exceeded; retry after 31 seconds"
+         *         "message": "Rate limit exceeded; retry after 31 seconds",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1895,7 +2151,8 @@ export interface components {
                  */
                 code: "rate_limit_exceeded";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["RateLimitDetails"];
             };
         };
         /**
@@ -1904,7 +2161,8 @@ export interface components {
          *       "success": false,
          *       "error": {
          *         "code": "server_error",
-         *         "message": "An internal error occurred; the request may be retried after a delay"
+         *         "message": "An internal error occurred; the request may be retried after a delay",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
          */
@@ -1919,7 +2177,8 @@ export interface components {
                  */
                 code: "server_error";
                 message: components["schemas"]["ErrorMessage"];
-                details?: components["schemas"]["ErrorDetails"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["ScenarioDetails"];
             };
         };
     };
@@ -1954,8 +2213,23 @@ export interface components {
                 "application/json": components["schemas"]["InsufficientPermissionsError"];
             };
         };
-        /** @description `not_found`: the service or request does not exist or belongs to another broker. Do not retry unchanged. */
-        NotFound: {
+        /** @description `not_found`: the service does not exist or belongs to another broker. Do not retry unchanged. */
+        ServiceNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /** @description `not_found`: the request does not exist or belongs to another broker. Do not retry unchanged. */
+        RequestNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1970,11 +2244,30 @@ export interface components {
             };
         };
         /**
-         * @description `conflict`: the action does not fit the record's current state - the request is already
-         *     `approved` or `denied`, the service is already `cancelled`, or another change request for
-         *     the service is still open. `details.current_status` names the state. Do not retry unchanged.
+         * @description `conflict`: the action does not fit the service's current state - it is already
+         *     `cancelled`, or another change request for it is still open. `details.current_status`
+         *     names the state. Do not retry unchanged.
          */
-        Conflict: {
+        ServiceConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ConflictError"];
+            };
+        };
+        /**
+         * @description `conflict`: the request is already `approved` or `denied`, or approving it does not fit
+         *     its service's current state (the service is cancelled, not active for a plan change, or
+         *     gone). `details.current_status` names the state. Do not retry unchanged.
+         */
+        RequestConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2224,7 +2517,7 @@ export interface components {
          *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
          *     Applied after all input validation.
          */
-        TestScenario: string;
+        TestScenario: ("success" | "validation_error" | "server_error" | "provider_review") | string;
         /**
          * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
          * @example order-sync-2025-03-02-0001
@@ -2419,7 +2712,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceRequestEnvelope"];
+                    "application/json": components["schemas"]["CreateRequestEnvelope"];
                 };
             };
             400: components["responses"]["CreateServiceBadRequest"];
@@ -2438,7 +2731,7 @@ export interface operations {
                  */
                 status?: components["schemas"]["ServiceStatus"];
                 /**
-                 * @description Case-insensitive substring match on hostname, customer e-mail, customer name or service number. Reserved characters such as `@` may be sent as they are.
+                 * @description Case-insensitive substring match on hostname, customer e-mail, customer name or service number. Percent-encode the value as usual (an unencoded `+` is read as a space).
                  * @example client.example
                  */
                 search?: string;
@@ -2446,10 +2739,11 @@ export interface operations {
                  * @description Only services updated at or after this instant: an ISO 8601 date (`2025-03-01`, taken as
                  *     00:00 UTC) or date-time in the extended format (`2025-03-01T09:30:00Z`,
                  *     `2025-03-01T09:30Z`, `2025-03-01T10:30:00.250+01:00`, `+0100`, `+01`); a date-time
-                 *     without a zone is read as UTC. Send `+` in an offset as `%2B`. Anything else is
-                 *     `400 invalid_parameter`.
+                 *     without a zone is read as UTC. Percent-encode the value as usual for a query
+                 *     parameter: a `+` in an offset must reach the server as `%2B` (an unencoded `+` is read
+                 *     as a space). Anything else is `400 invalid_parameter`.
                  */
-                modified_since?: string | unknown | unknown;
+                modified_since?: string;
                 /**
                  * @description `true` adds `credentials` to each service when the key has `admin:full`; ignored otherwise.
                  * @example true
@@ -2551,13 +2845,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceEnvelope"];
+                    "application/json": components["schemas"]["ServiceDetailEnvelope"];
                 };
             };
             400: components["responses"]["GetServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ServiceNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2614,8 +2908,8 @@ export interface operations {
             400: components["responses"]["UpdateServicePasswordBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ServiceNotFound"];
+            409: components["responses"]["ServiceConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2672,8 +2966,8 @@ export interface operations {
             400: components["responses"]["UpgradeServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ServiceNotFound"];
+            409: components["responses"]["ServiceConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2730,8 +3024,8 @@ export interface operations {
             400: components["responses"]["DowngradeServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ServiceNotFound"];
+            409: components["responses"]["ServiceConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2788,8 +3082,8 @@ export interface operations {
             400: components["responses"]["CancelServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ServiceNotFound"];
+            409: components["responses"]["ServiceConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2818,7 +3112,7 @@ export interface operations {
                  */
                 date?: string;
                 /**
-                 * @description Case-insensitive substring match on request id, hostname, customer e-mail, plan names, reason or service number. Reserved characters such as `@` may be sent as they are.
+                 * @description Case-insensitive substring match on request id, hostname, customer e-mail, plan names, reason or service number. Percent-encode the value as usual (an unencoded `+` is read as a space).
                  * @example REQ-000044
                  */
                 search?: string;
@@ -2943,8 +3237,8 @@ export interface operations {
             400: components["responses"]["ManageRequestBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["RequestNotFound"];
+            409: components["responses"]["RequestConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };

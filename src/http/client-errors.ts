@@ -18,7 +18,8 @@ export function answerClientErrorsInEnvelope(server: Server): void {
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [400, 'Bad Request', 'Request headers are larger than 16 KiB']
         : [400, 'Bad Request', 'Malformed HTTP request'];
-    const body = JSON.stringify({ success: false, error: { code: 'invalid_request', message } });
+    const requestId = requestIdOf(undefined);
+    const body = JSON.stringify({ success: false, error: { code: 'invalid_request', message, request_id: requestId } });
     // Keep reading what the client is still sending: closing with unread input makes the kernel
     // reset the connection, and the client would lose the answer.
     socket.on('data', () => {});
@@ -26,7 +27,7 @@ export function answerClientErrorsInEnvelope(server: Server): void {
     setTimeout(() => socket.destroy(), 1000).unref();
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestIdOf(undefined)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
 }

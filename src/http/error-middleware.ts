@@ -48,6 +48,8 @@ export function errorMiddleware(contract: Contract, logger: Logger): ErrorReques
       return;
     }
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-    res.status(apiError.status).json(apiError.toBody());
+    // Set by the request-id middleware, which runs first; the header already carries it.
+    const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
+    res.status(apiError.status).json(apiError.toBody(requestId));
   };
 }

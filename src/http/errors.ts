@@ -36,12 +36,16 @@ export class ApiError extends Error {
     this.headers = headers;
   }
 
-  toBody(): { success: false; error: { code: ErrorCode; message: string; details?: ErrorDetails } } {
+  /** The envelope; `requestId` is the answer's `X-Request-Id`, repeated so a logged body can be traced. */
+  toBody(requestId: string): {
+    success: false;
+    error: { code: ErrorCode; message: string; details?: ErrorDetails; request_id: string };
+  } {
     return {
       success: false,
       error: this.details === undefined
-        ? { code: this.code, message: this.message }
-        : { code: this.code, message: this.message, details: this.details },
+        ? { code: this.code, message: this.message, request_id: requestId }
+        : { code: this.code, message: this.message, details: this.details, request_id: requestId },
     };
   }
 }

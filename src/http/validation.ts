@@ -143,6 +143,34 @@ function requiredFields(contract: Contract, operationId: string | undefined): st
 }
 
 /**
+ * A value the contract accepts as a date or a date-time (`anyOf` of the two formats) fails each
+ * branch and the `anyOf` itself: one error, in words, without the validator's schema words. The
+ * usual cause is an unencoded `+` in an offset, which arrives as a space.
+ */
+export const DATE_OR_DATE_TIME_REASON =
+  'must be an ISO 8601 date (2025-03-01) or date-time (2025-03-01T09:30:00Z, 2025-03-01T10:30:00%2B01:00); ' +
+  'a + in an offset must be sent percent-encoded as %2B';
+
+function mergeDateOrDateTime(items: FieldError[]): FieldError[] {
+  const dateFields = new Set(
+    items.filter((i) => i.rule === 'format' && /format "iso8601-date-time"/.test(i.message)).map((i) => `${i.location} ${i.field}`),
+  );
+  if (dateFields.size === 0) return items;
+  const seen = new Set<string>();
+  const merged: FieldError[] = [];
+  for (const item of items) {
+    const key = `${item.location} ${item.field}`;
+    if (!dateFields.has(key)) {
+      merged.push(item);
+    } else if (!seen.has(key)) {
+      seen.add(key);
+      merged.push({ ...item, rule: 'format', message: DATE_OR_DATE_TIME_REASON });
+    }
+  }
+  return merged;
+}
+
+/**
  * Turns the validator's report into the spec's codes. A required field that is missing, null or an
  * empty string is `missing_parameter` (the spec treats an empty date as missing); any other rule
  * broken is `invalid_parameter`, naming the field and the rule.
@@ -157,7 +185,7 @@ export function mapValidatorError(err: ValidatorError, req: Request, contract: C
     // A response that drifted from the contract: a bug of ours, never the client's fault.
     return new ApiError('server_error', 'The response did not match the API contract', undefined);
   }
-  const items = (err.errors ?? []).map(parseItem);
+  const items = mergeDateOrDateTime((err.errors ?? []).map(parseItem));
   if (items.some((i) => i.location === 'body' && i.field === '' && i.rule !== 'required')) {
     return new ApiError('invalid_request', 'Request body must be a JSON object');
   }

@@ -6,6 +6,7 @@
  */
 import { invalidParameter } from '../http/errors.ts';
 import { isoInstant } from '../http/formats.ts';
+import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
 
 export const DEFAULT_LIMIT = 25;
 /** The largest value of PostgreSQL's `integer`, the column of service numbers: no stored service has a larger one. */
@@ -81,6 +82,6 @@ export function clampInstant(date: Date): Date {
 export function parseInstant(value: string): Date {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
   const instant = isoInstant(value);
-  if (!instant) throw invalidParameter('modified_since', 'query', 'format', 'must be an ISO 8601 date or date-time');
+  if (!instant) throw invalidParameter('modified_since', 'query', 'format', DATE_OR_DATE_TIME_REASON);
   return instant;
 }

@@ -88,19 +88,17 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       if (isSandbox(auth)) {
         // Reads only the broker's approval mode (configuration); nothing is stored.
         if (scenario === 'provider_review' || auth.brokerApproval === 'manual') {
-          return {
-            status: 202,
-            data: sandboxRequest(
-              {
-                request_type: 'create',
-                request_status: scenario === 'provider_review' ? 'provider_review' : 'pending',
-                requested_plan: input.plan.name,
-                hostname: input.hostname,
-                customer_email: input.customerEmail,
-              },
-              now,
-            ),
-          };
+          const request = sandboxRequest(
+            {
+              request_type: 'create',
+              request_status: scenario === 'provider_review' ? 'provider_review' : 'pending',
+              requested_plan: input.plan.name,
+              hostname: input.hostname,
+              customer_email: input.customerEmail,
+            },
+            now,
+          );
+          return { status: 202, data: { ...request, request_type: 'create' as const, service_number: null } };
         }
         const service = sandboxService(randomServiceNumber(), now);
         return {
@@ -127,7 +125,8 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
           data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: input.plan.id, apiKeyId: auth.keyId },
           include: REQUEST_INCLUDE,
         });
-        return { status: 202, data: requestData(request) };
+        // A pending create request has no service yet: the contract's 202 says so in its type.
+        return { status: 202, data: { ...requestData(request), request_type: 'create' as const, service_number: null } };
       }
       // Automatic approval: the service and its (already approved) create request, together.
       const creds = await credentials();
@@ -207,11 +206,13 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
     async handle({ auth }, number) {
       if (isSandbox(auth)) {
         // Echoes the number without looking anything up.
-        return { status: 200, data: sandboxed(sandboxService(number, new Date(), SANDBOX_CREDENTIALS)) };
+        const service = sandboxed(sandboxService(number, new Date(), SANDBOX_CREDENTIALS));
+        return { status: 200, data: { ...service, credentials: SANDBOX_CREDENTIALS } };
       }
       await applyDueCancellations(prisma, auth.brokerId);
       const service = await findService(prisma, auth.brokerId, number);
-      return { status: 200, data: serviceData(service, await decrypt(service.username, service.passwordEnc)) };
+      const serviceCredentials = await decrypt(service.username, service.passwordEnc);
+      return { status: 200, data: { ...serviceData(service, serviceCredentials), credentials: serviceCredentials } };
     },
   });
 
