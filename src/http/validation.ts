@@ -66,10 +66,28 @@ export function extraDetailsFor(operationId: string | undefined, field: string):
   return fieldDetails.get(operationId)?.get(root) ?? {};
 }
 
+/**
+ * The contract asks clients to percent-encode query values; the server still takes reserved
+ * characters sent as they are (`:` in a date-time from curl), which the validator refuses unless
+ * a parameter says `allowReserved`. So its copy says so for every query parameter.
+ */
+function acceptingReservedCharacters(document: unknown): unknown {
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node !== null && typeof node === 'object') {
+      const record = node as Record<string, unknown>;
+      if (record.in === 'query' && typeof record.name === 'string') record.allowReserved = true;
+      Object.values(record).forEach(visit);
+    }
+  };
+  visit(document);
+  return document;
+}
+
 export function createValidator(contract: Contract, validateResponses: boolean): RequestHandler[] {
   return OpenApiValidator.middleware({
     // A structured clone: the validator resolves $refs in place and must not touch the cached copy.
-    apiSpec: structuredClone(contract.document) as never,
+    apiSpec: acceptingReservedCharacters(structuredClone(contract.document)) as never,
     validateRequests: { allErrors: true, coerceTypes: false },
     validateResponses: validateResponses ? { allErrors: true } : false,
     // Authentication, IP whitelist, rate limit and scopes come first (operating contract order of

@@ -45,6 +45,9 @@ describe('response validation', () => {
   it('an operation without a module answers 500 "not implemented", never invented data', async () => {
     const res = await request(t.app).get('/api/v1/services').set('Authorization', `Bearer ${key}`);
     assert.equal(res.status, 500);
-    assert.deepEqual(res.body, { success: false, error: { code: 'server_error', message: 'not implemented' } });
+    assert.deepEqual(res.body, {
+      success: false,
+      error: { code: 'server_error', message: 'not implemented', request_id: res.headers['x-request-id'] },
+    });
   });
 });

@@ -217,8 +217,38 @@ describe('request ids', () => {
     assert.match(String(res.headers['x-request-id']), /^req_[0-9a-f]{32}$/);
   });
 
-  it('errors carry a request id as well', async () => {
+  it('errors carry a request id as well, in the header and in error.request_id', async () => {
     const res = await request(t.app).get('/api/v1/nope');
     assert.match(String(res.headers['x-request-id']), /^req_[0-9a-f]{32}$/);
+    assert.equal(res.body.error.request_id, res.headers['x-request-id']);
+  });
+
+  it('error.request_id is the client\'s own id when it sent a sane one (401, 400)', async () => {
+    const unauthorised = await request(t.app).get('/api/v1/auth-check').set('X-Request-Id', 'sync-42');
+    assert.equal(unauthorised.status, 401);
+    assert.equal(unauthorised.body.error.request_id, 'sync-42');
+    const invalid = await request(t.app).get('/api/v1/services?limit=0').set(auth()).set('X-Request-Id', 'sync-43');
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.body.error.request_id, 'sync-43');
+  });
+});
+
+describe('modified_since with an unencoded + (read as a space)', () => {
+  it('answers one clear invalid_parameter without validator internals', async () => {
+    const res = await request(t.app).get('/api/v1/services?modified_since=2025-03-01T10:30:00+01:00').set(auth());
+    assert.equal(res.status, 400);
+    const error = assertEnvelope(res.body, 'invalid_parameter');
+    assert.match(error.message, /^Invalid parameter modified_since: must be an ISO 8601 date .* or date-time /);
+    assert.match(error.message, /%2B/);
+    assert.doesNotMatch(JSON.stringify(res.body), /anyOf|iso8601-date-time|format "date"/);
+    assert.equal(error.details?.field, 'modified_since');
+    assert.equal(error.details?.location, 'query');
+    assert.equal(error.details?.rule, 'format');
+    assert.equal(error.details?.errors, undefined, 'one error, not one per anyOf branch');
+  });
+
+  it('the same instant sent with %2B is accepted', async () => {
+    const res = await request(t.app).get('/api/v1/services?modified_since=2025-03-01T10:30:00%2B01:00').set(auth());
+    assert.equal(res.status, 200);
   });
 });
