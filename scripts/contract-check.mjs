@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// Fails when openapi.yaml breaks the last released contract (the highest
+// docs/released/openapi-<version>.yaml) without raising info.version's major. api-smart-diff
+// classifies every difference; this script only reads its verdicts.
+// Usage: contract-check.mjs [current.yaml [released.yaml]]
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { apiDiff } from 'api-smart-diff';
+import { parse } from 'yaml';
+
+const RELEASED_DIR = 'docs/released';
+
+function semver(version) {
+  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(String(version));
+  if (!m) throw new Error(`info.version ${version} is not MAJOR.MINOR.PATCH`);
+  return m.slice(1).map(Number);
+}
+
+const versionOf = (file) => semver(/^openapi-(.+)\.yaml$/.exec(file)[1]);
+
+export function lastReleased(dir = RELEASED_DIR) {
+  const files = readdirSync(dir).filter((f) => /^openapi-\d+\.\d+\.\d+\.yaml$/.test(f));
+  if (files.length === 0) throw new Error(`no released contract in ${dir}`);
+  files.sort((a, b) => {
+    const [x, y] = [versionOf(a), versionOf(b)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  });
+  return path.join(dir, files.at(-1));
+}
+
+// The contract tells clients to ignore response fields they do not know, so a field added to a
+// response under `additionalProperties: false` is no break; the tool would otherwise call it one.
+function allowAddedFields(node) {
+  if (Array.isArray(node)) node.forEach(allowAddedFields);
+  else if (node && typeof node === 'object') {
+    if (node.additionalProperties === false) delete node.additionalProperties;
+    Object.values(node).forEach(allowAddedFields);
+  }
+  return node;
+}
+
+/** The breaking differences between two contracts' texts, as api-smart-diff classifies them. */
+export function breakingChanges(releasedText, currentText) {
+  const diffs = apiDiff(allowAddedFields(parse(releasedText)), allowAddedFields(parse(currentText)));
+  // What a client sees is under `paths` (components are reached through them, already resolved).
+  return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths');
+}
+
+/** ok unless there is a breaking difference and the major version was not raised. */
+export function checkContract(currentText, releasedText) {
+  const [releasedMajor] = semver(parse(releasedText).info.version);
+  const [currentMajor] = semver(parse(currentText).info.version);
+  const breaking = breakingChanges(releasedText, currentText);
+  return { ok: breaking.length === 0 || currentMajor > releasedMajor, breaking };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const [current = 'openapi.yaml', released = lastReleased()] = process.argv.slice(2);
+  const { ok, breaking } = checkContract(readFileSync(current, 'utf8'), readFileSync(released, 'utf8'));
+  for (const d of breaking.slice(0, 50)) console.error(`breaking: ${d.action} /${d.path.join('/')} ${d.description ?? ''}`);
+  if (!ok) {
+    console.error(`${current} breaks ${released} (${breaking.length} breaking differences): undo them, or raise info.version's major and add the version to CHANGELOG.md`);
+    process.exit(1);
+  }
+  console.log(`${current} keeps ${released}'s promises${breaking.length > 0 ? ' (breaking changes, with a new major version)' : ''}`);
+}

@@ -1,0 +1,75 @@
+// The breaking-change check of `npm run contract:check` (scripts/contract-check.mjs): a deliberately
+// breaking edit of openapi.yaml fails it unless info.version's major is raised; additive edits,
+// like those other work adds to the contract, pass.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
+// @ts-expect-error: a plain ESM script without type declarations
+import { checkContract, lastReleased } from '../../scripts/contract-check.mjs';
+
+type Doc = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Check = (current: string, released: string) => { ok: boolean; breaking: unknown[] };
+const check = checkContract as Check;
+
+const released = readFileSync(lastReleased() as string, 'utf8');
+const current = readFileSync('openapi.yaml', 'utf8');
+
+function edited(change: (doc: Doc) => void): string {
+  const doc = parse(current) as Doc;
+  change(doc);
+  return stringify(doc);
+}
+const raiseMajor = (doc: Doc) => {
+  doc.info.version = `${Number(String(doc.info.version).split('.')[0]) + 1}.0.0`;
+};
+const removeCancelledAt = (doc: Doc) => {
+  const service = doc.components.schemas.Service;
+  delete service.properties.cancelled_at;
+  service.required = service.required.filter((f: string) => f !== 'cancelled_at');
+};
+const requireCustomerName = (doc: Doc) => {
+  doc.components.schemas.ServiceCreateBody.required.push('customer_name');
+};
+
+describe('contract:check', () => {
+  it('openapi.yaml as committed keeps the released contract', () => {
+    assert.equal(check(current, released).ok, true);
+  });
+
+  it('fails when a response field is removed', () => {
+    const result = check(edited(removeCancelledAt), released);
+    assert.equal(result.ok, false);
+    assert.ok(result.breaking.length > 0);
+  });
+
+  it('fails when an optional request field becomes required', () => {
+    assert.equal(check(edited(requireCustomerName), released).ok, false);
+  });
+
+  it('passes a breaking edit when info.version\'s major is raised', () => {
+    const result = check(edited((doc) => { removeCancelledAt(doc); raiseMajor(doc); }), released);
+    assert.equal(result.ok, true);
+    assert.ok(result.breaking.length > 0, 'the break is still reported');
+  });
+
+  it('passes additive edits: a response field, an optional header, a new operation, a new error code', () => {
+    const additive = edited((doc) => {
+      doc.components.schemas.Service.properties.report_id = { type: 'string', description: 'New.' };
+      doc.paths['/api/v1/service-create'].post.parameters.push({
+        name: 'Idempotency-Key', in: 'header', required: false, description: 'New.', schema: { type: 'string' },
+      });
+      doc.paths['/api/v1/reports/{report_id}'] = {
+        get: {
+          operationId: 'getReport', summary: 'New.', description: 'New.',
+          parameters: [{ name: 'report_id', in: 'path', required: true, description: 'New.', schema: { type: 'string' } }],
+          responses: { '200': { description: 'New.' } },
+        },
+      };
+      doc.components.schemas.CreateServiceError400.properties.error.properties.code.enum.push('idempotency_conflict');
+    });
+    const result = check(additive, released);
+    assert.deepEqual(result.breaking, []);
+    assert.equal(result.ok, true);
+  });
+});
