@@ -1612,6 +1612,65 @@ export interface components {
              */
             scenario?: "server_error";
         };
+        /** @description `invalid_request`: A request that could not be read: bad JSON, a body that is not an object, a wrong Content-Type. */
+        ErrorInvalidRequest: {
+            /**
+             * @description The machine-readable code.
+             * @example invalid_request
+             * @constant
+             */
+            code: "invalid_request";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+        };
+        /** @description `missing_parameter`: A required field or parameter is missing, null or blank. */
+        ErrorMissingParameter: {
+            /**
+             * @description The machine-readable code.
+             * @example missing_parameter
+             * @constant
+             */
+            code: "missing_parameter";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            details: components["schemas"]["MissingParameterDetails"];
+        };
+        /** @description `invalid_parameter`: A field or parameter breaks a rule. */
+        ErrorInvalidParameter: {
+            /**
+             * @description The machine-readable code.
+             * @example invalid_parameter
+             * @constant
+             */
+            code: "invalid_parameter";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            details: components["schemas"]["InvalidParameterDetails"];
+        };
+        /** @description `too_many_recipients`: More unique report recipients than allowed. */
+        ErrorTooManyRecipients: {
+            /**
+             * @description The machine-readable code.
+             * @example too_many_recipients
+             * @constant
+             */
+            code: "too_many_recipients";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            details: components["schemas"]["TooManyRecipientsDetails"];
+        };
+        /** @description `no_data`: No data in the requested period. */
+        ErrorNoData: {
+            /**
+             * @description The machine-readable code.
+             * @example no_data
+             * @constant
+             */
+            code: "no_data";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            details: components["schemas"]["NoDataDetails"];
+        };
         /**
          * @description HTTP 400 error body of `getAuthCheck`.
          * @example {
@@ -1657,18 +1716,8 @@ export interface components {
          */
         PostAuthCheckError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                details?: components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `createService`.
@@ -1686,19 +1735,8 @@ export interface components {
          */
         CreateServiceError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `listServices`.
@@ -1774,19 +1812,8 @@ export interface components {
          */
         UpdateServicePasswordError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `upgradeService`.
@@ -1804,19 +1831,8 @@ export interface components {
          */
         UpgradeServiceError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `downgradeService`.
@@ -1834,19 +1850,8 @@ export interface components {
          */
         DowngradeServiceError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `cancelService`.
@@ -1864,19 +1869,8 @@ export interface components {
          */
         CancelServiceError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `listRequests`.
@@ -1923,19 +1917,8 @@ export interface components {
          */
         ManageRequestError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
         };
         /**
          * @description HTTP 400 error body of `sendServicesReport`.
@@ -1953,19 +1936,8 @@ export interface components {
          */
         SendServicesReportError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`, `too_many_recipients`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter" | "too_many_recipients";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`, `too_many_recipients` - `TooManyRecipientsDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"] | components["schemas"]["TooManyRecipientsDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"] | components["schemas"]["ErrorTooManyRecipients"];
         };
         /**
          * @description HTTP 400 error body of `sendInvoicesReport`.
@@ -1983,19 +1955,8 @@ export interface components {
          */
         SendInvoicesReportError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `invalid_request`, `missing_parameter`, `invalid_parameter`, `too_many_recipients`, `no_data`.
-                 * @example invalid_request
-                 * @enum {string}
-                 */
-                code: "invalid_request" | "missing_parameter" | "invalid_parameter" | "too_many_recipients" | "no_data";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Depends on `code`: `missing_parameter` - `MissingParameterDetails`, `invalid_parameter` - `InvalidParameterDetails`, `too_many_recipients` - `TooManyRecipientsDetails`, `no_data` - `NoDataDetails`. */
-                details?: components["schemas"]["MissingParameterDetails"] | components["schemas"]["InvalidParameterDetails"] | components["schemas"]["TooManyRecipientsDetails"] | components["schemas"]["NoDataDetails"];
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"] | components["schemas"]["ErrorTooManyRecipients"] | components["schemas"]["ErrorNoData"];
         };
         /**
          * @description HTTP 401 error body (every operation).

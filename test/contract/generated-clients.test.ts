@@ -1,0 +1,189 @@
+// What client generators see in openapi.yaml: both clients an integrator is likely to use are
+// generated from it (openapi-typescript + openapi-fetch, and @hey-api/openapi-ts) and a small
+// program is type-checked against each. The program only compiles while request fields with a
+// default stay optional, modified_since is a string, getService's credentials are always there,
+// createService's 200 and 202 bodies can be told apart, and error details and request ids are typed.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createClient } from '@hey-api/openapi-ts';
+import openapiTS, { astToString } from 'openapi-typescript';
+
+// Inside the work tree, so the program resolves openapi-fetch from its node_modules.
+mkdirSync('var', { recursive: true });
+const dir = mkdtempSync(path.resolve('var', 'generated-clients-'));
+const contract = path.resolve('openapi.yaml');
+
+/** Types equal both ways, so widening (to unknown) and narrowing both fail. */
+const HELPERS = `
+export type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+export const same = <A, B>(proof: Equals<A, B>): Equals<A, B> => proof;
+`;
+
+// openapi-typescript with the options scripts/generate.mjs uses.
+const OPENAPI_FETCH_PROGRAM = `
+import createClient from 'openapi-fetch';
+import type { paths, components } from './api.ts';
+import { same } from './helpers.ts';
+
+const client = createClient<paths>({ baseUrl: 'https://api.example.com' });
+
+export async function run(): Promise<void> {
+  // billing_cycle has a default: a body without it is a whole request.
+  const created = await client.POST('/api/v1/service-create', {
+    body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com' },
+  });
+  if (created.data) {
+    const data = created.data.data;
+    // 202 (a create request, no service yet) and 200 (the service). openapi-fetch drops a property
+    // whose type is only null (its Readable<T> helper), so service_number cannot be the
+    // discriminant here; the 202's own fields are, and its request_type is exactly 'create'.
+    if ('request_id' in data) {
+      same<typeof data.request_type, 'create'>(true);
+      const id: string = data.request_id;
+      const status: 'pending' | 'provider_review' | 'approved' | 'denied' = data.request_status;
+      void id; void status;
+    } else {
+      const hostname: string = data.hostname;
+      const status: 'pending' | 'active' | 'suspended' | 'cancelled' = data.status;
+      void hostname; void status;
+    }
+  }
+  // when has a default too.
+  await client.POST('/api/v1/services/{service_number}/cancel', {
+    params: { path: { service_number: 482913570 } },
+    body: { reason: 'Moved' },
+  });
+  type ListQuery = NonNullable<paths['/api/v1/services']['get']['parameters']['query']>;
+  same<ListQuery['modified_since'], string | undefined>(true);
+  // Known scenarios are offered; any other string still type-checks.
+  await client.GET('/api/v1/auth-check', { params: { header: { 'X-Test-Scenario': 'validation_error' } } });
+  await client.GET('/api/v1/auth-check', { params: { header: { 'X-Test-Scenario': 'anything-else' } } });
+
+  const detail = await client.GET('/api/v1/services/{service_number}', { params: { path: { service_number: 1 } } });
+  if (detail.data) {
+    const credentials: { username: string; password: string } = detail.data.data.credentials;
+    void credentials;
+  }
+  const report = await client.POST('/api/v1/reports/invoices', {
+    body: { recipients: ['a@example.com'], start_date: '2025-01-01', end_date: '2025-01-31' },
+  });
+  if (report.error) {
+    const error = report.error.error;
+    const requestId: string = error.request_id;
+    // The code tells the details' shape.
+    if (error.code === 'too_many_recipients') {
+      const count: number = error.details.recipient_count;
+      void count;
+    } else if (error.code === 'no_data') {
+      const start: string = error.details.start_date;
+      void start;
+    } else if (error.code === 'invalid_parameter') {
+      const allowed: string[] | undefined = error.details.allowed;
+      void allowed;
+    }
+    void requestId;
+  }
+  const forbidden: components['schemas']['InsufficientPermissionsDetails'] = { ip: '203.0.113.7', reason: 'ip_not_allowed' };
+  const limited: components['schemas']['RateLimitDetails'] = { retry_after: 3 };
+  const invalid: components['schemas']['InvalidParameterDetails'] = { allowed: ['Basic VPS'], field: 'plan' };
+  void forbidden; void limited; void invalid;
+}
+`;
+
+// @hey-api/openapi-ts with its defaults.
+const HEY_API_PROGRAM = `
+import { createService, cancelService, listServices, getService, sendInvoicesReport } from './hey/sdk.gen.ts';
+import type { ListServicesData, InsufficientPermissionsDetails, RateLimitDetails } from './hey/types.gen.ts';
+import { same } from './helpers.ts';
+
+export async function run(): Promise<void> {
+  const created = await createService({ body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com' } });
+  if (created.data) {
+    const data = created.data.data;
+    // hey-api keeps the null-typed discriminant.
+    if (data.service_number === null) {
+      const id: string = data.request_id;
+      same<typeof data.request_type, 'create'>(true);
+      void id;
+    } else {
+      const hostname: string = data.hostname;
+      void hostname;
+    }
+  }
+  await cancelService({ path: { service_number: 1 }, body: { reason: 'Moved' } });
+  same<NonNullable<ListServicesData['query']>['modified_since'], string | undefined>(true);
+  await listServices({ query: { modified_since: '2025-03-01T10:30:00+01:00' } });
+  const detail = await getService({ path: { service_number: 1 } });
+  if (detail.data) {
+    const credentials: { username: string; password: string } = detail.data.data.credentials;
+    void credentials;
+  }
+  const report = await sendInvoicesReport({ body: { recipients: ['a@example.com'], start_date: '2025-01-01', end_date: '2025-01-31' } });
+  if (report.error) {
+    const error = report.error.error;
+    const requestId: string = error.request_id;
+    // The code tells the details' shape.
+    if (error.code === 'too_many_recipients') {
+      const count: number = error.details.recipient_count;
+      void count;
+    } else if (error.code === 'no_data') {
+      const start: string = error.details.start_date;
+      void start;
+    } else if (error.code === 'invalid_parameter') {
+      const allowed: string[] | undefined = error.details.allowed;
+      void allowed;
+    }
+    void requestId;
+  }
+  const forbidden: InsufficientPermissionsDetails = { ip: '203.0.113.7' };
+  const limited: RateLimitDetails = { retry_after: 3 };
+  void forbidden; void limited;
+}
+`;
+
+const TSCONFIG = {
+  compilerOptions: {
+    target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true,
+    allowImportingTsExtensions: true, skipLibCheck: true, exactOptionalPropertyTypes: false,
+    lib: ['ES2022', 'DOM', 'DOM.Iterable'], types: [],
+  },
+  files: ['openapi-fetch-program.ts', 'hey-api-program.ts'],
+};
+
+function typecheck(): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')], {
+    encoding: 'utf8',
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+before(async () => {
+  const ast = await openapiTS(new URL(`file://${contract}`), { defaultNonNullable: false, silent: true });
+  writeFileSync(path.join(dir, 'api.ts'), astToString(ast));
+  await createClient({
+    input: contract,
+    output: { path: path.join(dir, 'hey') },
+    plugins: ['@hey-api/client-fetch', '@hey-api/typescript', '@hey-api/sdk'],
+    logs: { level: 'silent' },
+  });
+  writeFileSync(path.join(dir, 'helpers.ts'), HELPERS);
+  writeFileSync(path.join(dir, 'openapi-fetch-program.ts'), OPENAPI_FETCH_PROGRAM);
+  writeFileSync(path.join(dir, 'hey-api-program.ts'), HEY_API_PROGRAM);
+  writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('clients generated from openapi.yaml', () => {
+  it('type-check a program that relies on the contract\'s types', () => {
+    const { status, output } = typecheck();
+    assert.equal(status, 0, output);
+  });
+
+  it('hey-api\'s client defaults to the production server, the first in servers', () => {
+    const generated = readFileSync(path.join(dir, 'hey', 'client.gen.ts'), 'utf8');
+    assert.match(generated, /baseUrl: 'https:\/\/api\.example\.com'/);
+  });
+});
