@@ -129,7 +129,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   for (const register of options.modules ?? resourceModules) register(router, deps);
   registerNotImplemented(router, contract);
 
-  // The /api steps in the operating contract's order of checks, the schema validator, then the
+  // The /api steps in the order of checks (openapi.yaml, "Order of checks"), the schema validator, then the
   // operation's handler.
   app.use(
     chain(

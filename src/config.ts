@@ -1,6 +1,6 @@
 import path from 'node:path';
 
-/** Every setting of the operating contract, read once from the environment. */
+/** Every setting in the README's "Configuration" table, read once from the environment. */
 export interface Config {
   databaseUrl: string | undefined;
   redisUrl: string | undefined;

@@ -35,7 +35,7 @@ function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contr
   return new ApiError('server_error', 'An internal error occurred; the request may be retried after a delay');
 }
 
-/** The one place where anything thrown becomes the spec's envelope. No stack ever leaves. */
+/** The one place where anything thrown becomes the error envelope (openapi.yaml, "Errors"). No stack ever leaves. */
 export function errorMiddleware(contract: Contract, logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const operationId = (res.locals.operation as { operationId?: string } | undefined)?.operationId;

@@ -1,4 +1,4 @@
-/** The error codes of the spec and the operating contract, and the HTTP status each one leaves with. */
+/** The error codes of openapi.yaml ("Errors"), and the HTTP status each one leaves with. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   missing_parameter: 400,

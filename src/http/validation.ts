@@ -24,9 +24,9 @@ export function isValidatorError(err: unknown): err is ValidatorError {
 }
 
 /**
- * An operation's own body rules, written in the spec's order of checks. The schema validator runs
+ * An operation's own body rules, in the order of checks its description in openapi.yaml gives. The schema validator runs
  * first and reports by field, not in that order (an invoices report with a bad recipient and a
- * malformed date got the date's error, though the spec checks recipients first), so when it
+ * malformed date got the date's error, though recipients are checked first), so when it
  * rejects a body these rules run before its report is mapped: the first rule the body breaks is
  * the answer. When they all pass, the schema's own error (an unknown field, say) is mapped as usual.
  */
@@ -90,8 +90,8 @@ export function createValidator(contract: Contract, validateResponses: boolean):
     apiSpec: acceptingReservedCharacters(structuredClone(contract.document)) as never,
     validateRequests: { allErrors: true, coerceTypes: false },
     validateResponses: validateResponses ? { allErrors: true } : false,
-    // Authentication, IP whitelist, rate limit and scopes come first (operating contract order of
-    // checks) and are done by the gate; the validator's own security handling has known bugs.
+    // Authentication, IP whitelist, rate limit and scopes come first (openapi.yaml, "Order of
+    // checks") and are done by the gate; the validator's own security handling has known bugs.
     validateSecurity: false,
     validateFormats: true,
     ajvFormats: { mode: 'full' },
@@ -189,8 +189,8 @@ function mergeDateOrDateTime(items: FieldError[]): FieldError[] {
 }
 
 /**
- * Turns the validator's report into the spec's codes. A required field that is missing, null or an
- * empty string is `missing_parameter` (the spec treats an empty date as missing); any other rule
+ * Turns the validator's report into the contract's error codes. A required field that is missing, null or an
+ * empty string is `missing_parameter` (an empty date counts as missing); any other rule
  * broken is `invalid_parameter`, naming the field and the rule.
  */
 export function mapValidatorError(err: ValidatorError, req: Request, contract: Contract, operationId?: string): ApiError {

@@ -74,7 +74,7 @@ export interface StartOptions {
   embeddedDatabaseInProcess?: boolean;
 }
 
-/** Starts the API, the job worker, or both in one process, on the settings of the operating contract. */
+/** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);

@@ -91,7 +91,7 @@ export function expressMessageClasses(app: MessagePrototypes):
 }
 
 /**
- * The API's HTTP server on the settings of the operating contract: HTTPS on `PORT` when both
+ * The API's HTTP server on the settings of the README's "Configuration": HTTPS on `PORT` when both
  * `TLS_CERT_FILE` and `TLS_KEY_FILE` are set (read once at start; restart to load a renewed
  * certificate), plain HTTP otherwise (behind a TLS-terminating proxy).
  */

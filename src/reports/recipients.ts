@@ -21,7 +21,7 @@ const invalid = (field: string, rule: string, reason: string) =>
   invalidParameter(field, 'body', rule, reason, { max_recipients: MAX_RECIPIENTS });
 
 /**
- * The report recipients rules (invoices and services reports), in the spec's order:
+ * The report recipients rules (invoices and services reports), in the order openapi.yaml gives:
  * missing or null → `missing_parameter`; not an array, an item not a string, an invalid address or
  * no non-empty address left → `invalid_parameter` (details carry `max_recipients: 10`); items are
  * trimmed and empty ones dropped, addresses lower-cased and de-duplicated (first occurrence order);

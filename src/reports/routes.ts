@@ -21,7 +21,7 @@ interface InvoicesReportInput {
 
 type InvoicesReportData = DataOf<'sendInvoicesReport', 200>;
 
-/** The invoices report's body rules in the spec's order: recipients first, then the dates. */
+/** The invoices report's body rules in sendInvoicesReport's order (openapi.yaml): recipients first, then the dates. */
 function invoicesReportInput(body: Record<string, unknown>): InvoicesReportInput {
   const recipients = normalizeRecipients(body.recipients, INVOICES_REQUIRED);
   const { start, end } = validateDateRange(body.start_date, body.end_date, INVOICES_REQUIRED);
@@ -32,11 +32,11 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
   // Any validator error about `recipients` (not an array, an item not a string) carries the limit.
   registerFieldDetails('sendInvoicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
 
-  // The spec's order (recipients, then dates) also when the schema validator rejects the body.
+  // That order (recipients, then dates) also when the schema validator rejects the body.
   registerBodyRules('sendInvoicesReport', invoicesReportInput);
 
   operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
-    // The schema has already checked presence and types; these are the spec's own rules, run
+    // The schema has already checked presence and types; these are the operation's own rules, run
     // before any sandbox test scenario.
     validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
     handle: async ({ auth }, input) => {

@@ -40,7 +40,7 @@ export function pageParams(query: { limit?: unknown; offset?: unknown }): { limi
 }
 
 /**
- * Any plain positive integer a client can hold exactly: the spec's service paths accept a numeric
+ * Any plain positive integer a client can hold exactly: openapi.yaml's service paths accept a numeric
  * service number. Numbers above what the database stores (MAX_INT4) name no service: a live key
  * gets 404 for them (findService), a sandbox key's detail echoes them.
  */

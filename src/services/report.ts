@@ -38,7 +38,7 @@ interface Input {
   status: ServiceStatusFilter | null;
 }
 
-/** The services report's body rules: recipients (the spec's rules); the status the schema has checked. */
+/** The services report's body rules: recipients (as sendServicesReport in openapi.yaml); the status the schema has checked. */
 function servicesReportInput(body: Record<string, unknown>): Input {
   return {
     recipients: normalizeRecipients(body.recipients, ['recipients']),
@@ -51,7 +51,7 @@ export function registerServicesReport(router: Router, deps: AppDeps): void {
   if (!info || isMounted(router, info.expressPath)) return;
   // Any validator error about `recipients` carries the limit, as for the invoices report.
   registerFieldDetails('sendServicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
-  // Recipients first (the spec's order), also when the schema rejects the body (a bad status, say).
+  // Recipients first (the order sendServicesReport documents), also when the schema rejects the body (a bad status, say).
   registerBodyRules('sendServicesReport', servicesReportInput);
 
   operation<'sendServicesReport', Input>(router, deps.contract, 'sendServicesReport', {

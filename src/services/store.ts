@@ -216,7 +216,7 @@ function openRequestConflict(service: ServiceWithPlan, requestId: number, type: 
       'it must be approved or denied before another change',
     status,
   );
-  // current_status names what blocks the change: the open request's status (operating contract).
+  // current_status names what blocks the change: the open request's status (openapi.yaml, ConflictError).
   Object.assign(err.details!, { pending_request_id: formatRequestId(requestId), service_status: service.status });
   return err;
 }

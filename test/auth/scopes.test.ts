@@ -6,7 +6,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
 
 /**
- * The spec's endpoint table: the scope each operation requires besides admin:full
+ * The scope each operation requires besides admin:full (openapi.yaml, "Authentication" scope table)
  * (`null`: any valid key). openapi.yaml must say the same, and the gate must enforce it.
  */
 const REQUIRED: Record<string, Scope | null> = {

@@ -148,7 +148,7 @@ const notDate = fc.oneof(
   nonString,
 );
 
-/** Recipients: valid lists, and every way the spec's rules refuse one. */
+/** Recipients: valid lists, and every way the recipients rules (openapi.yaml) refuse one. */
 const recipients: FieldSpec = {
   name: 'recipients',
   required: true,

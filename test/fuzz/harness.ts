@@ -204,7 +204,7 @@ export const isServerErrorScenario = (sent: Sent): boolean =>
   sent.kind === 'sandbox' && sent.scenario !== undefined && sent.scenario.trim().toLowerCase() === 'server_error';
 
 /**
- * The properties of every answer under /api: JSON with the envelope, an error code of the spec's
+ * The properties of every answer under /api: JSON with the envelope, an error code of openapi.yaml's
  * list with the status that code has, a string message, no stack trace, a request id, and never a
  * 5xx (except the sandbox `server_error` scenario, which must then be exactly that).
  */

@@ -3,7 +3,7 @@
  * well inside the test runner's per-file timeout and the two run side by side). For every request:
  *
  * - never a 5xx (but the sandbox `server_error` scenario), always the JSON envelope with a code of
- *   the spec's list, never a stack trace (assertApiAnswer);
+ *   openapi.yaml's list, never a stack trace (assertApiAnswer);
  * - business tables byte-for-byte unchanged (api_keys.last_used_at aside);
  * - a request with a breaker is a 4xx; a clean sandbox request is a 2xx.
  *

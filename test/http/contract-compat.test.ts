@@ -66,7 +66,11 @@ describe('contract:check', () => {
           responses: { '200': { description: 'New.' } },
         },
       };
-      doc.components.schemas.CreateServiceError400.properties.error.properties.code.enum.push('idempotency_conflict');
+      doc.components.schemas.ListServicesError400.properties.error.properties.code.enum.push('idempotency_conflict');
+      doc.components.schemas.CreateServiceError400.properties.error.oneOf.push({
+        type: 'object', description: 'New.', required: ['code', 'message'],
+        properties: { code: { type: 'string', const: 'idempotency_conflict' }, message: { type: 'string' } },
+      });
     });
     const result = check(additive, released);
     assert.deepEqual(result.breaking, []);

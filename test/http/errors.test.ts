@@ -1,5 +1,5 @@
-// The HTTP spine: malformed input, validator errors mapped to the spec's codes, unknown paths,
-// request ids, and that no stack trace ever leaves. Each case is a row of the spec's tables.
+// The HTTP spine: malformed input, validator errors mapped to the contract's error codes, unknown paths,
+// request ids, and that no stack trace ever leaves. Each case is a rule of openapi.yaml's "Errors".
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';

@@ -1,5 +1,5 @@
 /**
- * POST /api/v1/reports/invoices: every row of the spec's "Invoices report errors" table and every
+ * POST /api/v1/reports/invoices: every error sendInvoicesReport documents in openapi.yaml and every
  * sandbox rule, with response validation on (a reply off the contract would be a 500).
  */
 import assert from 'node:assert/strict';
@@ -152,7 +152,7 @@ for (const kind of ['live', 'sandbox'] as const) {
       else assert.equal(res.status, 200);
     });
 
-    // The spec's order: recipients (missing, invalid, too many) before the dates (missing, invalid),
+    // The documented order: recipients (missing, invalid, too many) before the dates (missing, invalid),
     // whichever of them the schema validator happens to see first.
     const eleven = Array.from({ length: 11 }, (_, i) => `user${i}@broker.example`);
     for (const [label, body, code, field] of [

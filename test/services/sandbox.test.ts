@@ -1,5 +1,5 @@
 /**
- * Sandbox keys on the service and request operations: every rule of the spec's "Sandbox behaviour
+ * Sandbox keys on the service and request operations: every rule of openapi.yaml's "Sandbox (test mode)
  * of the other operations" and "Test scenarios", with response validation on.
  */
 import assert from 'node:assert/strict';
