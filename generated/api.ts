@@ -415,6 +415,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{report_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A report run and each recipient's delivery
+         * @description Returns a report run of the key's broker, by the `report_id` a report answer carried:
+         *     its type and range, its status, when it was created and finished, its counts, and each
+         *     recipient's status, attempts, last error and sent time. Call it to learn the outcome of
+         *     recipients that were `pending` when the report answered.
+         *
+         *     Run status: `queued` (recorded, waiting for a worker), `building` (the workbook is being
+         *     written), `sending` (e-mails under way), `completed` (every recipient `sent` or `failed`),
+         *     `failed` (the workbook could not be built, or the report could not be queued: nothing was
+         *     sent). Recipient status: `pending` (waiting for its first or next attempt), `sending` (an
+         *     attempt is under way), `sent`, `failed`.
+         *
+         *     A `report_id` that is not one of the broker's runs (another broker's, or not an id at
+         *     all): `404 not_found`. Sandbox: any `report_id` answers a simulated completed invoices
+         *     run with one recipient, `mode: "test"` and `simulated: true`; nothing is read.
+         *
+         *     Worked example:
+         *
+         *     ```
+         *     GET /api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         *     Authorization: Bearer sk_live_...
+         *
+         *     200 {"success":true,"data":{"report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices",
+         *          "status":"completed","date_range":{"start":"2025-01-01","end":"2025-01-31"},"status_filter":null,
+         *          "recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
+         *          "created_at":"2025-03-02T12:00:00.000Z","finished_at":"2025-03-02T12:00:02.250Z","error":null,
+         *          "recipients":[{"email":"finance@broker.example","status":"sent","attempts":1,"last_error":null,
+         *          "sent_at":"2025-03-02T12:00:02.200Z"}]}}
+         *     ```
+         */
+        get: operations["getReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/services": {
         parameters: {
             query?: never;
@@ -443,9 +490,9 @@ export interface paths {
          *
          *     {"recipients":["finance@broker.example","ops@broker.example"]}
          *
-         *     200 {"success":true,"data":{"report_type":"services","total_services":42,
+         *     200 {"success":true,"data":{"report_id":"0f6f3f0e-7f2a-4a53-8c49-58b1a2f0d7c4","report_type":"services","total_services":42,
          *          "services_by_status":{"pending":2,"active":35,"suspended":1,"cancelled":4},"status_filter":null,
-         *          "recipients_sent":2,"recipients_failed":0,"generated_at":"2025-03-02T12:00:00.000Z"}}
+         *          "recipients_sent":2,"recipients_failed":0,"recipients_pending":0,"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
          */
         post: operations["sendServicesReport"];
@@ -498,8 +545,8 @@ export interface paths {
          *
          *     {"recipients":["finance@broker.example"],"start_date":"2025-01-01","end_date":"2025-01-31"}
          *
-         *     200 {"success":true,"data":{"report_type":"invoices","total_invoices":27,"paid_invoices":21,
-         *          "unpaid_invoices":6,"recipients_sent":1,"recipients_failed":0,
+         *     200 {"success":true,"data":{"report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices","total_invoices":27,"paid_invoices":21,
+         *          "unpaid_invoices":6,"recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
          *          "date_range":{"start":"2025-01-01","end":"2025-01-31"},"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
          */
@@ -938,17 +985,21 @@ export interface components {
             end: string;
         };
         /**
-         * @description Outcome of an invoices report. Live answers have exactly the fields `report_type`,
-         *     `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
-         *     `recipients_failed`, `date_range`, `generated_at`; sandbox answers add `mode`,
-         *     `simulated` and `recipient_count` (fixed totals 12 / 9 / 3).
+         * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
+         *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
+         *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
+         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, a simulated
+         *     `report_id`, every count 0). The counts are read from the run's records when the answer is
+         *     made (see *Delivery and what the counts mean* under the *Reports* tag).
          * @example {
+         *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
          *       "report_type": "invoices",
          *       "total_invoices": 27,
          *       "paid_invoices": 21,
          *       "unpaid_invoices": 6,
          *       "recipients_sent": 2,
          *       "recipients_failed": 0,
+         *       "recipients_pending": 0,
          *       "date_range": {
          *         "start": "2025-01-01",
          *         "end": "2025-01-31"
@@ -957,6 +1008,7 @@ export interface components {
          *     }
          */
         InvoicesReport: {
+            report_id: components["schemas"]["ReportIdValue"];
             /**
              * @description Always `invoices`.
              * @example invoices
@@ -979,15 +1031,20 @@ export interface components {
              */
             unpaid_invoices: number;
             /**
-             * @description Recipients to whom the e-mail was sent.
+             * @description Recipients whose e-mail the mail server accepted, as recorded when the answer was made.
              * @example 2
              */
             recipients_sent: number;
             /**
-             * @description Recipients to whom sending failed.
+             * @description Recipients whose sending failed for good (refused, or every attempt failed), as recorded when the answer was made.
              * @example 0
              */
             recipients_failed: number;
+            /**
+             * @description Recipients still under way when the answer was made (not yet known, not a failure); `GET /api/v1/reports/{report_id}` tells their outcome.
+             * @example 0
+             */
+            recipients_pending: number;
             date_range: components["schemas"]["DateRange"];
             generated_at: components["schemas"]["Timestamp"];
             mode?: components["schemas"]["SandboxMode"];
@@ -1026,8 +1083,9 @@ export interface components {
             cancelled: number;
         };
         /**
-         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status).
+         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, a simulated `report_id`, every count 0). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* under the *Reports* tag).
          * @example {
+         *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
          *       "report_type": "services",
          *       "total_services": 42,
          *       "services_by_status": {
@@ -1039,10 +1097,12 @@ export interface components {
          *       "status_filter": null,
          *       "recipients_sent": 2,
          *       "recipients_failed": 0,
+         *       "recipients_pending": 0,
          *       "generated_at": "2025-03-02T12:00:00.000Z"
          *     }
          */
         ServicesReport: {
+            report_id: components["schemas"]["ReportIdValue"];
             /**
              * @description Always `services`.
              * @example services
@@ -1062,19 +1122,109 @@ export interface components {
              */
             status_filter: "pending" | "active" | "suspended" | "cancelled" | null;
             /**
-             * @description Recipients to whom the e-mail was sent.
+             * @description Recipients whose e-mail the mail server accepted, as recorded when the answer was made.
              * @example 2
              */
             recipients_sent: number;
             /**
-             * @description Recipients to whom sending failed.
+             * @description Recipients whose sending failed for good (refused, or every attempt failed), as recorded when the answer was made.
              * @example 0
              */
             recipients_failed: number;
+            /**
+             * @description Recipients still under way when the answer was made (not yet known, not a failure); `GET /api/v1/reports/{report_id}` tells their outcome.
+             * @example 0
+             */
+            recipients_pending: number;
             generated_at: components["schemas"]["Timestamp"];
             mode?: components["schemas"]["SandboxMode"];
             simulated?: components["schemas"]["SandboxSimulated"];
             recipient_count?: components["schemas"]["RecipientCount"];
+        };
+        /**
+         * @description The id of a report run (a UUID; simulated in sandbox answers). `GET /api/v1/reports/{report_id}` returns the run.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportIdValue: string;
+        /** @description One recipient of a report run and the delivery of its e-mail. */
+        ReportRunRecipient: {
+            /**
+             * @description The normalized address.
+             * @example finance@broker.example
+             */
+            email: string;
+            /**
+             * @description `pending` (waiting for its first or next attempt), `sending` (an attempt is under way), `sent` (the mail server accepted it), `failed` (refused, or every attempt failed).
+             * @example sent
+             * @enum {string}
+             */
+            status: "pending" | "sending" | "sent" | "failed";
+            /**
+             * @description SMTP attempts made so far.
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * @description The last attempt's error (the mail server's reply or the connection problem), or `null`.
+             * @example null
+             */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When the mail server accepted the e-mail, or `null`.
+             * @example 2025-03-02T12:00:02.200Z
+             */
+            sent_at: string | null;
+        };
+        /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
+        ReportRun: {
+            report_id: components["schemas"]["ReportIdValue"];
+            /**
+             * @description Which report.
+             * @example invoices
+             * @enum {string}
+             */
+            report_type: "invoices" | "services";
+            /**
+             * @description `queued`, `building`, `sending` (under way), `completed` (every recipient `sent` or `failed`), `failed` (the workbook could not be built or the report could not be queued; nothing was sent).
+             * @example completed
+             * @enum {string}
+             */
+            status: "queued" | "building" | "sending" | "completed" | "failed";
+            /** @description The invoices report's range; `null` for a services report. */
+            date_range: components["schemas"]["DateRange"] | null;
+            /**
+             * @description The services report's `status` filter; `null` for all services and for an invoices report.
+             * @example null
+             * @enum {string|null}
+             */
+            status_filter: "pending" | "active" | "suspended" | "cancelled" | null;
+            /**
+             * @description Recipients whose e-mail the mail server accepted.
+             * @example 1
+             */
+            recipients_sent: number;
+            /**
+             * @description Recipients whose sending failed for good.
+             * @example 0
+             */
+            recipients_failed: number;
+            /**
+             * @description Recipients still under way.
+             * @example 0
+             */
+            recipients_pending: number;
+            created_at: components["schemas"]["Timestamp"];
+            finished_at: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Why a `failed` run failed, or `null`.
+             * @example null
+             */
+            error: string | null;
+            /** @description Every recipient, in the order of the request. */
+            recipients: components["schemas"]["ReportRunRecipient"][];
+            mode?: components["schemas"]["SandboxMode"];
+            simulated?: components["schemas"]["SandboxSimulated"];
         };
         /**
          * @description A new service.
@@ -1290,6 +1440,11 @@ export interface components {
         ServicesReportEnvelope: {
             success: components["schemas"]["SuccessFlag"];
             data: components["schemas"]["ServicesReport"];
+        };
+        /** @description Success envelope of getReport. */
+        ReportRunEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["ReportRun"];
         };
         /** @description Success envelope of sendInvoicesReport. */
         InvoicesReportEnvelope: {
@@ -1797,6 +1952,35 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 400 error body of `getReport`.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "invalid_parameter",
+         *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
+         *         "details": {
+         *           "scenario": "validation_error"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        GetReportError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /**
          * @description HTTP 400 error body of `updateServicePassword`.
          * @example {
          *       "success": false,
@@ -2204,6 +2388,21 @@ export interface components {
                 "application/json": components["schemas"]["NotFoundError"];
             };
         };
+        /** @description `not_found`: no report run of the key's broker has this `report_id`. Do not retry unchanged. */
+        ReportNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
         /**
          * @description `conflict`: the action does not fit the service's current state - it is already
          *     `cancelled`, or another change request for it is still open. `details.current_status`
@@ -2346,6 +2545,21 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GetServiceError400"];
+            };
+        };
+        /** @description Invalid request to `getReport`: only the sandbox test scenario `validation_error` answers it. Do not retry unchanged. */
+        GetReportBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GetReportError400"];
             };
         };
         /** @description Invalid request to `updateServicePassword`. The body is not a JSON object, `password` is `null` or breaks its length rule, or the service number is invalid. Do not retry unchanged. */
@@ -2504,6 +2718,11 @@ export interface components {
          * @example REQ-000044
          */
         RequestIdPath: string;
+        /**
+         * @description The `report_id` of a report answer (a UUID). Anything that names none of the key's broker's report runs is `404 not_found`.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportId: string;
     };
     requestBodies: never;
     headers: {
@@ -3200,6 +3419,59 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["RequestNotFound"];
             409: components["responses"]["RequestConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getReport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
+                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
+                 *     with `request_status: "provider_review"` on createService, upgradeService,
+                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
+                 *     Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path: {
+                /**
+                 * @description The `report_id` of a report answer (a UUID). Anything that names none of the key's broker's report runs is `404 not_found`.
+                 * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+                 */
+                report_id: components["parameters"]["ReportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportRunEnvelope"];
+                };
+            };
+            400: components["responses"]["GetReportBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ReportNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };

@@ -17,8 +17,16 @@ export interface Config {
   credentialsKey: string | undefined;
   /** How long a report request waits for its e-mail outcomes before answering. */
   reportWaitMs: number;
-  /** Attempts per recipient for a transient SMTP failure, inside the wait budget. */
+  /** Attempts per recipient for a transient SMTP failure. */
   mailAttempts: number;
+  /** First delay before a transient SMTP failure is tried again; it doubles per attempt (capped at 10 minutes). */
+  mailRetryDelayMs: number;
+  /** SMTP bounds (RFC 5321 section 4.5.3.2): TCP connect, the server's greeting, and any silence within the conversation. */
+  smtpConnectionTimeoutMs: number;
+  smtpGreetingTimeoutMs: number;
+  smtpSocketTimeoutMs: number;
+  /** How often a worker looks for report runs and recipients that have no live job (and on start). */
+  reportReconcileMs: number;
   /** Bound on a server query (DB_STATEMENT_TIMEOUT_MS): PostgreSQL statement_timeout, or the client-side query timeout on the embedded database's socket. A hung database is an error, not a hang. */
   dbStatementTimeoutMs: number;
   /** How long a service list page or count may be reused (SERVICES_CACHE_MS; 0: never). */
@@ -69,6 +77,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     credentialsKey: optional(env.CREDENTIALS_KEY),
     reportWaitMs: integer('REPORT_WAIT_MS', env.REPORT_WAIT_MS, 20_000, 100, 120_000),
     mailAttempts: integer('MAIL_ATTEMPTS', env.MAIL_ATTEMPTS, 3, 1, 10),
+    mailRetryDelayMs: integer('MAIL_RETRY_DELAY_MS', env.MAIL_RETRY_DELAY_MS, 30_000, 10, 3_600_000),
+    smtpConnectionTimeoutMs: integer('SMTP_CONNECTION_TIMEOUT_MS', env.SMTP_CONNECTION_TIMEOUT_MS, 120_000, 100, 3_600_000),
+    smtpGreetingTimeoutMs: integer('SMTP_GREETING_TIMEOUT_MS', env.SMTP_GREETING_TIMEOUT_MS, 300_000, 100, 3_600_000),
+    smtpSocketTimeoutMs: integer('SMTP_SOCKET_TIMEOUT_MS', env.SMTP_SOCKET_TIMEOUT_MS, 600_000, 100, 3_600_000),
+    reportReconcileMs: integer('REPORT_RECONCILE_MS', env.REPORT_RECONCILE_MS, 30_000, 100, 3_600_000),
     dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', env.DB_STATEMENT_TIMEOUT_MS, 30_000, 100, 600_000),
     servicesCacheMs: integer('SERVICES_CACHE_MS', env.SERVICES_CACHE_MS, 2000, 0, 60_000),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',

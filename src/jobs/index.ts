@@ -3,31 +3,38 @@
  * single e-mails (the password notice). API processes enqueue and wait (mode `producer`); worker
  * processes run the jobs (mode `worker`); `npm start` and the tests do both in one process.
  *
- * Report pipeline (queue `reports`, queue `mail`, all on one Redis, BullMQ prefix `capi`):
+ * The database is the record of every report run and recipient; Redis is only the work queue.
  *
- *   request ── count rows (400 no_data when none) ── ReportRun + ReportRecipient rows (pending)
- *      └─ reports:build ── streams the .xlsx to $DATA_DIR/tmp/<run>.xlsx ── adds a flow:
- *            reports:finalize (parent) ◄── mail:send × recipients (children, attach the file by path)
- *         finalize runs when every send has finished (failed sends are ignored dependencies),
- *         records the run's counts and removes the file.
+ *   request ── count rows (400 no_data when none) ── ReportRun (queued) + ReportRecipient rows (pending)
+ *      └─ reports:build ── run → building ── streams the .xlsx to $DATA_DIR/tmp/<run>.xlsx ── run → sending
+ *            └─ mail:send × recipients: claim (pending → sending) ── SMTP ── record sent / failed
+ *                 └─ the last recipient's outcome completes the run (counts, file removed)
  *
- * The request waits on build, then on finalize, with what is left of `config.reportWaitMs`; when
- * the wait ends first, the outcomes known so far come from the database and the rest count as
- * failed in the answer, while the run record later gets the real outcome.
+ * - A send is claimed in the database before the SMTP conversation and recorded after it; a record
+ *   that fails is retried (through a database outage), never the send. Every copy of a recipient's
+ *   e-mail carries the same Message-ID, so the one case that can send twice (a worker that dies
+ *   between the server's acceptance and the record) is recognisable.
+ * - The reconciler (each worker, on start and every REPORT_RECONCILE_MS) finds runs and recipients
+ *   that have no live job (Redis lost them, a worker died, a completion failed) and resumes or
+ *   finishes them, so no run or recipient stays under way, whatever Redis lost.
+ * - The request waits (REPORT_WAIT_MS) by reading the records, and counts only final outcomes as
+ *   sent or failed; a recipient still under way is pending.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { FlowProducer, Job, Queue, QueueEvents, UnrecoverableError, Worker, type JobsOptions } from 'bullmq';
+import { Job, Queue, Worker, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisEndpoint } from '../redis.ts';
 import { reportBuilders } from '../reports/index.ts';
-import { XLSX_MEDIA_TYPE, type ReportSnapshot } from '../reports/builder.ts';
+import { XLSX_MEDIA_TYPE } from '../reports/builder.ts';
 import { createMailer, describeMailError, isTransientMailError, type Mailer } from './mailer.ts';
 import { recordMailFailed, recordMailSent } from '../ops/metrics.ts';
 import { collectGarbage } from '../gc.ts';
 import {
+  ReportGenerationError,
   ReportNoDataError,
   type CreateJobsOptions,
   type Jobs,
@@ -35,6 +42,7 @@ import {
   type ReportResult,
   type ReportSpec,
   type ReportTotals,
+  type ServiceStatusFilter,
 } from './types.ts';
 
 export * from './types.ts';
@@ -46,38 +54,16 @@ export const DEFAULT_PREFIX = 'capi';
 
 interface BuildJobData {
   runId: string;
-  spec: ReportSpec;
-  snapshot: ReportSnapshot;
-  generatedAt: string;
-  recipients: Array<{ id: number; email: string }>;
-}
-
-interface BuildJobResult {
-  totals: ReportTotals;
-  rows: number;
-  finalizeJobId: string;
-}
-
-interface FinalizeJobData {
-  runId: string;
-  file: string;
-}
-
-interface FinalizeJobResult {
-  sent: number;
-  failed: number;
 }
 
 interface SendJobData {
-  message: MailMessage;
-  /** Set for a report e-mail: the ReportRecipient row that records the outcome. */
+  /** A notice e-mail (no record); report e-mails carry `recipientId` instead and are built from the records. */
+  message?: MailMessage;
   recipientId?: number;
-  runId?: string;
 }
 
-const buildJobId = (runId: string) => `build-${runId}`;
-const finalizeJobId = (runId: string) => `finalize-${runId}`;
-const sendJobId = (runId: string, recipientId: number) => `send-${runId}-${recipientId}`;
+const buildJobId = (runId: string) => `build.${runId}`;
+const sendJobId = (recipientId: number) => `send.${recipientId}`;
 
 /** Finished jobs are kept a while for operators (`bull` UIs), then dropped; the database keeps the record. */
 const KEEP: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> = {
@@ -85,21 +71,46 @@ const KEEP: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> = {
   removeOnFail: { age: 24 * 3600, count: 5000 },
 };
 
-/** Temp workbooks older than this are swept at worker start (a run whose finalize never came). */
+/** A job still to run or running: the reconciler leaves its run or recipient alone. */
+const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Queue-level tries of a report e-mail job. The recipient's own attempts (MAIL_ATTEMPTS) are
+ * counted in its record; these also cover a database that is away when the job runs.
+ */
+const REPORT_SEND_JOB_ATTEMPTS = 25;
+const BUILD_JOB_ATTEMPTS = 5;
+const MAX_RETRY_DELAY_MS = 10 * 60_000;
+
+/** Temp workbooks older than this are swept at worker start (a run that never finished). */
 const STALE_TMP_MS = 24 * 3600 * 1000;
 
 export function tmpDirOf(config: Config): string {
   return path.join(config.dataDir, 'tmp');
 }
 
-function mailJobOptions(config: Config): JobsOptions {
-  return {
-    attempts: config.mailAttempts,
-    // Short, so the retries of a transient failure fit inside the report's wait budget.
-    backoff: { type: 'exponential', delay: Math.max(50, Math.min(1000, Math.floor(config.reportWaitMs / 40))) },
-    ...KEEP,
-  };
+/** Where a run's workbook is kept while its e-mails go out. */
+function workbookOf(config: Config, runId: string): string {
+  return path.join(tmpDirOf(config), `${runId}.xlsx`);
 }
+
+/** The Message-ID of every copy of one report e-mail, on the domain of MAIL_FROM. */
+export function reportMessageId(config: Config, runId: string, recipientId: number): string {
+  const address = /<([^>]+)>/.exec(config.mailFrom)?.[1] ?? config.mailFrom;
+  const domain = address.includes('@') ? address.slice(address.lastIndexOf('@') + 1).trim() : 'localhost';
+  return `<report.${runId}.${recipientId}@${domain || 'localhost'}>`;
+}
+
+/** How long the reconciler lets a run or recipient sit unchanged, or a claim go unrenewed, before it acts. */
+export function staleAfterMs(config: Config): number {
+  return Math.max(1000, 2 * config.reportReconcileMs);
+}
+
+function retryDelay(config: Config, attemptsMade: number): number {
+  return Math.min(MAX_RETRY_DELAY_MS, config.mailRetryDelayMs * 2 ** Math.max(0, attemptsMade - 1));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createJobs(options: CreateJobsOptions): Jobs {
   const { redisEndpoint, prisma, config, logger, mode } = options;
@@ -110,8 +121,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
   const isProducer = mode === 'producer' || mode === 'both';
   const isWorker = mode === 'worker' || mode === 'both';
 
-  // Producer side: a fail-fast connection (a Redis outage answers 500 at once) shared by both
-  // queues, and a blocking one for the completion events the requests wait on.
+  // A fail-fast connection (a Redis outage answers at once instead of hanging a request) shared by both queues.
   const producerRedis = new Redis({
     ...redisEndpoint.options,
     maxRetriesPerRequest: 1,
@@ -124,120 +134,292 @@ export function createJobs(options: CreateJobsOptions): Jobs {
   // skipVersionCheck: BullMQ keeps a timed-out start-up INFO as a permanent failure of the queue, so a
   // busy start would fail every later report; the workers still check the Redis version.
   const reportsQueue = new Queue(REPORTS_QUEUE, { connection: producerRedis, prefix, defaultJobOptions: KEEP, skipVersionCheck: true });
-  const mailQueue = new Queue(MAIL_QUEUE, { connection: producerRedis, prefix, defaultJobOptions: mailJobOptions(config), skipVersionCheck: true });
+  const mailQueue = new Queue(MAIL_QUEUE, { connection: producerRedis, prefix, defaultJobOptions: KEEP, skipVersionCheck: true });
   for (const q of [reportsQueue, mailQueue]) q.on('error', (err) => log.debug({ err }, 'queue error'));
-  let reportEvents: QueueEvents | undefined;
-  let eventsReady: Promise<void> | undefined;
-  const events = async (): Promise<QueueEvents> => {
-    if (!reportEvents) {
-      reportEvents = new QueueEvents(REPORTS_QUEUE, { connection: workerOptions(redisEndpoint, isClosing), prefix });
-      reportEvents.on('error', (err) => log.debug({ err }, 'queue events error'));
-      eventsReady = reportEvents.waitUntilReady().then(() => undefined);
-    }
-    await eventsReady;
-    return reportEvents;
-  };
-  if (isProducer) void events().catch((err: unknown) => log.warn({ err }, 'report events not ready yet'));
 
   // Worker side, made on startWorkers().
   let workers: Worker[] = [];
-  let flowProducer: FlowProducer | undefined;
   let mailer: Mailer | undefined;
   let started: Promise<void> | undefined;
+  let reconcileTimer: NodeJS.Timeout | undefined;
+  let reconciling: Promise<void> | undefined;
 
-  async function recordRunFailure(runId: string, error: string): Promise<void> {
-    await prisma.reportRun
-      .update({ where: { id: runId }, data: { status: 'failed', error: error.slice(0, 1000), completedAt: new Date() } })
-      .catch((err: unknown) => log.error({ err, runId }, 'could not record a failed report run'));
+  /**
+   * Adds a job under its fixed id. BullMQ ignores an add whose id it still holds, so a finished or
+   * failed job of that id is removed first; a live one is left as it is.
+   */
+  async function enqueue(queue: Queue, name: string, jobId: string, data: object, opts: JobsOptions): Promise<void> {
+    const state = await queue.getJobState(jobId);
+    if (LIVE_STATES.has(state)) return;
+    if (state !== 'unknown') await queue.remove(jobId).catch(() => undefined);
+    await queue.add(name, data, { ...opts, jobId });
   }
 
-  async function processBuild(job: Job<BuildJobData>): Promise<BuildJobResult> {
-    const { runId, spec, snapshot, recipients } = job.data;
-    const builder = reportBuilders[spec.type];
-    const dir = tmpDirOf(config);
-    const file = path.join(dir, `${runId}.xlsx`);
-    const started = Date.now();
-    try {
-      await mkdir(dir, { recursive: true });
-      const written = await builder.write(prisma, spec, snapshot, file, new Date(job.data.generatedAt));
-      // The build's garbage goes before the e-mails make theirs (src/gc.ts).
-      collectGarbage();
-      await prisma.reportRun.update({ where: { id: runId }, data: { totals: written.totals as object } });
-      const filename = builder.attachmentName(spec);
-      const message = {
-        subject: builder.subject(spec),
-        text: builder.text(spec, written.totals, job.data.generatedAt),
-        attachments: [{ filename, path: file, contentType: XLSX_MEDIA_TYPE }],
-      };
-      await flowProducer!.add({
-        name: 'finalize',
-        queueName: REPORTS_QUEUE,
-        data: { runId, file } satisfies FinalizeJobData,
-        opts: { jobId: finalizeJobId(runId), ...KEEP },
-        children: recipients.map((r) => ({
-          name: 'send',
-          queueName: MAIL_QUEUE,
-          data: { message: { ...message, to: r.email }, recipientId: r.id, runId } satisfies SendJobData,
-          opts: { jobId: sendJobId(runId, r.id), ...mailJobOptions(config), ignoreDependencyOnFailure: true },
-        })),
-      });
-      log.info({ runId, type: spec.type, rows: written.rows, ms: Date.now() - started }, 'report workbook built');
-      return { totals: written.totals, rows: written.rows, finalizeJobId: finalizeJobId(runId) };
-    } catch (err) {
-      log.error({ err, runId }, 'report build failed');
-      await rm(file, { force: true }).catch(() => undefined);
-      await recordRunFailure(runId, `report could not be generated: ${err instanceof Error ? err.message : String(err)}`);
-      throw new UnrecoverableError(err instanceof Error ? err.message : String(err));
+  const enqueueBuild = (runId: string) =>
+    enqueue(reportsQueue, 'build', buildJobId(runId), { runId } satisfies BuildJobData, {
+      attempts: BUILD_JOB_ATTEMPTS,
+      backoff: { type: 'retry' },
+    });
+
+  const enqueueSend = (recipientId: number) =>
+    enqueue(mailQueue, 'send', sendJobId(recipientId), { recipientId } satisfies SendJobData, {
+      attempts: REPORT_SEND_JOB_ATTEMPTS,
+      backoff: { type: 'retry' },
+    });
+
+  /**
+   * Writes an outcome that must not be lost: tried until it is recorded, with back-off, through a
+   * database outage. While the process shuts down it keeps trying until the worker's close bound cuts it.
+   */
+  async function record(what: string, write: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        if (attempt === 1 || attempt % 20 === 0) log.warn({ err, what, attempt }, 'recording failed; trying again');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt - 1, 6)));
+      }
     }
   }
 
-  async function processFinalize(job: Job<FinalizeJobData>): Promise<FinalizeJobResult> {
-    const { runId, file } = job.data;
-    await rm(file, { force: true });
-    // A send that never recorded an outcome (e.g. removed by an operator) is a failure.
-    await prisma.reportRecipient.updateMany({
-      where: { reportRunId: runId, status: 'pending' },
-      data: { status: 'failed', error: 'no delivery outcome was recorded' },
-    });
-    const rows = await prisma.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } });
-    const sent = rows.find((r) => r.status === 'sent')?._count._all ?? 0;
-    const failed = rows.filter((r) => r.status !== 'sent').reduce((n, r) => n + r._count._all, 0);
-    await prisma.reportRun.update({
-      where: { id: runId },
-      data: { status: 'completed', recipientsSent: sent, recipientsFailed: failed, completedAt: new Date() },
-    });
-    log.info({ runId, sent, failed }, 'report run completed');
-    return { sent, failed };
+  function specOf(run: {
+    reportType: 'invoices' | 'services';
+    brokerId: string;
+    apiKeyId: string | null;
+    startDate: Date | null;
+    endDate: Date | null;
+    statusFilter: string | null;
+  }): ReportSpec {
+    return {
+      type: run.reportType,
+      brokerId: run.brokerId,
+      apiKeyId: run.apiKeyId,
+      recipients: [],
+      ...(run.startDate ? { startDate: run.startDate.toISOString().slice(0, 10) } : {}),
+      ...(run.endDate ? { endDate: run.endDate.toISOString().slice(0, 10) } : {}),
+      statusFilter: (run.statusFilter ?? null) as ServiceStatusFilter | null,
+    };
   }
 
-  async function processSend(job: Job<SendJobData>): Promise<{ messageId: string }> {
-    const { message, recipientId } = job.data;
-    const attempt = job.attemptsMade + 1;
+  async function processBuild(job: Job<BuildJobData>): Promise<{ rows: number } | { skipped: string }> {
+    const { runId } = job.data;
+    // Only a run that still needs its workbook is built; a repeated job finds it past that and stops.
+    const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
+    if (claimed.count === 0) return { skipped: 'run is not waiting for a build' };
+    const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
+    const spec = specOf(run);
+    const builder = reportBuilders[spec.type];
+    const file = workbookOf(config, runId);
+    const partial = `${file}.${randomUUID().slice(0, 8)}.partial`;
+    const started = Date.now();
+    let written;
+    try {
+      await mkdir(path.dirname(file), { recursive: true });
+      written = await builder.write(prisma, spec, { maxId: run.snapshotMaxId }, partial, run.generatedAt);
+      await rename(partial, file);
+    } catch (err) {
+      await rm(partial, { force: true }).catch(() => undefined);
+      const reason = err instanceof Error ? err.message : String(err);
+      log.error({ err, runId, attempt: job.attemptsMade + 1 }, 'report build failed');
+      if (job.attemptsMade + 1 >= BUILD_JOB_ATTEMPTS) await failRun(runId, `report could not be generated: ${reason}`);
+      throw err;
+    }
+    // The build's garbage goes before the e-mails make theirs (src/gc.ts).
+    collectGarbage();
+    await record('workbook built', () =>
+      prisma.reportRun.updateMany({ where: { id: runId, status: 'building' }, data: { status: 'sending', totals: written.totals as object } }),
+    );
+    const pending = await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } });
+    for (const r of pending) await enqueueSend(r.id);
+    log.info({ runId, type: spec.type, rows: written.rows, ms: Date.now() - started }, 'report workbook built');
+    return { rows: written.rows };
+  }
+
+  /** A run whose workbook cannot be built: it and every recipient still open end failed; nothing was sent. */
+  async function failRun(runId: string, error: string): Promise<void> {
+    const message = error.slice(0, 1000);
+    await record('run failed', () =>
+      prisma.$transaction([
+        prisma.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error: message } }),
+        prisma.reportRun.updateMany({
+          where: { id: runId, status: { in: ['queued', 'building'] } },
+          data: { status: 'failed', error: message, completedAt: new Date() },
+        }),
+      ]),
+    );
+    await recount(runId);
+  }
+
+  /** The run's counts from its recipients' records; completes a `sending` run once none is open. */
+  async function recount(runId: string): Promise<void> {
+    const rows = await prisma.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } });
+    const count = (status: string) => rows.find((r) => r.status === status)?._count._all ?? 0;
+    const open = count('pending') + count('sending');
+    const counts = { recipientsSent: count('sent'), recipientsFailed: count('failed') };
+    if (open > 0) {
+      await prisma.reportRun.update({ where: { id: runId }, data: counts });
+      return;
+    }
+    const done = await prisma.reportRun.updateMany({
+      where: { id: runId, status: 'sending' },
+      data: { ...counts, status: 'completed', completedAt: new Date() },
+    });
+    if (done.count > 0) {
+      await rm(workbookOf(config, runId), { force: true });
+      log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
+    } else {
+      await prisma.reportRun.update({ where: { id: runId }, data: counts });
+    }
+  }
+
+  async function processSend(job: Job<SendJobData>): Promise<unknown> {
+    if (job.data.recipientId !== undefined) return processReportSend(job, job.data.recipientId);
+    const message = job.data.message!;
     try {
       const info = await mailer!.send(message);
-      recordMailSent(recipientId !== undefined ? 'report' : 'notice');
-      if (recipientId !== undefined) {
-        await prisma.reportRecipient.update({
-          where: { id: recipientId },
-          data: { status: 'sent', messageId: info.messageId, attempts: attempt, sentAt: new Date(), error: null },
-        });
-      }
+      recordMailSent('notice');
       return { messageId: info.messageId };
     } catch (err) {
-      const transient = isTransientMailError(err);
-      const final = !transient || attempt >= (job.opts.attempts ?? 1);
-      const error = describeMailError(err);
-      log.warn({ runId: job.data.runId, recipientId, attempt, transient, final, error }, 'e-mail send failed');
-      if (final) recordMailFailed(recipientId !== undefined ? 'report' : 'notice');
-      if (recipientId !== undefined) {
-        await prisma.reportRecipient.update({
-          where: { id: recipientId },
-          data: { status: final ? 'failed' : 'pending', error, attempts: attempt },
-        });
-      }
-      if (!transient) throw new UnrecoverableError(error);
-      throw new Error(error);
+      const final = !isTransientMailError(err) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      log.warn({ attempt: job.attemptsMade + 1, final, error: describeMailError(err) }, 'notice e-mail send failed');
+      if (final) recordMailFailed('notice');
+      throw err;
     }
+  }
+
+  async function processReportSend(job: Job<SendJobData>, recipientId: number): Promise<unknown> {
+    // The claim comes before the SMTP conversation: no claim, no send.
+    const claimed = await prisma.reportRecipient.updateMany({
+      where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending' } } },
+      data: { status: 'sending', claimedAt: new Date(), attempts: { increment: 1 } },
+    });
+    if (claimed.count === 0) return { skipped: 'recipient is not waiting for a send' };
+    const recipient = await prisma.reportRecipient.findUniqueOrThrow({ where: { id: recipientId }, include: { reportRun: true } });
+    const run = recipient.reportRun;
+    const file = workbookOf(config, run.id);
+    if (!existsSync(file)) {
+      // The workbook is gone (another host's disk, a swept tmp dir): build it again, then send.
+      log.warn({ runId: run.id, recipientId }, 'report workbook missing; building it again');
+      await prisma.$transaction([
+        prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
+        prisma.reportRun.updateMany({ where: { id: run.id, status: 'sending' }, data: { status: 'queued' } }),
+      ]);
+      await enqueueBuild(run.id);
+      return { skipped: 'workbook rebuilt' };
+    }
+    const spec = specOf(run);
+    const builder = reportBuilders[spec.type];
+    const message: MailMessage = {
+      to: recipient.email,
+      subject: builder.subject(spec),
+      text: builder.text(spec, run.totals as unknown as ReportTotals, run.generatedAt.toISOString()),
+      attachments: [{ filename: builder.attachmentName(spec), path: file, contentType: XLSX_MEDIA_TYPE }],
+      messageId: reportMessageId(config, run.id, recipientId),
+    };
+    const heartbeat = setInterval(() => {
+      void prisma.reportRecipient
+        .updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } })
+        .catch(() => undefined);
+    }, Math.max(250, Math.floor(staleAfterMs(config) / 4)));
+    let outcome: { sent: true; messageId: string } | { sent: false; error: string; final: boolean };
+    try {
+      const info = await mailer!.send(message);
+      outcome = { sent: true, messageId: info.messageId };
+    } catch (err) {
+      const final = !isTransientMailError(err) || recipient.attempts >= config.mailAttempts;
+      outcome = { sent: false, error: describeMailError(err), final };
+    } finally {
+      clearInterval(heartbeat);
+    }
+
+    if (outcome.sent) {
+      recordMailSent('report');
+      const { messageId } = outcome;
+      await record('e-mail sent', () =>
+        prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null } }),
+      );
+      await record('run counts', () => recount(run.id));
+      return { messageId };
+    }
+    log.warn({ runId: run.id, recipientId, attempt: recipient.attempts, final: outcome.final, error: outcome.error }, 'e-mail send failed');
+    const { error, final } = outcome;
+    await record('e-mail failed', () =>
+      prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: final ? 'failed' : 'pending', error, claimedAt: null } }),
+    );
+    if (final) {
+      recordMailFailed('report');
+      await record('run counts', () => recount(run.id));
+      return { failed: error };
+    }
+    // A transient failure: the queue tries again after the back-off (MAIL_RETRY_DELAY_MS, doubling).
+    throw new Error(error);
+  }
+
+  /**
+   * Resumes what has no live job: runs waiting for a build, recipients waiting for a send, sends
+   * whose worker stopped renewing its claim, and runs whose last outcome is in but that were never
+   * completed. Safe to run in several workers at once: every step is a conditional update or an
+   * enqueue under a fixed job id.
+   */
+  async function reconcile(): Promise<void> {
+    const before = new Date(Date.now() - staleAfterMs(config));
+    const stuckRuns = await prisma.reportRun.findMany({
+      where: { status: { in: ['queued', 'building'] }, updatedAt: { lt: before } },
+      select: { id: true },
+      take: 100,
+    });
+    for (const run of stuckRuns) {
+      if (LIVE_STATES.has(await reportsQueue.getJobState(buildJobId(run.id)))) continue;
+      log.warn({ runId: run.id }, 'resuming a report run that had no build job');
+      await prisma.reportRun.update({ where: { id: run.id }, data: { updatedAt: new Date() } });
+      await enqueueBuild(run.id);
+    }
+    const abandoned = await prisma.reportRecipient.findMany({
+      where: { status: 'sending', claimedAt: { lt: before } },
+      select: { id: true, claimedAt: true, reportRunId: true },
+      take: 500,
+    });
+    for (const r of abandoned) {
+      // The worker that claimed it stopped renewing the claim: it died, maybe after the server accepted.
+      const released = await prisma.reportRecipient.updateMany({
+        where: { id: r.id, status: 'sending', claimedAt: r.claimedAt },
+        data: { status: 'pending', claimedAt: null },
+      });
+      if (released.count === 0) continue;
+      log.warn({ runId: r.reportRunId, recipientId: r.id }, 'releasing an abandoned send');
+      await enqueueSend(r.id);
+    }
+    const waiting = await prisma.reportRecipient.findMany({
+      where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending' } } },
+      select: { id: true, reportRunId: true },
+      take: 500,
+    });
+    for (const r of waiting) {
+      if (LIVE_STATES.has(await mailQueue.getJobState(sendJobId(r.id)))) continue;
+      log.warn({ runId: r.reportRunId, recipientId: r.id }, 'resuming a report e-mail that had no job');
+      await prisma.reportRecipient.update({ where: { id: r.id }, data: { updatedAt: new Date() } });
+      await enqueueSend(r.id);
+    }
+    const unfinished = await prisma.reportRun.findMany({
+      where: { status: 'sending', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
+      select: { id: true },
+      take: 100,
+    });
+    for (const run of unfinished) await recount(run.id);
+  }
+
+  function scheduleReconcile(delayMs: number): void {
+    if (closing) return;
+    reconcileTimer = setTimeout(() => {
+      reconciling = reconcile()
+        .catch((err: unknown) => log.warn({ err }, 'report reconciliation failed; trying again later'))
+        .finally(() => {
+          reconciling = undefined;
+          scheduleReconcile(config.reportReconcileMs);
+        });
+    }, delayMs);
+    reconcileTimer.unref();
   }
 
   async function sweepTmp(): Promise<void> {
@@ -254,47 +436,45 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     if (!isWorker) return Promise.reject(new Error(`createJobs mode "${mode}" runs no workers`));
     started ??= (async () => {
       mailer = createMailer(config);
-      flowProducer = new FlowProducer({ connection: workerOptions(redisEndpoint, isClosing), prefix });
-      flowProducer.on('error', (err) => log.warn({ err }, 'flow producer error'));
-      const reportsWorker = new Worker<BuildJobData | FinalizeJobData>(
-        REPORTS_QUEUE,
-        (job) =>
-          job.name === 'build'
-            ? processBuild(job as Job<BuildJobData>)
-            : processFinalize(job as Job<FinalizeJobData>),
-        { connection: workerOptions(redisEndpoint, isClosing), prefix, concurrency: 4 },
-      );
+      const settings = { backoffStrategy: (attemptsMade: number) => retryDelay(config, attemptsMade) };
+      const reportsWorker = new Worker<BuildJobData>(REPORTS_QUEUE, processBuild, {
+        connection: workerOptions(redisEndpoint, isClosing),
+        prefix,
+        concurrency: 4,
+        settings,
+      });
       const mailWorker = new Worker<SendJobData>(MAIL_QUEUE, processSend, {
         connection: workerOptions(redisEndpoint, isClosing),
         prefix,
         concurrency: 10,
+        settings,
       });
       workers = [reportsWorker, mailWorker];
       for (const w of workers) w.on('error', (err) => log.warn({ err }, 'worker error'));
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       await sweepTmp();
-      log.info({ mail: mailer.describe, prefix }, 'job workers started');
+      // On start, then periodically: whatever Redis lost or a dead worker left is picked up again.
+      scheduleReconcile(0);
+      log.info({ mail: mailer.describe, prefix, reconcileMs: config.reportReconcileMs }, 'job workers started');
     })();
     return started;
   }
 
-  async function outcomeFromDb(runId: string): Promise<{ sent: number; failed: number }> {
-    const rows = await prisma.reportRecipient.findMany({ where: { reportRunId: runId }, select: { status: true } });
-    const sent = rows.filter((r) => r.status === 'sent').length;
-    return { sent, failed: rows.length - sent };
+  interface Outcome {
+    status: string;
+    sent: number;
+    failed: number;
+    pending: number;
+    error: string | null;
   }
 
-  async function waitFor<R>(job: Job, deadline: number): Promise<{ done: true; value: R } | { done: false; error?: Error }> {
-    const ttl = deadline - Date.now();
-    if (ttl <= 0) return { done: false };
-    try {
-      const value = (await job.waitUntilFinished(await events(), ttl)) as R;
-      return { done: true, value };
-    } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      if (/timed out before finishing/.test(error.message) || Date.now() >= deadline) return { done: false };
-      return { done: false, error };
-    }
+  async function outcomeOf(runId: string): Promise<Outcome> {
+    const [run, rows] = await Promise.all([
+      prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true } }),
+      prisma.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } }),
+    ]);
+    const count = (status: string) => rows.find((r) => r.status === status)?._count._all ?? 0;
+    return { status: run.status, error: run.error, sent: count('sent'), failed: count('failed'), pending: count('pending') + count('sending') };
   }
 
   async function runReport<T extends ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>> {
@@ -303,7 +483,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     const builder = reportBuilders[spec.type];
     const counted = await builder.count(prisma, spec);
     if (counted.rows === 0 && !spec.allowEmpty) throw new ReportNoDataError(spec);
-    const generatedAt = new Date().toISOString();
+    const generatedAt = new Date();
     const run = await prisma.reportRun.create({
       data: {
         id: randomUUID(),
@@ -314,61 +494,74 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         endDate: spec.endDate ? new Date(`${spec.endDate}T00:00:00Z`) : null,
         statusFilter: spec.statusFilter ?? null,
         totals: counted.totals as object,
+        snapshotMaxId: counted.snapshot.maxId,
+        generatedAt,
         recipients: { create: spec.recipients.map((email) => ({ email })) },
       },
-      include: { recipients: { select: { id: true, email: true }, orderBy: { id: 'asc' } } },
+      select: { id: true },
     });
-    const data: BuildJobData = { runId: run.id, spec, snapshot: counted.snapshot, generatedAt, recipients: run.recipients };
-    let buildJob: Job;
     try {
-      buildJob = await reportsQueue.add('build', data, { jobId: buildJobId(run.id) });
+      await enqueueBuild(run.id);
     } catch (err) {
-      await recordRunFailure(run.id, `could not enqueue the report: ${err instanceof Error ? err.message : String(err)}`);
+      // Not queued at all: the run ends failed, so no worker sends what the caller was told failed.
+      const reason = `the report could not be queued: ${err instanceof Error ? err.message : String(err)}`;
+      await prisma.$transaction([
+        prisma.reportRecipient.updateMany({ where: { reportRunId: run.id, status: 'pending' }, data: { status: 'failed', error: reason } }),
+        prisma.reportRun.updateMany({
+          where: { id: run.id, status: 'queued' },
+          data: { status: 'failed', error: reason, recipientsFailed: spec.recipients.length, completedAt: new Date() },
+        }),
+      ]).catch((recordErr: unknown) => log.error({ err: recordErr, runId: run.id }, 'could not record a report that was not queued'));
       throw err;
     }
-    const result = (sent: number, failed: number, totals: ReportTotals): ReportResult<T> => ({
-      runId: run.id,
-      recipientsSent: sent,
-      recipientsFailed: failed,
-      totals: totals as T,
-      generatedAt,
-    });
 
-    const built = await waitFor<BuildJobResult>(buildJob, deadline);
-    if (!built.done) {
-      if (built.error) throw new Error(`report ${run.id} could not be generated: ${built.error.message}`);
-      log.warn({ runId: run.id }, 'report wait ended before the workbook was built');
-      return result(0, spec.recipients.length, counted.totals);
+    // From here on the e-mails are handed over: the answer is what the records say when the wait ends.
+    let known: Outcome = { status: 'queued', error: null, sent: 0, failed: 0, pending: spec.recipients.length };
+    for (let delay = 25; ; delay = Math.min(250, Math.ceil(delay * 1.5))) {
+      try {
+        known = await outcomeOf(run.id);
+      } catch (err) {
+        log.warn({ err, runId: run.id }, 'could not read the report outcome; answering with what was last read');
+      }
+      if (known.status === 'failed') throw new ReportGenerationError(run.id, known.error ?? 'unknown reason');
+      if (known.pending === 0 && known.status !== 'queued' && known.status !== 'building') break;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        log.info({ runId: run.id, pending: known.pending }, 'report wait ended with e-mails still under way');
+        break;
+      }
+      await sleep(Math.min(delay, left));
     }
-    const totals = built.value.totals;
-    const finalize = await Job.fromId(reportsQueue, built.value.finalizeJobId);
-    const finished = finalize ? await waitFor<FinalizeJobResult>(finalize, deadline) : { done: false as const };
-    if (finished.done) return result(finished.value.sent, finished.value.failed, totals);
-    if (!finalize) log.warn({ runId: run.id }, 'finalize job not found; reading outcomes from the run record');
-    else log.warn({ runId: run.id }, 'report wait ended before every e-mail had an outcome');
-    const known = await outcomeFromDb(run.id);
-    return result(known.sent, known.failed, totals);
+    return {
+      runId: run.id,
+      recipientsSent: known.sent,
+      recipientsFailed: known.failed,
+      recipientsPending: known.pending,
+      totals: counted.totals as T,
+      generatedAt: generatedAt.toISOString(),
+    };
   }
 
   async function sendMail(message: MailMessage): Promise<void> {
     if (!isProducer) throw new Error(`createJobs mode "${mode}" cannot enqueue mail`);
-    await mailQueue.add('send', { message } satisfies SendJobData);
+    await mailQueue.add('send', { message } satisfies SendJobData, {
+      attempts: config.mailAttempts,
+      backoff: { type: 'retry' },
+    });
   }
 
   async function close(): Promise<void> {
     // Workers first (they finish their active jobs), then everything that feeds them. Bounded: with
     // Redis gone, BullMQ's close would wait forever, so after the grace period everything is forced.
     closing = true;
+    clearTimeout(reconcileTimer);
     const grace = options.closeTimeoutMs ?? 10_000;
     // BullMQ's close cannot be turned into a forced one once started, so choose up front: with Redis
     // unreachable, a graceful close would wait forever for the blocked fetch loops.
     const redisUp = producerRedis.status === 'ready';
     const graceful = await withTimeout(Promise.allSettled(workers.map((w) => w.close(!redisUp))), redisUp ? grace : 1000);
     if (!graceful) log.warn('job workers did not stop in time');
-    await withTimeout(
-      Promise.allSettled([flowProducer?.close(), reportEvents?.close(), reportsQueue.close(), mailQueue.close()]),
-      graceful && redisUp ? grace : 1000,
-    );
+    await withTimeout(Promise.allSettled([reconciling, reportsQueue.close(), mailQueue.close()]), graceful && redisUp ? grace : 1000);
     for (const w of workers) void w.disconnect().catch(() => undefined);
     producerRedis.disconnect();
     mailer?.close();
@@ -390,7 +583,7 @@ async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boole
   }
 }
 
-/** Blocking connections (workers, events, flows) must retry forever: BullMQ needs `maxRetriesPerRequest: null`. */
+/** Blocking connections (workers) must retry forever: BullMQ needs `maxRetriesPerRequest: null`. */
 function workerOptions(endpoint: RedisEndpoint, closing: () => boolean) {
   return {
     ...endpoint.options,
@@ -400,4 +593,3 @@ function workerOptions(endpoint: RedisEndpoint, closing: () => boolean) {
     retryStrategy: (times: number) => (closing() ? null : Math.min(times * 200, 2000)),
   };
 }
-

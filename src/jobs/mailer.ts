@@ -21,10 +21,17 @@ export interface Mailer {
   describe: string;
 }
 
-/** Bounds per SMTP conversation, so a silent server cannot eat a report's whole wait budget. */
+/**
+ * Bounds per SMTP conversation, RFC 5321 section 4.5.3.2's minutes (greeting 5 min, the answer to
+ * the end of DATA 10 min), set apart from how long a report request waits: a slow server that
+ * accepts late has delivered, and giving up early would send the message again.
+ */
 function smtpTimeouts(config: Config): { connectionTimeout: number; greetingTimeout: number; socketTimeout: number } {
-  const slice = Math.max(1000, Math.floor(config.reportWaitMs / (config.mailAttempts + 1)));
-  return { connectionTimeout: Math.min(slice, 10_000), greetingTimeout: Math.min(slice, 10_000), socketTimeout: Math.min(slice * 2, 60_000) };
+  return {
+    connectionTimeout: config.smtpConnectionTimeoutMs,
+    greetingTimeout: config.smtpGreetingTimeoutMs,
+    socketTimeout: config.smtpSocketTimeoutMs,
+  };
 }
 
 function describeSmtp(url: string): string {

@@ -43,10 +43,12 @@ export type ReportTotals = InvoiceTotals | ServiceTotals;
 
 export interface ReportResult<T extends ReportTotals = ReportTotals> {
   runId: string;
-  /** Recipients whose e-mail was accepted by the mail server (or written to the outbox) within the wait. */
+  /** Recipients whose e-mail the mail server accepted (or that was written to the outbox), as recorded when the wait ended. */
   recipientsSent: number;
-  /** Every other recipient: rejected, server unreachable after retries, or outcome unknown when the wait ended. */
+  /** Recipients whose sending failed for good (rejected, or every attempt failed), as recorded when the wait ended. */
   recipientsFailed: number;
+  /** Recipients still under way when the wait ended: their outcome is not known yet, and is not a failure. */
+  recipientsPending: number;
   /** The counts of the rows that went into the workbook. */
   totals: T;
   /** When the report data was read (ISO 8601 UTC with milliseconds). */
@@ -68,6 +70,8 @@ export interface MailMessage {
   text: string;
   html?: string;
   attachments?: MailAttachment[];
+  /** A fixed Message-ID (`<…@…>`), so copies of one message can be recognised as one. */
+  messageId?: string;
 }
 
 export type JobsMode = 'producer' | 'worker' | 'both';
@@ -91,10 +95,11 @@ export interface CreateJobsOptions {
 export interface Jobs {
   /**
    * Counts the report rows (throws `ReportNoDataError` when there is none and `allowEmpty` is not
-   * set), records the run, enqueues the build job (which fans out one e-mail job per recipient) and
-   * waits at most `config.reportWaitMs` for the outcomes. Recipients still unknown at the end of the
-   * wait count as failed here; the run record keeps the real outcome. Throws on Redis/database
-   * failure or when the workbook cannot be built (→ 500 server_error).
+   * set), records the run and its recipients, enqueues the build (which then enqueues one e-mail
+   * per recipient) and waits at most `config.reportWaitMs` for the outcomes, read from the database.
+   * Recipients still under way when the wait ends are counted as pending, never as failed. Throws
+   * (→ 500 server_error) only when the run could not be recorded or queued, or when its workbook
+   * could not be built: once the e-mails are handed over, it answers with what is recorded.
    */
   runReport<T extends ReportTotals = ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>>;
   /** Enqueues one e-mail (retried on transient failures) and returns without waiting for it. */
@@ -103,6 +108,14 @@ export interface Jobs {
   startWorkers(): Promise<void>;
   /** Closes queues, workers (waiting for active jobs) and connections. */
   close(): Promise<void>;
+}
+
+/** The run's workbook could not be built, so no e-mail was sent (`500 server_error`). */
+export class ReportGenerationError extends Error {
+  override name = 'ReportGenerationError';
+  constructor(readonly runId: string, reason: string) {
+    super(`report ${runId} could not be generated: ${reason}`);
+  }
 }
 
 /** The report has no row for the request (the invoices report answers `400 no_data`). */

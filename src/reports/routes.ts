@@ -5,7 +5,9 @@ import { ApiError } from '../http/errors.ts';
 import { operation, type DataOf } from '../http/operation.ts';
 import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import { ReportNoDataError, type InvoiceTotals } from '../jobs/types.ts';
+import { randomUUID } from 'node:crypto';
 import { validateDateRange } from './dates.ts';
+import { findReportRun, sandboxReportRun } from './runs.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
 
 /** Fixed sandbox totals of the invoices report (documented in openapi.yaml). */
@@ -44,10 +46,12 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
       if (isSandbox(auth)) {
         // Simulated: no invoice read, no file, no e-mail, no run recorded.
         const data: InvoicesReportData = {
+          report_id: randomUUID(),
           report_type: 'invoices',
           ...SANDBOX_INVOICE_TOTALS,
           recipients_sent: 0,
           recipients_failed: 0,
+          recipients_pending: 0,
           date_range,
           generated_at: new Date().toISOString(),
           mode: 'test',
@@ -66,12 +70,14 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
           endDate: input.end,
         });
         const data: InvoicesReportData = {
+          report_id: result.runId,
           report_type: 'invoices',
           total_invoices: result.totals.total_invoices,
           paid_invoices: result.totals.paid_invoices,
           unpaid_invoices: result.totals.unpaid_invoices,
           recipients_sent: result.recipientsSent,
           recipients_failed: result.recipientsFailed,
+          recipients_pending: result.recipientsPending,
           date_range,
           generated_at: result.generatedAt,
         };
@@ -85,6 +91,15 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
         }
         throw err;
       }
+    },
+  });
+
+  // GET /api/v1/reports/{report_id}
+  operation<'getReport', string>(router, deps.contract, 'getReport', {
+    validate: ({ params }) => params.report_id,
+    handle: async ({ auth }, reportId) => {
+      if (isSandbox(auth)) return { status: 200, data: sandboxReportRun(reportId, new Date()) };
+      return { status: 200, data: await findReportRun(deps.prisma, auth.brokerId, reportId) };
     },
   });
 }

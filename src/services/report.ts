@@ -6,6 +6,7 @@
  * Mounted from the services module; if src/reports ever mounts this operation itself, that one is
  * kept and this one is not added (see `isMounted`).
  */
+import { randomUUID } from 'node:crypto';
 import type { Router } from 'express';
 import type { AppDeps } from '../deps.ts';
 import { isSandbox } from '../http/auth-context.ts';
@@ -60,11 +61,13 @@ export function registerServicesReport(router: Router, deps: AppDeps): void {
       if (isSandbox(auth)) {
         // No service read, no file, no e-mail, no run recorded.
         const data: DataOf<'sendServicesReport', 200> = sandboxed({
+          report_id: randomUUID(),
           report_type: 'services' as const,
           ...sandboxServiceTotals(input.status),
           status_filter: input.status,
           recipients_sent: 0,
           recipients_failed: 0,
+          recipients_pending: 0,
           generated_at: new Date().toISOString(),
           recipient_count: input.recipients.length,
         });
@@ -80,12 +83,14 @@ export function registerServicesReport(router: Router, deps: AppDeps): void {
         allowEmpty: true,
       });
       const data: DataOf<'sendServicesReport', 200> = {
+        report_id: result.runId,
         report_type: 'services',
         total_services: result.totals.total_services,
         services_by_status: result.totals.services_by_status,
         status_filter: input.status,
         recipients_sent: result.recipientsSent,
         recipients_failed: result.recipientsFailed,
+        recipients_pending: result.recipientsPending,
         generated_at: result.generatedAt,
       };
       return { status: 200, data };

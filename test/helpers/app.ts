@@ -43,6 +43,10 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
   const config: Config = {
     ...loadConfig({ NODE_ENV: 'test', DATA_DIR: dataDir }),
     validateResponses: true,
+    // Retries of a transient SMTP failure at test speed; the reconciler only where a test asks for it
+    // (test files share one database between several job instances with queues of their own).
+    mailRetryDelayMs: 50,
+    reportReconcileMs: 600_000,
     ...overrides,
   };
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');

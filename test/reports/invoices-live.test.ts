@@ -106,8 +106,9 @@ describe('live report to a real SMTP server', () => {
     const recipients = ['Finance@Broker.example', ' ceo@broker.example ', 'finance@broker.example', ''];
     const res = await post(app, { recipients, ...RANGE });
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    const { generated_at: generatedAt, ...data } = res.body.data as Record<string, unknown>;
+    const { generated_at: generatedAt, report_id: reportId, ...data } = res.body.data as Record<string, unknown>;
     assert.match(String(generatedAt), ISO_MS);
+    assert.equal(reportId, (await runOf()).id, 'report_id names the recorded run');
     assert.deepEqual(data, {
       report_type: 'invoices',
       total_invoices: 5,
@@ -115,6 +116,7 @@ describe('live report to a real SMTP server', () => {
       unpaid_invoices: 2,
       recipients_sent: 2,
       recipients_failed: 0,
+      recipients_pending: 0,
       date_range: { start: '2025-03-01', end: '2025-03-31' },
     });
     assert.equal(smtp.received.length, 2);
@@ -296,7 +298,7 @@ describe('failed sends are counted, the answer is still 200', () => {
     }
   });
 
-  test('outcomes unknown when the wait ends count as failed; the run record gets the real outcome later', async () => {
+  test('outcomes unknown when the wait ends are pending, not failed; the run record and GET report get the real outcome later', async () => {
     // An SMTP server that takes 1.5 s to accept a message (inside the SMTP timeouts), against a 400 ms wait.
     const slow = await import('smtp-server');
     const server = new slow.SMTPServer({
@@ -316,14 +318,23 @@ describe('failed sends are counted, the answer is still 200', () => {
       const res = await post(app, { recipients: ['late@broker.example'], ...RANGE });
       assert.equal(res.status, 200);
       assert.equal(res.body.data.recipients_sent, 0);
-      assert.equal(res.body.data.recipients_failed, 1);
+      assert.equal(res.body.data.recipients_failed, 0, 'not yet known is never failed');
+      assert.equal(res.body.data.recipients_pending, 1);
       const runId = (await runOf()).id;
+      assert.equal(res.body.data.report_id, runId);
       const run = await eventually(async () => {
         const r = await runOf(runId);
         return r.status === 'completed' ? r : undefined;
       });
       assert.equal(run.recipientsSent, 1);
       assert.equal(run.recipients[0]!.status, 'sent');
+      const later = await request(app).get(`/api/v1/reports/${runId}`).set('Authorization', `Bearer ${key}`);
+      assert.equal(later.status, 200, JSON.stringify(later.body));
+      assert.equal(later.body.data.status, 'completed');
+      assert.deepEqual(
+        [later.body.data.recipients_sent, later.body.data.recipients_failed, later.body.data.recipients_pending],
+        [1, 0, 0],
+      );
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

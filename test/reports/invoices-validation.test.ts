@@ -198,8 +198,9 @@ describe('sandbox', () => {
     const res = await post(sandbox, { recipients, start_date: '2030-01-01', end_date: '2030-12-31' });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.success, true);
-    const { generated_at: generatedAt, ...data } = res.body.data as Record<string, unknown>;
+    const { generated_at: generatedAt, report_id: reportId, ...data } = res.body.data as Record<string, unknown>;
     assert.match(String(generatedAt), ISO_MS);
+    assert.match(String(reportId), /^[0-9a-f-]{36}$/, 'a simulated report_id');
     assert.deepEqual(data, {
       report_type: 'invoices',
       total_invoices: 12,
@@ -207,6 +208,7 @@ describe('sandbox', () => {
       unpaid_invoices: 3,
       recipients_sent: 0,
       recipients_failed: 0,
+      recipients_pending: 0,
       date_range: { start: '2030-01-01', end: '2030-12-31' },
       mode: 'test',
       simulated: true,

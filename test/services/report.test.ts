@@ -112,15 +112,18 @@ describe('sandbox', () => {
     const runs = await t.prisma.reportRun.count();
     const res = await send(sandbox, { recipients: ['Sandbox@Broker.example', 'sandbox@broker.example', 'two@broker.example'] });
     assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.match(String(res.body.data.report_id), /^[0-9a-f-]{36}$/, 'a simulated report_id');
     assert.deepEqual(
-      { ...res.body.data, generated_at: undefined },
+      { ...res.body.data, generated_at: undefined, report_id: undefined },
       {
+        report_id: undefined,
         report_type: 'services',
         total_services: 4,
         services_by_status: { pending: 1, active: 1, suspended: 1, cancelled: 1 },
         status_filter: null,
         recipients_sent: 0,
         recipients_failed: 0,
+        recipients_pending: 0,
         generated_at: undefined,
         mode: 'test',
         simulated: true,
