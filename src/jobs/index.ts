@@ -23,6 +23,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisEndpoint } from '../redis.ts';
 import { reportBuilders } from '../reports/index.ts';
+import { admitReportRun, reportLimitsOf } from '../reports/limits.ts';
 import { XLSX_MEDIA_TYPE, type ReportSnapshot } from '../reports/builder.ts';
 import { createMailer, describeMailError, isTransientMailError, type Mailer } from './mailer.ts';
 import { recordMailFailed, recordMailSent } from '../ops/metrics.ts';
@@ -304,7 +305,8 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     const counted = await builder.count(prisma, spec);
     if (counted.rows === 0 && !spec.allowEmpty) throw new ReportNoDataError(spec);
     const generatedAt = new Date().toISOString();
-    const run = await prisma.reportRun.create({
+    // Counted and created in one transaction: concurrent requests cannot both pass a bound (429).
+    const run = await admitReportRun(prisma, reportLimitsOf(config), spec.brokerId, (tx) => tx.reportRun.create({
       data: {
         id: randomUUID(),
         brokerId: spec.brokerId,
@@ -317,7 +319,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         recipients: { create: spec.recipients.map((email) => ({ email })) },
       },
       include: { recipients: { select: { id: true, email: true }, orderBy: { id: 'asc' } } },
-    });
+    }));
     const data: BuildJobData = { runId: run.id, spec, snapshot: counted.snapshot, generatedAt, recipients: run.recipients };
     let buildJob: Job;
     try {

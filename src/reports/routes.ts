@@ -6,6 +6,7 @@ import { operation, type DataOf } from '../http/operation.ts';
 import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import { ReportNoDataError, type InvoiceTotals } from '../jobs/types.ts';
 import { validateDateRange } from './dates.ts';
+import { checkReportLimits } from './limits.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
 
 /** Fixed sandbox totals of the invoices report (documented in openapi.yaml). */
@@ -56,6 +57,7 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
         };
         return { status: 200, data };
       }
+      await checkReportLimits(deps.prisma, deps.config, auth.brokerId);
       try {
         const result = await deps.jobs.runReport<InvoiceTotals>({
           type: 'invoices',
