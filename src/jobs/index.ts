@@ -257,13 +257,15 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       mailer = createMailer(config);
       flowProducer = new FlowProducer({ connection: workerOptions(redisEndpoint, isClosing), prefix });
       flowProducer.on('error', (err) => log.warn({ err }, 'flow producer error'));
+      // Two builds at a time: more made other brokers' requests wait behind the builds' database
+      // work and CPU in the same process (`npm start`) for little gain in report time (bench/README.md).
       const reportsWorker = new Worker<BuildJobData | FinalizeJobData>(
         REPORTS_QUEUE,
         (job) =>
           job.name === 'build'
             ? processBuild(job as Job<BuildJobData>)
             : processFinalize(job as Job<FinalizeJobData>),
-        { connection: workerOptions(redisEndpoint, isClosing), prefix, concurrency: 4 },
+        { connection: workerOptions(redisEndpoint, isClosing), prefix, concurrency: 2 },
       );
       const mailWorker = new Worker<SendJobData>(MAIL_QUEUE, processSend, {
         connection: workerOptions(redisEndpoint, isClosing),
