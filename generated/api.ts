@@ -481,6 +481,10 @@ export interface paths {
          *     service and a summary by status). Sandbox: fixed totals (4 services, one in each status;
          *     with `status`, the one service of that status), `recipient_count`, no file and no e-mail.
          *
+         *     After the body's checks, a live report past the broker's report bounds (reports running at
+         *     once, reports per hour; see *Rate limits*) is `429 rate_limit_exceeded` with `Retry-After`,
+         *     before any work; sandbox keys are not bounded by them.
+         *
          *     Worked example:
          *
          *     ```
@@ -529,8 +533,9 @@ export interface paths {
          *     5. `start_date` and `end_date` present and not empty (`400 missing_parameter`, `details.required` lists both dates);
          *     6. both `YYYY-MM-DD` real calendar dates, `start_date` not after `end_date` (`400 invalid_parameter`);
          *     7. sandbox test scenario;
-         *     8. at least one paid or pending invoice in the range (`400 no_data`, `details` echo `start_date` and `end_date`);
-         *     9. anything else failing (broker configuration or invoices unreadable, report not generated): `500 server_error`.
+         *     8. live keys only: the broker's report bounds, reports running at once and reports per hour (`429 rate_limit_exceeded` with `Retry-After` and `details.reason`; see *Rate limits*);
+         *     9. at least one paid or pending invoice in the range (`400 no_data`, `details` echo `start_date` and `end_date`);
+         *     10. anything else failing (broker configuration or invoices unreadable, report not generated): `500 server_error`.
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
          *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
@@ -1743,7 +1748,13 @@ export interface components {
         /** @description `rate_limit_exceeded`: the limit that was reached and when to retry. */
         RateLimitDetails: {
             /**
-             * @description Requests the key may make per window.
+             * @description Present when a bound other than the key's rate limit was reached (see *Rate limits*).
+             * @example reports_per_hour_per_broker
+             * @enum {string}
+             */
+            reason?: "reports_concurrent_per_broker" | "reports_per_hour_per_broker" | "auth_failures_per_ip";
+            /**
+             * @description Requests the key may make per window, or the bound named by `reason`.
              * @example 120
              */
             limit?: number;
@@ -2441,8 +2452,32 @@ export interface components {
                 "application/json": components["schemas"]["ConflictError"];
             };
         };
-        /** @description `rate_limit_exceeded`: the key's rate limit is used up. Retry after `Retry-After` seconds. The refused request still counts and is logged. */
+        /** @description `rate_limit_exceeded`: the key's rate limit is used up (the refused request still counts and is logged), or the caller IP is over the optional bound on failed authentications (`details.reason: auth_failures_per_ip`; no rate-limit headers). Retry after `Retry-After` seconds. */
         TooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RateLimitExceededError"];
+            };
+        };
+        /**
+         * @description `rate_limit_exceeded`: the key's rate limit is used up; or, for a live key, the broker
+         *     already has the most reports running at once that it may have
+         *     (`details.reason: reports_concurrent_per_broker`) or has started the most reports it may
+         *     start in an hour (`details.reason: reports_per_hour_per_broker`, `details.window_seconds:
+         *     3600`), and nothing was built or sent; or the caller IP is over the optional bound on
+         *     failed authentications (`details.reason: auth_failures_per_ip`). `details.limit` is the
+         *     bound, `details.retry_after` equals `Retry-After`. Retry after `Retry-After` seconds.
+         */
+        ReportTooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3472,7 +3507,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ReportNotFound"];
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
         };
     };
@@ -3522,7 +3557,7 @@ export interface operations {
             400: components["responses"]["SendServicesReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
         };
     };

@@ -31,6 +31,18 @@ export interface Config {
   dbStatementTimeoutMs: number;
   /** How long a service list page or count may be reused (SERVICES_CACHE_MS; 0: never). */
   servicesCacheMs: number;
+  /** How long an unknown key's hash is remembered (KEY_NEGATIVE_CACHE_MS; 0: never). A key created after it was presented works within this time. */
+  keyNegativeCacheMs: number;
+  /** How many unknown hashes are remembered at most (KEY_NEGATIVE_CACHE_SIZE). */
+  keyNegativeCacheSize: number;
+  /** Failed authentications per caller IP and window before 429 (AUTH_FAILURES_PER_IP; 0: no bound, the default). */
+  authFailuresPerIp: number;
+  /** The window of that bound in seconds (AUTH_FAILURES_WINDOW_SECONDS). */
+  authFailuresWindowSeconds: number;
+  /** Live reports of one broker running at once (REPORTS_CONCURRENT_PER_BROKER). */
+  reportsConcurrentPerBroker: number;
+  /** Live reports one broker may start in any hour (REPORTS_PER_HOUR_PER_BROKER). */
+  reportsPerHourPerBroker: number;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -84,6 +96,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reportReconcileMs: integer('REPORT_RECONCILE_MS', env.REPORT_RECONCILE_MS, 30_000, 100, 3_600_000),
     dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', env.DB_STATEMENT_TIMEOUT_MS, 30_000, 100, 600_000),
     servicesCacheMs: integer('SERVICES_CACHE_MS', env.SERVICES_CACHE_MS, 2000, 0, 60_000),
+    keyNegativeCacheMs: integer('KEY_NEGATIVE_CACHE_MS', env.KEY_NEGATIVE_CACHE_MS, 2000, 0, 60_000),
+    keyNegativeCacheSize: integer('KEY_NEGATIVE_CACHE_SIZE', env.KEY_NEGATIVE_CACHE_SIZE, 10_000, 1, 1_000_000),
+    authFailuresPerIp: integer('AUTH_FAILURES_PER_IP', env.AUTH_FAILURES_PER_IP, 0, 0, 1_000_000),
+    authFailuresWindowSeconds: integer('AUTH_FAILURES_WINDOW_SECONDS', env.AUTH_FAILURES_WINDOW_SECONDS, 60, 1, 86_400),
+    reportsConcurrentPerBroker: integer('REPORTS_CONCURRENT_PER_BROKER', env.REPORTS_CONCURRENT_PER_BROKER, 2, 1, 1000),
+    reportsPerHourPerBroker: integer('REPORTS_PER_HOUR_PER_BROKER', env.REPORTS_PER_HOUR_PER_BROKER, 30, 1, 100_000),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }

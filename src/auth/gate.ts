@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
 import type { AuthContext } from '../http/auth-context.ts';
 import { hasScope } from '../http/auth-context.ts';
 import type { OperationInfo } from '../http/contract.ts';
@@ -8,7 +9,8 @@ import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { displayIp } from './ip-whitelist.ts';
-import { createKeyStore, type KeyStore, type StoredKey } from './key-store.ts';
+import { createAuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
+import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import {
   createKeyRateLimiter,
@@ -26,6 +28,10 @@ export interface GateDeps {
   logger: Logger;
   /** How long a key row may be reused in process; 0 looks every request up (default 2000 ms). */
   keyCacheMs?: number;
+  /** Unknown keys remembered briefly (default: off; the runtime passes the configured one). */
+  negativeCache?: NegativeCacheOptions;
+  /** The opt-in bound on failed authentications per caller IP (default: off). */
+  authFailures?: AuthFailureLimits;
   /** API log buffering (flush interval and size threshold). */
   apiLog?: ApiLogOptions;
   /** Clock, for tests of expiry. */
@@ -36,7 +42,15 @@ export interface Gate {
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
   gate: RequestHandler;
   apiLog: Pick<ApiLog, 'flush' | 'close' | 'pending'>;
-  keys: Pick<KeyStore, 'invalidate'>;
+  keys: Pick<KeyStore, 'invalidate' | 'unknownCount'>;
+}
+
+/** The gate's settings from the configuration (KEY_NEGATIVE_CACHE_*, AUTH_FAILURES_*). */
+export function gateSettings(config: Config): Pick<GateDeps, 'negativeCache' | 'authFailures'> {
+  return {
+    negativeCache: { ttlMs: config.keyNegativeCacheMs, size: config.keyNegativeCacheSize },
+    authFailures: { perIp: config.authFailuresPerIp, windowSeconds: config.authFailuresWindowSeconds },
+  };
 }
 
 /** Default life of a cached key row: a revoked key stops working within this time everywhere. */
@@ -150,8 +164,9 @@ async function headersWithoutCounting(res: Response, limiter: KeyRateLimiter, ke
 export function createGate(deps: GateDeps): Gate {
   const { logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const keys = createKeyStore(deps.prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS);
+  const keys = createKeyStore(deps.prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, deps.negativeCache);
   const limiter = createKeyRateLimiter(deps.redis);
+  const failures = deps.authFailures ? createAuthFailureLimiter(deps.redis, deps.authFailures) : undefined;
   const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
   // One context per cached key row (read-only for the handlers), not one per request.
   const contexts = new WeakMap<StoredKey, AuthContext>();
@@ -193,6 +208,38 @@ export function createGate(deps: GateDeps): Gate {
     next(err);
   };
 
+  /**
+   * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP over
+   * it, a 429. Only failures are counted, so a valid key from the same IP still passes. Without
+   * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
+   */
+  const refuse = (req: Request, res: Response, next: NextFunction, err: unknown): void => {
+    if (!failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') {
+      next(err);
+      return;
+    }
+    failures.fail(displayIp(req.ip)).then(
+      (state) => {
+        if (!state.exceeded) {
+          next(err);
+          return;
+        }
+        next(
+          new ApiError(
+            'rate_limit_exceeded',
+            `Too many failed authentications from this IP address: at most ${state.limit} per ${state.windowSeconds} seconds; retry after ${state.retryAfter} seconds`,
+            { reason: 'auth_failures_per_ip', limit: state.limit, window_seconds: state.windowSeconds, retry_after: state.retryAfter },
+            { 'Retry-After': String(state.retryAfter) },
+          ),
+        );
+      },
+      (cause: unknown) => {
+        logger.warn({ err: cause, requestId: res.locals.requestId }, 'failed-authentication counter unavailable');
+        next(err);
+      },
+    );
+  };
+
   /** Steps 1b to 4 for the row the presented key's hash found; `next` exactly once. */
   const admit = (
     req: Request,
@@ -207,7 +254,7 @@ export function createGate(deps: GateDeps): Gate {
     try {
       key = verifiedKey(found, presented, at);
     } catch (err) {
-      next(err);
+      refuse(req, res, next, err);
       return;
     }
 
@@ -262,7 +309,7 @@ export function createGate(deps: GateDeps): Gate {
     try {
       presented = presentedKey(req);
     } catch (err) {
-      next(err);
+      refuse(req, res, next, err);
       return;
     }
     const cached = keys.cached(presented.hash);
@@ -279,6 +326,11 @@ export function createGate(deps: GateDeps): Gate {
   return {
     gate,
     apiLog: { flush: apiLog.flush, close: apiLog.close, pending: apiLog.pending },
-    keys: { invalidate: keys.invalidate },
+    keys: {
+      invalidate: keys.invalidate,
+      get unknownCount() {
+        return keys.unknownCount;
+      },
+    },
   };
 }

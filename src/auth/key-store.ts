@@ -23,8 +23,18 @@ export interface KeyStore {
   findByHash(hash: string): Promise<StoredKey | undefined>;
   /** The key row for `hash` if it is cached and fresh, without waiting (the gate's fast path). */
   cached(hash: string): StoredKey | undefined;
-  /** Forgets cached rows (all, or one hash), e.g. after a revocation in this process. */
+  /** Forgets cached rows and misses (all, or one hash), e.g. after a change made in this process. */
   invalidate(hash?: string): void;
+  /** How many unknown hashes are remembered now (never more than the negative cache's size). */
+  readonly unknownCount: number;
+}
+
+/** The negative cache: hashes with no key row, remembered briefly so a flood of one costs one look-up. */
+export interface NegativeCacheOptions {
+  /** How long a miss is remembered (KEY_NEGATIVE_CACHE_MS); 0 turns the negative cache off. */
+  ttlMs: number;
+  /** How many misses are remembered at most (KEY_NEGATIVE_CACHE_SIZE); the oldest goes first. */
+  size: number;
 }
 
 /** How many key rows the in-process cache holds before it starts over. */
@@ -34,11 +44,45 @@ const MAX_CACHED = 10_000;
  * Looks keys up by the SHA-256 of the whole key (a unique index). Found rows may be kept in
  * process for `cacheMs` (a couple of seconds by default) to save a database round trip on busy
  * keys; the row's state (active, expiry) is checked on every request, so a revocation made
- * elsewhere (the CLI, another API process) takes effect within `cacheMs`. Unknown keys are
- * never cached. `cacheMs: 0` turns the cache off.
+ * elsewhere (the CLI, another API process) takes effect within `cacheMs`. `cacheMs: 0` turns
+ * the cache off.
+ *
+ * A hash with no row is remembered for `negative.ttlMs`, at most `negative.size` of them (the
+ * oldest is forgotten first), so repeating an unknown key costs one look-up per TTL. The TTL is
+ * the whole guarantee that a new key is never caught: keys are created by the CLI, possibly in
+ * another process and without Redis, so this process cannot be told; a key presented before it
+ * existed (it carries ~190 random bits, so only a leaked or chosen secret can be) works at the
+ * latest `negative.ttlMs` after it was last looked up and found missing, the same bound a
+ * revocation has through `cacheMs`.
  */
-export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore {
+export function createKeyStore(
+  prisma: PrismaClient,
+  cacheMs: number,
+  negative: NegativeCacheOptions = { ttlMs: 0, size: 0 },
+): KeyStore {
   const cache = new Map<string, { key: StoredKey; until: number }>();
+  // Insertion order is expiry order (one TTL for all), so the first entry is the oldest.
+  const unknown = new Map<string, number>();
+  const negativeOn = negative.ttlMs > 0 && negative.size > 0;
+
+  function knownUnknown(hash: string): boolean {
+    const until = unknown.get(hash);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    unknown.delete(hash);
+    return false;
+  }
+
+  function rememberUnknown(hash: string, started: number): void {
+    unknown.delete(hash);
+    while (unknown.size >= negative.size) {
+      const oldest = unknown.keys().next().value;
+      if (oldest === undefined) break;
+      unknown.delete(oldest);
+    }
+    // From when the look-up started: a key created meanwhile is not hidden for longer than the TTL.
+    unknown.set(hash, started + negative.ttlMs);
+  }
   const inFlight = new Map<string, Promise<StoredKey | undefined>>();
 
   async function load(hash: string): Promise<StoredKey | undefined> {
@@ -72,8 +116,12 @@ export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore 
 
   return {
     cached,
+    get unknownCount() {
+      return unknown.size;
+    },
     async findByHash(hash) {
-      if (cacheMs <= 0) return load(hash);
+      if (negativeOn && knownUnknown(hash)) return undefined;
+      if (cacheMs <= 0 && !negativeOn) return load(hash);
       const hit = cached(hash);
       if (hit) return hit;
       // Single flight: when a busy key's entry expires, every request of that key misses at
@@ -87,10 +135,13 @@ export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore 
           if (inFlight.get(hash) !== lookup) return key;
           inFlight.delete(hash);
           if (key) {
-            if (cache.size >= MAX_CACHED) cache.clear();
-            cache.set(hash, { key, until: started + cacheMs });
+            if (cacheMs > 0) {
+              if (cache.size >= MAX_CACHED) cache.clear();
+              cache.set(hash, { key, until: started + cacheMs });
+            }
           } else {
             cache.delete(hash);
+            if (negativeOn) rememberUnknown(hash, started);
           }
           return key;
         },
@@ -107,9 +158,11 @@ export function createKeyStore(prisma: PrismaClient, cacheMs: number): KeyStore 
       // the next request reads again.
       if (hash === undefined) {
         cache.clear();
+        unknown.clear();
         inFlight.clear();
       } else {
         cache.delete(hash);
+        unknown.delete(hash);
         inFlight.delete(hash);
       }
     },

@@ -29,6 +29,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisEndpoint } from '../redis.ts';
 import { reportBuilders } from '../reports/index.ts';
+import { admitReportRun, reportLimitsOf } from '../reports/limits.ts';
 import { XLSX_MEDIA_TYPE } from '../reports/builder.ts';
 import { createMailer, describeMailError, isTransientMailError, type Mailer } from './mailer.ts';
 import { recordMailFailed, recordMailSent } from '../ops/metrics.ts';
@@ -437,10 +438,12 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     started ??= (async () => {
       mailer = createMailer(config);
       const settings = { backoffStrategy: (attemptsMade: number) => retryDelay(config, attemptsMade) };
+      // Two builds at a time: more made other brokers' requests wait behind the builds' database
+      // work and CPU in the same process (`npm start`) for little gain in report time (bench/README.md).
       const reportsWorker = new Worker<BuildJobData>(REPORTS_QUEUE, processBuild, {
         connection: workerOptions(redisEndpoint, isClosing),
         prefix,
-        concurrency: 4,
+        concurrency: 2,
         settings,
       });
       const mailWorker = new Worker<SendJobData>(MAIL_QUEUE, processSend, {
@@ -484,7 +487,8 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     const counted = await builder.count(prisma, spec);
     if (counted.rows === 0 && !spec.allowEmpty) throw new ReportNoDataError(spec);
     const generatedAt = new Date();
-    const run = await prisma.reportRun.create({
+    // Counted and created in one transaction: concurrent requests cannot both pass a bound (429).
+    const run = await admitReportRun(prisma, reportLimitsOf(config), spec.brokerId, (tx) => tx.reportRun.create({
       data: {
         id: randomUUID(),
         brokerId: spec.brokerId,
@@ -499,7 +503,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         recipients: { create: spec.recipients.map((email) => ({ email })) },
       },
       select: { id: true },
-    });
+    }));
     try {
       await enqueueBuild(run.id);
     } catch (err) {

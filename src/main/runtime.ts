@@ -27,7 +27,7 @@ import https from 'node:https';
 import path from 'node:path';
 import express from 'express';
 import { createApp } from '../app.ts';
-import { createGate } from '../auth/gate.ts';
+import { createGate, gateSettings } from '../auth/gate.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
 import { startDatabaseProcess } from '../db/process.ts';
@@ -163,7 +163,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       return runtime;
     }
 
-    const gate = createGate({ prisma: database.prisma, redis, logger });
+    const gate = createGate({ prisma: database.prisma, redis, logger, ...gateSettings(config) });
     // Flushed after the server has stopped, so the entries of the last requests are kept.
     closers.push(['api log', () => gate.apiLog.close()]);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });

@@ -7,6 +7,7 @@ import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import { ReportNoDataError, type InvoiceTotals } from '../jobs/types.ts';
 import { randomUUID } from 'node:crypto';
 import { validateDateRange } from './dates.ts';
+import { checkReportLimits } from './limits.ts';
 import { findReportRun, sandboxReportRun } from './runs.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
 
@@ -60,6 +61,7 @@ export function registerReportRoutes(router: Router, deps: AppDeps): void {
         };
         return { status: 200, data };
       }
+      await checkReportLimits(deps.prisma, deps.config, auth.brokerId);
       try {
         const result = await deps.jobs.runReport<InvoiceTotals>({
           type: 'invoices',

@@ -13,6 +13,7 @@ import { isSandbox } from '../http/auth-context.ts';
 import { operation, type DataOf } from '../http/operation.ts';
 import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import type { ServiceStatusFilter, ServiceTotals } from '../jobs/types.ts';
+import { checkReportLimits } from '../reports/limits.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from '../reports/recipients.ts';
 import { sandboxed } from './sandbox.ts';
 
@@ -73,6 +74,7 @@ export function registerServicesReport(router: Router, deps: AppDeps): void {
         });
         return { status: 200, data };
       }
+      await checkReportLimits(deps.prisma, deps.config, auth.brokerId);
       // A broker without (matching) services still gets its report: an empty workbook.
       const result = await deps.jobs.runReport<ServiceTotals>({
         type: 'services',

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Express } from 'express';
 import { createApp, type AppOptions } from '../../src/app.ts';
-import { createGate } from '../../src/auth/gate.ts';
+import { createGate, gateSettings } from '../../src/auth/gate.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { AppDeps } from '../../src/deps.ts';
 import { loadContract } from '../../src/http/contract.ts';
@@ -83,7 +83,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
   }
   const gates: Array<ReturnType<typeof createGate>> = [];
   const build = (): { app: Express; deps: AppDeps } => {
-    const gate = createGate({ prisma: db.prisma, redis, logger });
+    const gate = createGate({ prisma: db.prisma, redis, logger, ...gateSettings(config) });
     gates.push(gate);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { generateApiKey, type KeyMode, type Scope } from '../../src/auth/keys.ts';
+import { generateApiKey, hashApiKey, type KeyMode, type NewApiKey, type Scope } from '../../src/auth/keys.ts';
 
 /** Small factories for tests: rows inserted with Prisma, returning what a test needs. */
 
@@ -44,6 +44,8 @@ export interface ApiKeyOptions {
   rateLimit?: number;
   expiresAt?: Date | null;
   active?: boolean;
+  /** The clear key to store (one a test presented before creating it); a new random one otherwise. */
+  key?: string;
 }
 
 export interface TestApiKey {
@@ -55,10 +57,15 @@ export interface TestApiKey {
   scopes: string[];
 }
 
+/** What is stored of a chosen clear key, as generateApiKey makes it for a random one. */
+function keyParts(key: string): NewApiKey {
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, 12), last4: key.slice(-4) };
+}
+
 export async function apiKey(prisma: PrismaClient, options: ApiKeyOptions = {}): Promise<TestApiKey> {
   const brokerId = options.brokerId ?? (await broker(prisma)).id;
   const mode = options.mode ?? 'live';
-  const generated = generateApiKey(mode);
+  const generated = options.key === undefined ? generateApiKey(mode) : keyParts(options.key);
   const whitelist = options.ipWhitelist ?? [];
   const active = options.active ?? true;
   const scopes = [...(options.scopes ?? ['admin:full'])];

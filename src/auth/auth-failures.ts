@@ -1,0 +1,61 @@
+import type { Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+
+/** Redis key prefix of the per-IP failed-authentication counters, shared by every API process. */
+export const AUTH_FAILURES_PREFIX = 'rl:authfail';
+
+export interface AuthFailureLimits {
+  /** Failed authentications allowed per IP and window (AUTH_FAILURES_PER_IP); 0 turns the bound off. */
+  perIp: number;
+  /** The window in seconds (AUTH_FAILURES_WINDOW_SECONDS). */
+  windowSeconds: number;
+}
+
+/** Where an IP stands after one more failed authentication. */
+export interface AuthFailureState {
+  exceeded: boolean;
+  limit: number;
+  windowSeconds: number;
+  /** Whole seconds until the IP's window resets (at least 1). */
+  retryAfter: number;
+}
+
+export interface AuthFailureLimiter {
+  /** Counts one failed authentication from `ip`; rejects when Redis cannot be reached. */
+  fail(ip: string): Promise<AuthFailureState>;
+}
+
+/**
+ * A fixed window of failed authentications per caller IP in Redis (rate-limiter-flexible), so
+ * every API process shares one count. Once an IP is over the bound, this process keeps it blocked
+ * in memory until the window ends (`inMemoryBlockOnConsumed`): a flood from it costs no Redis
+ * round trip either. Only failures are counted: a valid key from the same IP (a shared NAT) is
+ * never refused by this bound.
+ */
+export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits): AuthFailureLimiter | undefined {
+  if (limits.perIp <= 0) return undefined;
+  const limiter = new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix: AUTH_FAILURES_PREFIX,
+    points: limits.perIp,
+    duration: limits.windowSeconds,
+    inMemoryBlockOnConsumed: limits.perIp + 1,
+    rejectIfRedisNotReady: true,
+  });
+  const stateOf = (res: RateLimiterRes, exceeded: boolean): AuthFailureState => ({
+    exceeded,
+    limit: limits.perIp,
+    windowSeconds: limits.windowSeconds,
+    retryAfter: Math.max(1, Math.ceil((res.msBeforeNext > 0 ? res.msBeforeNext : limits.windowSeconds * 1000) / 1000)),
+  });
+  return {
+    async fail(ip) {
+      try {
+        return stateOf(await limiter.consume(ip), false);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) return stateOf(err, true);
+        throw err;
+      }
+    },
+  };
+}

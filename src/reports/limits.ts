@@ -1,0 +1,121 @@
+/**
+ * Admission of live reports: a broker may have at most REPORTS_CONCURRENT_PER_BROKER reports
+ * running at once and start at most REPORTS_PER_HOUR_PER_BROKER in any hour. A report multiplies
+ * into a workbook build and one e-mail per recipient, so the key's request rate alone bounds
+ * neither the e-mail nor the load. Sandbox reports record no run and are bounded only by the
+ * key's rate limit.
+ *
+ * The database is the record: a run counts as running until it reaches a final state
+ * (`completed`, `failed`), and a run still not final `RUNNING_MAX_AGE_MS` after it was created
+ * (one abandoned by a process that died) no longer counts, so it cannot block its broker
+ * forever. Every run created in the last hour counts against the hourly bound, whatever its state.
+ */
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
+import { ApiError } from '../http/errors.ts';
+
+export interface ReportLimits {
+  concurrentPerBroker: number;
+  perHourPerBroker: number;
+  /** Retry-After when the concurrent bound is reached: how long the API waits for a report (REPORT_WAIT_MS). */
+  runningRetrySeconds: number;
+}
+
+/** A run not final this long after its creation no longer counts as running. */
+export const RUNNING_MAX_AGE_MS = 3600_000;
+const HOUR_MS = 3600_000;
+const HOUR_SECONDS = 3600;
+/** Final states of a run; every other state counts as running. */
+const FINAL_STATES = ['completed', 'failed'] as const;
+/** First key of the two-key advisory lock that serialises one broker's admissions. */
+const ADMISSION_LOCK_SPACE = 0x52_50_54; // "RPT"
+
+export function reportLimitsOf(config: Config): ReportLimits {
+  return {
+    concurrentPerBroker: config.reportsConcurrentPerBroker,
+    perHourPerBroker: config.reportsPerHourPerBroker,
+    runningRetrySeconds: Math.max(1, Math.ceil(config.reportWaitMs / 1000)),
+  };
+}
+
+type Db = PrismaClient | Prisma.TransactionClient;
+
+/** The 429 for the first bound the broker has reached, or undefined when a report may start. */
+async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date): Promise<ApiError | undefined> {
+  const hourAgo = new Date(now.getTime() - HOUR_MS);
+  // One after the other: inside an interactive transaction the queries share one connection.
+  const running = await db.reportRun.count({
+    where: {
+      brokerId,
+      status: { notIn: [...FINAL_STATES] },
+      createdAt: { gt: new Date(now.getTime() - RUNNING_MAX_AGE_MS) },
+    },
+  });
+  const lastHour = await db.reportRun.count({ where: { brokerId, createdAt: { gt: hourAgo } } });
+  const refusals: ApiError[] = [];
+  if (lastHour >= limits.perHourPerBroker) {
+    // A report may start again when the run that brought the count to the bound leaves the hour.
+    const [edge] = await db.reportRun.findMany({
+      where: { brokerId, createdAt: { gt: hourAgo } },
+      orderBy: { createdAt: 'desc' },
+      skip: limits.perHourPerBroker - 1,
+      take: 1,
+      select: { createdAt: true },
+    });
+    const retryAfter = edge
+      ? Math.min(HOUR_SECONDS, Math.max(1, Math.ceil((edge.createdAt.getTime() + HOUR_MS - now.getTime()) / 1000)))
+      : 1;
+    refusals.push(
+      tooMany(
+        `Report limit reached: this broker may start ${limits.perHourPerBroker} reports per hour; retry after ${retryAfter} seconds`,
+        { reason: 'reports_per_hour_per_broker', limit: limits.perHourPerBroker, window_seconds: HOUR_SECONDS, retry_after: retryAfter },
+      ),
+    );
+  }
+  if (running >= limits.concurrentPerBroker) {
+    const retryAfter = limits.runningRetrySeconds;
+    refusals.push(
+      tooMany(
+        `Report limit reached: this broker may have ${limits.concurrentPerBroker} reports running at once; retry after ${retryAfter} seconds`,
+        { reason: 'reports_concurrent_per_broker', limit: limits.concurrentPerBroker, retry_after: retryAfter },
+      ),
+    );
+  }
+  // Both reached: the longer wait is the one that lets a report through.
+  return refusals.sort((a, b) => Number(b.details?.retry_after) - Number(a.details?.retry_after))[0];
+}
+
+function tooMany(message: string, details: Record<string, string | number>): ApiError {
+  return new ApiError('rate_limit_exceeded', message, details, { 'Retry-After': String(details.retry_after) });
+}
+
+/**
+ * The early check of a live report request, before any report work (the counting query of a big
+ * report is not cheap): throws `429 rate_limit_exceeded` when the broker is at a bound. Not
+ * atomic; `admitReportRun`, where the run is created, is.
+ */
+export async function checkReportLimits(prisma: PrismaClient, config: Config, brokerId: string, now = new Date()): Promise<void> {
+  const refused = await refusal(prisma, reportLimitsOf(config), brokerId, now);
+  if (refused) throw refused;
+}
+
+/**
+ * Creates a report run (`create`, inside the admission's transaction) if the broker is under
+ * both bounds, or throws `429 rate_limit_exceeded`. One broker's admissions take a transaction
+ * advisory lock on the broker, so concurrent requests count one after another and never both
+ * slip past a bound; other brokers' admissions do not wait.
+ */
+export async function admitReportRun<T>(
+  prisma: PrismaClient,
+  limits: ReportLimits,
+  brokerId: string,
+  create: (tx: Prisma.TransactionClient) => Promise<T>,
+): Promise<T> {
+  return prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId}))`;
+    // The counts read after the lock see every run the previous holder committed (read committed).
+    const refused = await refusal(tx, limits, brokerId, new Date());
+    if (refused) throw refused;
+    return create(tx);
+  });
+}
