@@ -37,14 +37,17 @@ function postOnly(handler: RequestHandler): RequestHandler {
   return (req, res, next) => (req.method === 'POST' ? handler(req, res, next) : next());
 }
 
-/** A POST sent with no body at all is read as `{}`, so its missing fields are named one by one. */
+/**
+ * A POST sent with no body at all is read as `{}`, so its missing fields are named one by one. A
+ * POST whose body the JSON parser left unread (no or another Content-Type) is refused: reading it
+ * as `{}` would run the operation without what the client sent (a chosen password, say).
+ */
 const emptyBodyAsObject: RequestHandler = (req, _res, next) => {
+  if (req.method !== 'POST' || req.body !== undefined) return next();
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (req.method === 'POST' && req.body === undefined && !hasBody) {
-    req.body = {};
-    delete req.headers['content-type'];
-    req.headers['content-type'] = 'application/json';
-  }
+  if (hasBody) return next(new ApiError('invalid_request', 'Content-Type must be application/json for a request with a body'));
+  req.body = {};
+  req.headers['content-type'] = 'application/json';
   next();
 };
 

@@ -13,8 +13,16 @@ const isBodyParserError = (err: unknown): err is BodyParserError =>
   typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string' &&
   typeof (err as { status?: unknown }).status === 'number';
 
+/** A compressed body that does not decompress: zlib's error, passed on by body-parser as a 400. */
+const isDecompressionError = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && /^Z_|^ERR_BROTLI|^ERR__ERROR_FORMAT_PADDING|^ERR_PADDING/.test(String((err as { code?: unknown }).code ?? '')) &&
+  (err as { status?: unknown }).status === 400;
+
 function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contract: Contract, operationId?: string): ApiError {
   if (err instanceof ApiError) return err;
+  if (isDecompressionError(err)) {
+    return new ApiError('invalid_request', `Request body could not be decompressed (Content-Encoding: ${String(req.headers['content-encoding'] ?? '').slice(0, 40)})`);
+  }
   if (isBodyParserError(err)) {
     switch (err.type) {
       case 'entity.parse.failed':
@@ -22,6 +30,10 @@ function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contr
       case 'entity.too.large':
         return new ApiError('invalid_request', 'Request body is larger than 1 MiB');
       case 'encoding.unsupported':
+        return new ApiError(
+          'invalid_request',
+          `Content-Encoding ${String(req.headers['content-encoding'] ?? '').slice(0, 40)} is not supported: send the body as it is, or gzip, deflate or br`,
+        );
       case 'charset.unsupported':
         return new ApiError('invalid_request', 'Request body must be UTF-8 encoded JSON');
       case 'request.aborted':
