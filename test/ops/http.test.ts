@@ -377,6 +377,10 @@ describe('logs', () => {
     assert.equal((await send('/api/v1/auth-check', { Authorization: valid.key })).status, 401);
     await send(`/api/v1/auth-check?api_key=${valid.key}`, { Authorization: `Bearer ${valid.key}` });
     await send('/api/v1/auth-check', { 'X-Api-Key': valid.key });
+    // Encoded forms of the same key (the security probe's findings).
+    await send(`/api/v1/auth-check?api_key=${valid.key.replace(/_/g, '%5F')}`, { Authorization: `Bearer ${valid.key}` });
+    await send(`/api/v1/auth-check?api_key=_${valid.key}`, { Authorization: `Bearer ${valid.key}` });
+    await send(`/api/v1/auth-check?k=${encodeURIComponent(encodeURIComponent(valid.key))}`, { Authorization: `Bearer ${valid.key}` });
     await gate.apiLog.close();
     await sleep(50);
 
