@@ -9,6 +9,7 @@
  * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
  * tagged `$executeRaw` template, so every value is still a bound parameter.
  */
+import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
 import type { BillingCycle, InvoiceStatus, PrismaClient, ServiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
@@ -77,6 +78,7 @@ function text(value: unknown, max: number): string {
   if (typeof value !== 'string') throw new InvalidValue(`must be text, got ${describe(value)}`);
   const t = value.trim();
   if (t.length > max) throw new InvalidValue(`is longer than ${max} characters`);
+  if (hasControlCharacters(t)) throw new InvalidValue(CONTROL_CHARACTERS_REASON);
   return t;
 }
 

@@ -88,6 +88,15 @@ async function drainSheet(workbook: ExcelJS.stream.xlsx.WorkbookWriter, sheet: E
 export const GC_EVERY_ROWS = 25_000;
 
 /**
+ * Text a spreadsheet program may take for a formula once the cell is edited or the sheet saved as
+ * CSV (OWASP's CSV injection list): such cells carry Excel's quote prefix, which keeps them text.
+ */
+const FORMULA_LIKE = /^[=+\-@\t\r]/;
+
+/** The same style with Excel's quote prefix (`quotePrefix="1"`, written by the exceljs patch in patches/). */
+const asText = (style: Partial<ExcelJS.Style>): Partial<ExcelJS.Style> => ({ ...style, quotePrefix: true }) as Partial<ExcelJS.Style>;
+
+/**
  * A data sheet: typed columns, bold header row frozen at the top. Call `finishTable` after the rows.
  *
  * Every cell of a column gets the same style object: exceljs dedupes styles per object (a WeakMap),
@@ -107,11 +116,15 @@ export function addTableSheet(workbook: ExcelJS.stream.xlsx.WorkbookWriter, name
   let rows = 0;
   let collectedAt = 0;
   const styles = columns.map((c) => (c.numFmt ? ({ numFmt: c.numFmt } as Partial<ExcelJS.Style>) : plain));
+  const quoted = styles.map(asText);
   return {
     sheet,
     addRow(values) {
       const row = sheet.addRow(values);
-      for (let i = 0; i < styles.length; i++) row.getCell(i + 1).style = styles[i]!;
+      for (let i = 0; i < styles.length; i++) {
+        const value = values[i];
+        row.getCell(i + 1).style = typeof value === 'string' && FORMULA_LIKE.test(value) ? quoted[i]! : styles[i]!;
+      }
       row.commit();
       rows += 1;
     },

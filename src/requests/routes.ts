@@ -2,6 +2,7 @@
  * The request operations: the list and the decision (approve or deny). Live keys act on the
  * broker's own requests; sandbox keys get generated answers and nothing is read or stored.
  */
+import { isBlank } from '../shared/text.ts';
 import { isSandbox } from '../http/auth-context.ts';
 import { ApiError } from '../http/errors.ts';
 import { operation, type DataOf } from '../http/operation.ts';
@@ -67,7 +68,7 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
       }
       if (body.action === 'approve') return { id, action: 'approve' };
       const denialReason = (textParam(body.denial_reason, 'denial_reason', 'body') ?? '').trim();
-      if (denialReason === '') {
+      if (isBlank(denialReason)) {
         throw new ApiError('missing_parameter', 'Missing required parameter: denial_reason (required to deny a request)', {
           required: ['action', 'denial_reason'],
           missing: ['denial_reason'],

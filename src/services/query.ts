@@ -4,6 +4,7 @@
  * helpers hold every value to the contract's own rules and answer `400 invalid_parameter`
  * otherwise. They run in `validate`, before any sandbox test scenario.
  */
+import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { isoInstant } from '../http/formats.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
@@ -59,6 +60,7 @@ export function boolParam(value: unknown): boolean {
 export function textParam(value: unknown, field: string, location: 'query' | 'body'): string | undefined {
   if (typeof value !== 'string' || value === '') return undefined;
   if (value.includes('\u0000')) throw invalidParameter(field, location, 'characters', 'must not contain U+0000 (NUL)');
+  if (hasControlCharacters(value)) throw invalidParameter(field, location, 'characters', CONTROL_CHARACTERS_REASON);
   return value;
 }
 

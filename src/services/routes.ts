@@ -5,8 +5,9 @@
  * validation come from openapi.yaml through `operation()`; the sandbox test scenarios
  * `validation_error`/`server_error` are applied by it after `validate`.
  */
+import { isBlank } from '../shared/text.ts';
 import { hasScope, isSandbox } from '../http/auth-context.ts';
-import { conflict } from '../http/errors.ts';
+import { ApiError, conflict } from '../http/errors.ts';
 import { operation, serialized, type DataOf } from '../http/operation.ts';
 import { formatRequestId } from '../requests/ids.ts';
 import { requestData, REQUEST_INCLUDE } from '../requests/present.ts';
@@ -320,12 +321,13 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
 
   // POST /api/v1/services/{service_number}/cancel
   operation(router, contract, 'cancelService', {
-    validate: ({ params, body }) => ({
-      number: serviceNumberParam(params),
-      // The schema refuses a blank reason (missing_parameter); NUL cannot be stored.
-      reason: (textParam(body.reason, 'reason', 'body') ?? '').trim(),
-      when: body.when ?? 'end_of_billing_period',
-    }),
+    validate: ({ params, body }) => {
+      const number = serviceNumberParam(params);
+      // The schema refuses an empty or white-space reason; one made only of invisible characters is as blank.
+      const reason = (textParam(body.reason, 'reason', 'body') ?? '').trim();
+      if (isBlank(reason)) throw new ApiError('missing_parameter', 'Missing required parameter: reason', { required: ['reason'], missing: ['reason'] });
+      return { number, reason, when: body.when ?? 'end_of_billing_period' };
+    },
     async handle({ auth, scenario }, { number, reason, when }) {
       const now = new Date();
       if (isSandbox(auth)) {
