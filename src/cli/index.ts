@@ -8,6 +8,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../config.ts';
+import { protectDataDir } from '../shared/data-dir.ts';
 import { connectForCli, type Database } from '../db/client.ts';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -284,7 +285,10 @@ export async function main(given: readonly string[], io: Io): Promise<number> {
       db: async () => {
         if (!database) {
           const config = loadConfig();
+          protectDataDir(config.dataDir);
           database = await connectForCli({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+          // A cluster PGlite has just unpacked here keeps its own file modes until narrowed.
+          protectDataDir(config.dataDir);
         }
         return database;
       },

@@ -34,6 +34,7 @@ import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import type { AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
+import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
 import { createJobs } from '../jobs/index.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -78,6 +79,7 @@ export interface StartOptions {
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);
+  protectDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
   if (role !== 'all' && !config.redisUrl) {
     throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
@@ -111,6 +113,8 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
     }
     closers.push(['database', () => database.close()]);
+    // PGlite unpacks a new cluster with its own file modes (0666): narrowed once it is set up.
+    protectDataDir(config.dataDir);
     if (database.appliedMigrations.length > 0) {
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
