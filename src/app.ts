@@ -1,5 +1,4 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
-import helmet from 'helmet';
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
 import { registerDocs } from './http/docs.ts';
@@ -10,6 +9,7 @@ import { inputHygiene } from './http/input-hygiene.ts';
 import { dispatchOperations } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
+import { apiSecurityHeaders } from './http/security-headers.ts';
 import { createValidator } from './http/validation.ts';
 import { registerOps } from './ops/health.ts';
 import { recordHttpRequest } from './ops/metrics.ts';
@@ -69,20 +69,6 @@ function registerNotImplemented(router: Router, contract: Contract): void {
 
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-const apiSecurityHeaders = helmet({
-  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-  crossOriginOpenerPolicy: false,
-  crossOriginResourcePolicy: { policy: 'same-origin' },
-  originAgentCluster: false,
-  referrerPolicy: { policy: 'no-referrer' },
-  xDnsPrefetchControl: false,
-  xDownloadOptions: false,
-  xFrameOptions: { action: 'deny' },
-  xPermittedCrossDomainPolicies: false,
-  // app.disable('x-powered-by') already keeps Express from writing it.
-  xPoweredBy: false,
-  xXssProtection: false,
-});
 
 /**
  * Every /api answer holds one key's own data (a new service's password, say): no browser or
