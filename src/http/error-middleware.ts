@@ -15,7 +15,7 @@ const isBodyParserError = (err: unknown): err is BodyParserError =>
 
 /** A compressed body that does not decompress: zlib's error, passed on by body-parser as a 400. */
 const isDecompressionError = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && /^Z_|^ERR_BROTLI|^ERR__ERROR_FORMAT_PADDING|^ERR_PADDING/.test(String((err as { code?: unknown }).code ?? '')) &&
+  typeof err === 'object' && err !== null && /^Z_|^ERR_BROTLI|^ERR__ERROR_/.test(String((err as { code?: unknown }).code ?? '')) &&
   (err as { status?: unknown }).status === 400;
 
 function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contract: Contract, operationId?: string): ApiError {

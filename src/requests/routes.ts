@@ -66,8 +66,9 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
           reason: 'must be REQ- followed by digits',
         });
       }
-      if (body.action === 'approve') return { id, action: 'approve' };
+      // Checked for an approval too, though it is ignored there: bad input is never passed over silently.
       const denialReason = (textParam(body.denial_reason, 'denial_reason', 'body') ?? '').trim();
+      if (body.action === 'approve') return { id, action: 'approve' };
       if (isBlank(denialReason)) {
         throw new ApiError('missing_parameter', 'Missing required parameter: denial_reason (required to deny a request)', {
           required: ['action', 'denial_reason'],

@@ -6,6 +6,7 @@
  * `__proto__` keys are sent as written; `Raw` is JSON text sent verbatim: 1e309, -0, 5,000 levels
  * of nesting) and serialized by hand, then optionally made into invalid UTF-8.
  */
+import { hasControlCharacters, isBlank } from '../../src/shared/text.ts';
 import fc from 'fast-check';
 
 // ---------------------------------------------------------------- JSON tree
@@ -163,16 +164,37 @@ const recipients: FieldSpec = {
   ),
 };
 
+/** Text with a control character somewhere (CR/LF, tab, C0, DEL, C1): refused in free text that reaches e-mails and reports. */
+export const withControlCharacter: fc.Arbitrary<Val> = fc
+  .tuple(
+    fc.string({ maxLength: 20 }),
+    fc.oneof(fc.constantFrom('\r\n', '\n', '\r', '\t', '\u007f', '\u0085', '\u009b'), fc.integer({ min: 1, max: 0x1f }).map((c) => String.fromCharCode(c))),
+    fc.string({ maxLength: 20 }),
+  )
+  .map(([a, control, b]) => `Aa1!${a}${control}Bcc: x@y.example${b}`);
+
+/** Text that shows nothing: white space and invisible (format, filler) characters only. */
+export const invisibleOnly: fc.Arbitrary<Val> = fc
+  .array(fc.constantFrom('\u200b', '\u200c', '\u200d', '\u2060', '\u00ad', '\u3164', '\ufeff', '\u115f', '\u1160', '\uffa0', '\u2800', '\u200e', ' '), { minLength: 1, maxLength: 12 })
+  .map((parts) => parts.join(''));
+
 const freeText = (name: string, required: boolean, max: number, nullable = false): FieldSpec => ({
   name,
   required,
   text: true,
   valid: fc.oneof(
-    hostileString.filter((s) => s.trim() !== '' && s.length <= max && !/[\ud800-\udfff]/.test(s)).map((s) => s as Val),
+    hostileString
+      .filter((s) => s.trim() !== '' && s.length <= max && !/[\ud800-\udfff]/.test(s) && !hasControlCharacters(s) && !isBlank(s))
+      .map((s) => s as Val),
     fc.constant<Val>('Customer moved'),
     ...(nullable ? [fc.constant<Val>(null)] : []),
   ),
-  invalid: fc.oneof(nonString, longerThan(max), ...(required ? [fc.constantFrom<Val>('', '   ', '\t\n')] : [])),
+  invalid: fc.oneof(
+    nonString,
+    longerThan(max),
+    withControlCharacter,
+    ...(required ? [fc.constantFrom<Val>('', '   ', '\t\n'), invisibleOnly] : []),
+  ),
 });
 
 const enumField = (name: string, values: string[], required: boolean, nullable = false): FieldSpec => ({
@@ -184,7 +206,7 @@ const enumField = (name: string, values: string[], required: boolean, nullable =
 
 // ---------------------------------------------------------------- operations
 
-export type PathParam = 'service_number' | 'request_id';
+export type PathParam = 'service_number' | 'request_id' | 'report_id';
 
 export interface QuerySpec {
   name: string;
@@ -257,8 +279,8 @@ export const OPERATIONS: OpSpec[] = [
         name: 'password',
         required: false,
         text: true,
-        valid: fc.string({ minLength: 12, maxLength: 128 }).filter((s) => s.length >= 12).map((s) => s as Val),
-        invalid: fc.oneof(nonString, fc.string({ maxLength: 11 }).map((s) => s as Val), longerThan(128)),
+        valid: fc.string({ minLength: 12, maxLength: 128 }).filter((s) => s.length >= 12 && !hasControlCharacters(s)).map((s) => s as Val),
+        invalid: fc.oneof(nonString, fc.string({ maxLength: 11 }).map((s) => s as Val), longerThan(128), withControlCharacter),
       },
     ],
   },
@@ -311,7 +333,7 @@ export const OPERATIONS: OpSpec[] = [
       { name: 'start_date', required: true, valid: fc.constant<Val>('2025-01-01'), invalid: notDate },
       { name: 'end_date', required: true, valid: date, invalid: notDate },
     ],
-  },
+  },  { operationId: 'getReport', method: 'GET', template: '/api/v1/reports/{report_id}', param: 'report_id', mutating: false },
 ];
 
 // ---------------------------------------------------------------- paths and queries

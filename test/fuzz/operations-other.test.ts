@@ -6,7 +6,7 @@ import { loadContract } from '../../src/http/contract.ts';
 import { OPERATIONS } from './arbitraries.ts';
 import { fuzzOperations, SERVICE_OPERATIONS } from './operations.ts';
 
-const OTHER_OPERATIONS = ['getAuthCheck', 'postAuthCheck', 'listRequests', 'manageRequest', 'sendServicesReport', 'sendInvoicesReport'];
+const OTHER_OPERATIONS = ['getAuthCheck', 'postAuthCheck', 'listRequests', 'manageRequest', 'sendServicesReport', 'sendInvoicesReport', 'getReport'];
 
 it('the fuzz operations are exactly the operations of openapi.yaml, with their methods and paths', () => {
   const contract = loadContract().operations.map((o) => `${o.operationId} ${o.method} ${o.pathTemplate}`).sort();

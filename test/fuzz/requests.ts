@@ -145,6 +145,8 @@ function validParam(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitrary<stri
     const existing = fc.constantFrom(...ids.requestIds);
     return fc.oneof(existing, existing.map((id) => id.toLowerCase()), existing.map((id) => id.replace(/-0+/, '-')));
   }
+  // Any id: a sandbox key gets a simulated run for it, a live key a 404 unless it is one of its runs.
+  if (op.param === 'report_id') return fc.uuid();
   return fc.constant('');
 }
 
