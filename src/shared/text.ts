@@ -3,8 +3,8 @@
  * customer names, host names), shared by the API and the admin CLI.
  */
 
-/** C0 controls (line breaks and tabs among them), DEL and the C1 controls. */
-const CONTROL_CHARACTER = /[\u0000-\u001F\u007F-\u009F]/;
+/** C0 controls (line breaks and tabs among them), DEL and the C1 controls: Unicode category Cc. */
+const CONTROL_CHARACTER = /\p{Cc}/u;
 
 export const CONTROL_CHARACTERS_REASON =
   'must not contain control characters (line breaks, tabs or other characters U+0000-U+001F, U+007F-U+009F)';
