@@ -27,6 +27,8 @@ export interface Config {
   smtpSocketTimeoutMs: number;
   /** How often a worker looks for report runs and recipients that have no live job (and on start). */
   reportReconcileMs: number;
+  /** On SIGTERM, how long `/readyz` answers 503 while the server still serves, before it stops accepting. */
+  shutdownDelayMs: number;
   /** Bound on a server query (DB_STATEMENT_TIMEOUT_MS): PostgreSQL statement_timeout, or the client-side query timeout on the embedded database's socket. A hung database is an error, not a hang. */
   dbStatementTimeoutMs: number;
   /** How long a service list page or count may be reused (SERVICES_CACHE_MS; 0: never). */
@@ -94,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpGreetingTimeoutMs: integer('SMTP_GREETING_TIMEOUT_MS', env.SMTP_GREETING_TIMEOUT_MS, 300_000, 100, 3_600_000),
     smtpSocketTimeoutMs: integer('SMTP_SOCKET_TIMEOUT_MS', env.SMTP_SOCKET_TIMEOUT_MS, 600_000, 100, 3_600_000),
     reportReconcileMs: integer('REPORT_RECONCILE_MS', env.REPORT_RECONCILE_MS, 30_000, 100, 3_600_000),
+    shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', env.SHUTDOWN_DELAY_MS, 5000, 0, 120_000),
     dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', env.DB_STATEMENT_TIMEOUT_MS, 30_000, 100, 600_000),
     servicesCacheMs: integer('SERVICES_CACHE_MS', env.SERVICES_CACHE_MS, 2000, 0, 60_000),
     keyNegativeCacheMs: integer('KEY_NEGATIVE_CACHE_MS', env.KEY_NEGATIVE_CACHE_MS, 2000, 0, 60_000),

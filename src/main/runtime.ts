@@ -3,7 +3,9 @@
  * start:api` and `npm run start:worker` (the two halves apart, sharing one PostgreSQL and Redis).
  *
  * Shutdown (SIGTERM or SIGINT; a second signal exits at once) runs in this order, each step bounded:
- *   1. `/readyz` answers 503 (`app.locals.draining`) and the server stops accepting connections;
+ *   1. `/readyz` answers 503 (`app.locals.draining`) and every answer carries `Connection: close`;
+ *      on SIGTERM the server goes on accepting and serving for SHUTDOWN_DELAY_MS (the pre-stop
+ *      delay a load balancer needs to stop sending), then stops accepting connections;
  *   2. in-flight requests finish (a report request keeps waiting for its outcome, up to
  *      `REPORT_WAIT_MS`), keep-alive connections close as they go idle; after
  *      `shutdownTimeoutMs` (default REPORT_WAIT_MS + 5 s) the rest are cut;
@@ -53,8 +55,11 @@ export interface Runtime {
   /** The HTTP(S) server (roles `all` and `api`). */
   server?: http.Server | https.Server;
   url?: string;
-  /** Stops accepting, finishes in-flight requests and running jobs, flushes logs, closes everything. */
-  shutdown(reason: string): Promise<void>;
+  /**
+   * Stops accepting, finishes in-flight requests and running jobs, flushes logs, closes everything.
+   * `preStopMs`: first answer `/readyz` 503 this long while still serving (SIGTERM: SHUTDOWN_DELAY_MS).
+   */
+  shutdown(reason: string, options?: { preStopMs?: number }): Promise<void>;
 }
 
 export interface StartOptions {
@@ -85,6 +90,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
   }
   const closers: Array<[string, () => Promise<void>]> = [];
+  let preStopMs = 0;
   const closeAll = async (): Promise<void> => {
     for (const [name, close] of closers.reverse()) {
       await close().catch((err: unknown) => logger.error({ err }, `closing ${name} failed`));
@@ -135,8 +141,9 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       logger,
       database,
       redisEndpoint,
-      shutdown: async (reason) => {
+      shutdown: async (reason, shutdownOptions = {}) => {
         logger.info({ reason }, 'shutting down');
+        preStopMs = shutdownOptions.preStopMs ?? 0;
         await closeAll();
         logger.info('stopped');
       },
@@ -179,7 +186,14 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     closers.push([
       'http server',
       async () => {
+        // Load balancers see /readyz 503 and stop sending while this server still answers (every
+        // answer now with `Connection: close`, so keep-alive clients reconnect elsewhere); only then
+        // does the listener close.
         app.locals.draining = true;
+        if (preStopMs > 0) {
+          logger.info({ preStopMs }, 'readiness withdrawn; still serving until the pre-stop delay ends');
+          await new Promise((resolve) => setTimeout(resolve, preStopMs));
+        }
         const cut = await listening.close(drainBoundMs);
         if (cut > 0) logger.warn({ connections: cut, boundMs: drainBoundMs }, 'in-flight requests cut at the shutdown bound');
         else logger.info('http server drained');
@@ -209,7 +223,8 @@ export async function main(role: Role): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    runtime.shutdown(signal).then(
+    // SIGTERM comes from an orchestrator (withdraw readiness first); SIGINT from a terminal (stop now).
+    runtime.shutdown(signal, { preStopMs: signal === 'SIGTERM' ? runtime.config.shutdownDelayMs : 0 }).then(
       () => process.exit(0),
       (err: unknown) => {
         runtime.logger.error({ err }, 'shutdown failed');

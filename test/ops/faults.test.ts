@@ -53,6 +53,8 @@ before(async () => {
       DATA_DIR: data.dir,
       PORT: '0',
       REPORT_WAIT_MS: '20000',
+      // Retries of a transient SMTP failure within the report's wait (the default waits 30 s first).
+      MAIL_RETRY_DELAY_MS: '100',
       DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
     },
     jobsCloseTimeoutMs: 2000,

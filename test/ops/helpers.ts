@@ -214,7 +214,8 @@ const READY: Record<Role, string> = { all: 'Client API v1 listening', api: 'Clie
 export async function startRole(role: Role, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RoleProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', FILES[role]], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', PORT: '0', ...env },
+    // No pre-stop delay unless a test asks for one: most tests stop their children with SIGTERM.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', PORT: '0', SHUTDOWN_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs = new LogCapture();

@@ -54,6 +54,8 @@ before(async () => {
     SMTP_URL: smtp.url,
     DATA_DIR: data.dir,
     REPORT_WAIT_MS: '40000',
+    // A send claimed by a killed worker is released after 2 × this (its claim is no longer renewed).
+    REPORT_RECONCILE_MS: '1000',
   };
   // The first API process applies the migrations; the others start on the migrated database.
   api1 = await startRole('api', env);
@@ -145,12 +147,13 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
     });
     const run = await db.prisma.reportRun.findFirstOrThrow({ where: { recipients: { some: { email: HELD } } }, include: { recipients: true } });
     const heldRecipient = run.recipients.find((r) => r.email === HELD)!;
-    const jobId = `send-${run.id}-${heldRecipient.id}`;
+    const jobId = `send.${heldRecipient.id}`;
     await worker.kill('SIGKILL');
     const killedAt = Date.now();
 
-    // BullMQ gives a dead worker's jobs to another worker once their locks (30 s) have expired and
-    // a stalled-job check has seen them twice (checks every 30 s): 30-60 s. Fast-forward that wait
+    // The next worker's reconciler releases the dead worker's claim (not renewed for 2 ×
+    // REPORT_RECONCILE_MS) and BullMQ gives the dead worker's jobs to another worker once their locks
+    // (30 s) have expired and a stalled-job check has seen them twice (checks every 30 s). Fast-forward that wait
     // for every job the dead worker held (the other e-mail may still be in flight on a slow
     // machine): expire the locks and record the first sighting, as the checks would have.
     const r = new Redis(redis.port, '127.0.0.1');

@@ -5,6 +5,7 @@
  * with its counts, completes its run record, writes the API log and exits 0.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { connectForCli } from '../../src/db/client.ts';
 import { apiKey } from '../helpers/factories.ts';
@@ -30,8 +31,10 @@ after(async () => {
 
 const database = () => connectForCli({ dataDir: data.dir, databaseUrl: pgdb?.url });
 
-test('SIGTERM during a report: no new connections, the client still gets its 200 with counts, the run is complete', async (ctx) => {
-  child = await startRole('all', { DATA_DIR: data.dir, SMTP_URL: smtp.url, ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+const PRE_STOP_MS = 2000;
+
+test('SIGTERM during a report: readiness withdrawn while still serving, then no new connections; the client still gets its 200 with counts, the run is complete', async (ctx) => {
+  child = await startRole('all', { DATA_DIR: data.dir, SMTP_URL: smtp.url, SHUTDOWN_DELAY_MS: String(PRE_STOP_MS), ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
   const url = child.url!;
 
   let key: string;
@@ -63,7 +66,17 @@ test('SIGTERM during a report: no new connections, the client still gets its 200
   child.proc.kill('SIGTERM');
 
   await sleep(200);
-  await assert.rejects(fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }), 'a new connection after SIGTERM is refused');
+  // The pre-stop delay: /readyz says 503 so a load balancer stops sending, but new connections are
+  // still served, each answer closing its connection.
+  const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
+  assert.equal(ready.status, 503);
+  assert.equal(((await ready.json()) as { error: { details: { reason: string } } }).error.details.reason, 'shutting_down');
+  assert.equal(ready.headers.get('connection'), 'close');
+  const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
+  assert.equal(health.status, 200, 'still serving during the pre-stop delay');
+  assert.equal(health.headers.get('connection'), 'close');
+  await sleep(PRE_STOP_MS + 300 - (Date.now() - signalled));
+  await assert.rejects(fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }), 'a new connection after the pre-stop delay is refused');
 
   const res = await pending;
   const answeredMs = Date.now() - signalled;
@@ -94,5 +107,74 @@ test('SIGTERM during a report: no new connections, the client still gets its 200
     assert.equal(logged?.status, 200);
   } finally {
     await db.close();
+  }
+});
+
+test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; the requests in flight are answered', async () => {
+  const loadData = tmpDir('capi-ops-shutdown-load-');
+  let server: RoleProcess | undefined;
+  try {
+    server = await startRole('all', { DATA_DIR: loadData.dir, SHUTDOWN_DELAY_MS: '1500', ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+    const url = new URL(server.url!);
+    let key: string;
+    {
+      const db = await connectForCli({ dataDir: loadData.dir, databaseUrl: pgdb?.url });
+      try {
+        key = (await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 100_000 })).key;
+      } finally {
+        await db.close();
+      }
+    }
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    const outcomes = { ok: 0, afterDraining: 0, failures: [] as string[] };
+    // A load balancer: it polls /readyz and stops sending new requests once it answers 503.
+    let draining = false;
+    let readyzClose: string | undefined;
+    const balancer = (async () => {
+      for (let i = 0; i < 600 && !draining; i++) {
+        const res = await fetch(`${url.origin}/readyz`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+        if (res?.status === 503) {
+          draining = true;
+          readyzClose = res.headers.get('connection') ?? undefined;
+        }
+        await sleep(100);
+      }
+    })();
+    const once = () =>
+      new Promise<void>((resolve) => {
+        const req = http.request(
+          { host: url.hostname, port: url.port, path: '/api/v1/auth-check', agent, headers: { Authorization: `Bearer ${key}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              if (res.statusCode === 200) outcomes.ok++;
+              else outcomes.failures.push(`status ${res.statusCode}`);
+              if (draining) outcomes.afterDraining++;
+              resolve();
+            });
+          },
+        );
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          outcomes.failures.push(err.code ?? err.message);
+          resolve();
+        });
+        req.end();
+      });
+    const loop = async () => {
+      for (let i = 0; i < 5000 && !draining; i++) await once();
+    };
+    const loops = Array.from({ length: 8 }, loop);
+    await sleep(500);
+    server.proc.kill('SIGTERM');
+    await Promise.all([...loops, balancer]);
+    agent.destroy();
+    assert.equal(await server.exited, 0, server.stderr());
+    assert.ok(draining, 'the balancer saw /readyz 503 before the listener closed');
+    assert.equal(readyzClose, 'close', 'answers while draining close their connection');
+    assert.deepEqual(outcomes.failures, [], 'every request that was sent got its answer: no reset, no refusal');
+    assert.ok(outcomes.ok > 0, 'requests were served');
+  } finally {
+    await server?.kill('SIGKILL');
+    loadData.remove();
   }
 });
