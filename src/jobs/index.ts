@@ -82,6 +82,7 @@ const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'wai
 const REPORT_SEND_JOB_ATTEMPTS = 25;
 const BUILD_JOB_ATTEMPTS = 5;
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
+const STALLED_AFTER_MS = 15_000;
 
 /** Temp workbooks older than this are swept at worker start (a run that never finished). */
 const STALE_TMP_MS = 24 * 3600 * 1000;
@@ -438,6 +439,9 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     started ??= (async () => {
       mailer = createMailer(config);
       const settings = { backoffStrategy: (attemptsMade: number) => retryDelay(config, attemptsMade) };
+      // A job of a worker that died is handed to another within two of these (its lock expires and a
+      // stalled-job check sees it): shorter than BullMQ's 30 s, still far above a lock renewal (half of it).
+      const stalled = { lockDuration: STALLED_AFTER_MS, stalledInterval: STALLED_AFTER_MS };
       // Two builds at a time: more made other brokers' requests wait behind the builds' database
       // work and CPU in the same process (`npm start`) for little gain in report time (bench/README.md).
       const reportsWorker = new Worker<BuildJobData>(REPORTS_QUEUE, processBuild, {
@@ -445,12 +449,14 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         prefix,
         concurrency: 2,
         settings,
+        ...stalled,
       });
       const mailWorker = new Worker<SendJobData>(MAIL_QUEUE, processSend, {
         connection: workerOptions(redisEndpoint, isClosing),
         prefix,
         concurrency: 10,
         settings,
+        ...stalled,
       });
       workers = [reportsWorker, mailWorker];
       for (const w of workers) w.on('error', (err) => log.warn({ err }, 'worker error'));

@@ -1,0 +1,135 @@
+/**
+ * The fault suite's world, on this machine's binaries: a private PostgreSQL cluster (initdb and
+ * pg_ctl as the `postgres` user, on a free port) that can be stopped and started, a private
+ * redis-server that can be restarted empty, an SMTP server that can answer the end of DATA late,
+ * and the API and the worker as separate processes (test/ops/helpers.ts `startRole`).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SMTPServer } from 'smtp-server';
+import { simpleParser } from 'mailparser';
+import { freePort } from '../ops/helpers.ts';
+
+const PG_BIN = (() => {
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
+  return versions.map((v) => path.join(root, v, 'bin')).find((dir) => existsSync(path.join(dir, 'pg_ctl')));
+})();
+
+export const faultsAvailable = (): string | false => {
+  if (!PG_BIN) return 'no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql';
+  if (spawnSync('id', ['postgres']).status !== 0) return 'no postgres user to run initdb and pg_ctl as';
+  if (spawnSync('redis-server', ['--version']).status !== 0) return 'no redis-server on PATH';
+  return false;
+};
+
+/** Runs a PostgreSQL binary as the postgres user (initdb and pg_ctl refuse root). */
+function asPostgres(command: string, args: string[]): void {
+  const bin = path.join(PG_BIN!, command);
+  if (process.getuid?.() === 0) execFileSync('runuser', ['-u', 'postgres', '--', bin, ...args], { stdio: 'pipe' });
+  else execFileSync(bin, args, { stdio: 'pipe' });
+}
+
+export interface PgCluster {
+  /** `postgresql://postgres@127.0.0.1:<port>/capi` */
+  url: string;
+  stop(): void;
+  start(): void;
+  remove(): void;
+}
+
+export async function startPgCluster(): Promise<PgCluster> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-faults-pg-'));
+  const data = path.join(dir, 'data');
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    chownSync(dir, uid, gid);
+  }
+  const port = await freePort();
+  asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  const log = path.join(dir, 'server.log');
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
+  const start = () => asPostgres('pg_ctl', ['-D', data, '-o', options, '-l', log, '-w', '-t', '30', 'start']);
+  const stop = () => asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '30', 'stop']);
+  start();
+  asPostgres('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'capi']);
+  let removed = false;
+  const remove = () => {
+    if (removed) return;
+    removed = true;
+    try {
+      asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '10', 'stop']);
+    } catch {
+      // already stopped
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Whatever happens to the test, the cluster does not outlive it.
+  process.once('exit', remove);
+  return { url: `postgresql://postgres@127.0.0.1:${port}/capi`, stop, start, remove };
+}
+
+export interface ReceivedCopy {
+  to: string;
+  messageId: string;
+  /** The server answered 250 to the end of DATA while the client was still connected. */
+  accepted: boolean;
+}
+
+export interface FaultySmtp {
+  url: string;
+  copies: ReceivedCopy[];
+  /** How long the server waits before answering the end of DATA. */
+  setDelay(ms: number): void;
+  /** Accepted copies per recipient. */
+  acceptedTo(address: string): ReceivedCopy[];
+  /** Copies whose whole message arrived (accepted or not) per recipient. */
+  receivedTo(address: string): ReceivedCopy[];
+  stop(): Promise<void>;
+}
+
+/** An SMTP server that records every message per recipient and its Message-ID, and can answer late. */
+export async function startFaultySmtp(): Promise<FaultySmtp> {
+  let delayMs = 0;
+  const copies: ReceivedCopy[] = [];
+  const server = new SMTPServer({
+    secure: false,
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    size: 50 * 1024 * 1024,
+    socketTimeout: 15 * 60_000,
+    onData(stream, session, callback) {
+      const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
+      simpleParser(stream).then(
+        (parsed) => {
+          const received = to.map((address) => ({ to: address, messageId: parsed.messageId ?? '', accepted: false }));
+          copies.push(...received);
+          setTimeout(() => {
+            // Only an answer the client can still read is an acceptance: a closed connection has left the server's set.
+            const connections = (server as unknown as { connections: Set<{ session: unknown; _socket?: { destroyed?: boolean } }> }).connections;
+            const open = [...connections].some((c) => c.session === session && c._socket?.destroyed !== true);
+            if (open) for (const r of received) r.accepted = true;
+            callback();
+          }, delayMs);
+        },
+        (err: Error) => callback(err),
+      );
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.server.address() as { port: number }).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    copies,
+    setDelay: (ms) => {
+      delayMs = ms;
+    },
+    acceptedTo: (address) => copies.filter((c) => c.to === address.toLowerCase() && c.accepted),
+    receivedTo: (address) => copies.filter((c) => c.to === address.toLowerCase()),
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
