@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, fromDomainError } from './errors.ts';
 import { isValidatorError, mapValidatorError } from './validation.ts';
 
 interface BodyParserError {
@@ -20,6 +20,8 @@ const isDecompressionError = (err: unknown): boolean =>
 
 function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contract: Contract, operationId?: string): ApiError {
   if (err instanceof ApiError) return err;
+  const fromDomain = fromDomainError(err);
+  if (fromDomain) return fromDomain;
   if (isDecompressionError(err)) {
     return new ApiError('invalid_request', `Request body could not be decompressed (Content-Encoding: ${String(req.headers['content-encoding'] ?? '').slice(0, 40)})`);
   }

@@ -1,3 +1,5 @@
+import { ConflictError, DomainError, InvalidValueError, LimitReachedError, NoDataError, NotFoundError } from '../shared/errors.ts';
+
 /** The error codes of openapi.yaml ("Errors"), and the HTTP status each one leaves with. */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -66,3 +68,19 @@ export const invalidParameter = (field: string, location: string, rule: string, 
 
 export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
   new ApiError('server_error', message);
+
+/**
+ * The contract's code for each domain error (src/shared/errors.ts): the one place where what a use
+ * case or store says becomes a status and code. `undefined` for anything else.
+ */
+export function fromDomainError(err: unknown): ApiError | undefined {
+  if (!(err instanceof DomainError)) return undefined;
+  if (err instanceof NotFoundError) return new ApiError('not_found', err.message, err.details);
+  if (err instanceof ConflictError) return new ApiError('conflict', err.message, err.details);
+  if (err instanceof InvalidValueError) return new ApiError('invalid_parameter', err.message, err.details);
+  if (err instanceof NoDataError) return new ApiError('no_data', err.message, err.details);
+  if (err instanceof LimitReachedError) {
+    return new ApiError('rate_limit_exceeded', err.message, err.details, { 'Retry-After': String(err.retryAfterSeconds) });
+  }
+  return undefined;
+}

@@ -12,7 +12,7 @@
  */
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { LimitReachedError } from '../shared/errors.ts';
 
 export interface ReportLimits {
   concurrentPerBroker: number;
@@ -41,7 +41,7 @@ export function reportLimitsOf(config: Config): ReportLimits {
 type Db = PrismaClient | Prisma.TransactionClient;
 
 /** The 429 for the first bound the broker has reached, or undefined when a report may start. */
-async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date): Promise<ApiError | undefined> {
+async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date): Promise<LimitReachedError | undefined> {
   const hourAgo = new Date(now.getTime() - HOUR_MS);
   // One after the other: inside an interactive transaction the queries share one connection.
   const running = await db.reportRun.count({
@@ -52,7 +52,7 @@ async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date
     },
   });
   const lastHour = await db.reportRun.count({ where: { brokerId, createdAt: { gt: hourAgo } } });
-  const refusals: ApiError[] = [];
+  const refusals: LimitReachedError[] = [];
   if (lastHour >= limits.perHourPerBroker) {
     // A report may start again when the run that brought the count to the bound leaves the hour.
     const [edge] = await db.reportRun.findMany({
@@ -82,11 +82,12 @@ async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date
     );
   }
   // Both reached: the longer wait is the one that lets a report through.
-  return refusals.sort((a, b) => Number(b.details?.retry_after) - Number(a.details?.retry_after))[0];
+  return refusals.sort((a, b) => b.retryAfterSeconds - a.retryAfterSeconds)[0];
 }
 
-function tooMany(message: string, details: Record<string, string | number>): ApiError {
-  return new ApiError('rate_limit_exceeded', message, details, { 'Retry-After': String(details.retry_after) });
+function tooMany(message: string, details: Record<string, string | number> & { retry_after: number }): LimitReachedError {
+  const { retry_after: retryAfter, ...rest } = details;
+  return new LimitReachedError(message, retryAfter, rest);
 }
 
 /**

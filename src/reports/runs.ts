@@ -3,7 +3,7 @@
  * recipient's delivery. The records are written by the report pipeline (src/jobs); this only reads.
  */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { notFound } from '../http/errors.ts';
+import { NotFoundError } from '../shared/errors.ts';
 import type { DataOf } from '../http/operation.ts';
 
 export type ReportRunData = DataOf<'getReport', 200>;
@@ -20,7 +20,7 @@ export async function findReportRun(prisma: PrismaClient, brokerId: string, repo
         include: { recipients: { orderBy: { id: 'asc' } } },
       })
     : null;
-  if (!run) throw notFound(`Report ${reportId} not found`);
+  if (!run) throw new NotFoundError(`Report ${reportId} not found`);
   const count = (status: string) => run.recipients.filter((r) => r.status === status).length;
   const start = day(run.startDate);
   const end = day(run.endDate);

@@ -1,7 +1,7 @@
 /** Live service requests: the list, and the decision (approve or deny) of a pending request. */
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import { escapeLike } from '../services/db-errors.ts';
 import { clampInstant } from '../services/query.ts';
@@ -79,14 +79,14 @@ export async function listRequests(
 }
 
 const alreadyDecided = (id: number, status: string) =>
-  conflict(`Request ${formatRequestId(id)} is ${status}; only a pending request can be approved or denied`, status);
+  new ConflictError(`Request ${formatRequestId(id)} is ${status}; only a pending request can be approved or denied`, status);
 
 /** The broker's request, or `404 not_found` (also for another broker's request). */
 async function findRequest(db: Db, brokerId: string, id: bigint): Promise<RequestWithRelations> {
   const request = isStorableRequestId(id)
     ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, include: REQUEST_INCLUDE })
     : null;
-  if (!request) throw notFound(`Request ${canonicalRequestId(id)} not found`);
+  if (!request) throw new NotFoundError(`Request ${canonicalRequestId(id)} not found`);
   return request;
 }
 
@@ -153,7 +153,7 @@ export async function approveRequest(
 async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<void> {
   if (request.type === 'create') {
     if (request.requestedPlanId === null || request.hostname === null || request.customerEmail === null) {
-      throw new ApiError('server_error', `Request ${formatRequestId(request.id)} lacks the data to create a service`);
+      throw new BrokenRecordError(`Request ${formatRequestId(request.id)} lacks the data to create a service`);
     }
     const service = await insertActiveService(
       tx,
@@ -173,24 +173,24 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
   }
   const service = request.serviceId === null ? null : await tx.service.findUnique({ where: { id: request.serviceId } });
   if (!service) {
-    throw conflict(`The service of request ${formatRequestId(request.id)} no longer exists`, 'deleted');
+    throw new ConflictError(`The service of request ${formatRequestId(request.id)} no longer exists`, 'deleted');
   }
   if (request.type === 'upgrade' || request.type === 'downgrade') {
     if (service.status !== 'active') {
-      throw conflict(
+      throw new ConflictError(
         `Service ${service.serviceNumber} is ${service.status}; a plan change applies only to an active service`,
         service.status,
       );
     }
     if (request.requestedPlanId === null) {
-      throw new ApiError('server_error', `Request ${formatRequestId(request.id)} names no plan`);
+      throw new BrokenRecordError(`Request ${formatRequestId(request.id)} names no plan`);
     }
     await tx.service.update({ where: { id: service.id }, data: { planId: request.requestedPlanId, updatedAt: now } });
     return;
   }
   // cancel
   if (service.status === 'cancelled') {
-    throw conflict(`Service ${service.serviceNumber} is already cancelled`, 'cancelled');
+    throw new ConflictError(`Service ${service.serviceNumber} is already cancelled`, 'cancelled');
   }
   if (request.cancelWhen === 'immediate') {
     await tx.service.update({

@@ -3,7 +3,7 @@
  * so sandbox keys may read it too. Read once per database client and kept in memory.
  */
 import type { Plan, PrismaClient } from '../../generated/prisma/client.ts';
-import { ApiError } from '../http/errors.ts';
+import { InvalidValueError } from '../shared/errors.ts';
 
 export interface Catalogue {
   /** Lowest tier first. */
@@ -33,13 +33,14 @@ export function requirePlan(catalogue: Catalogue, name: string, field = 'plan'):
   const plan = catalogue.byName(name);
   if (plan) return plan;
   const allowed = catalogue.plans.map((p) => p.name);
-  throw new ApiError('invalid_parameter', `Invalid parameter ${field}: "${name}" is not a plan of the catalogue (${allowed.join(', ')})`, {
+  throw new InvalidValueError(
     field,
-    location: 'body',
-    rule: 'catalogue',
-    reason: `must be one of: ${allowed.join(', ')}`,
-    allowed,
-  });
+    'body',
+    'catalogue',
+    `must be one of: ${allowed.join(', ')}`,
+    { allowed },
+    `Invalid parameter ${field}: "${name}" is not a plan of the catalogue (${allowed.join(', ')})`,
+  );
 }
 
 /** An upgrade must name a higher tier than `current`, a downgrade a lower one. */
@@ -56,16 +57,12 @@ export function requireTierChange(
     .filter((p) => (direction === 'upgrade' ? p.tier > current.tier : p.tier < current.tier))
     .map((p) => p.name);
   const relation = direction === 'upgrade' ? 'higher' : 'lower';
-  throw new ApiError(
-    'invalid_parameter',
+  throw new InvalidValueError(
+    'plan',
+    'body',
+    'tier',
+    `must be a plan of a ${relation} tier than ${current.name}`,
+    { current_plan: current.name, allowed },
     `Invalid parameter plan: an ${direction} needs a plan of a ${relation} tier than the current plan ${current.name}`,
-    {
-      field: 'plan',
-      location: 'body',
-      rule: 'tier',
-      reason: `must be a plan of a ${relation} tier than ${current.name}`,
-      current_plan: current.name,
-      allowed,
-    },
   );
 }

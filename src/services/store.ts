@@ -4,7 +4,7 @@
  */
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { conflict, notFound } from '../http/errors.ts';
+import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId } from '../requests/ids.ts';
 import { escapeLike, isUniqueViolation } from './db-errors.ts';
 import { MAX_INT4 } from './query.ts';
@@ -45,7 +45,7 @@ export async function findService(db: Db, brokerId: string, serviceNumber: numbe
   const service = Number.isSafeInteger(serviceNumber) && serviceNumber <= MAX_INT4
     ? await db.service.findFirst({ where: { brokerId, serviceNumber }, include: { plan: true } })
     : null;
-  if (!service) throw notFound(`Service ${serviceNumber} not found`);
+  if (!service) throw new NotFoundError(`Service ${serviceNumber} not found`);
   return service;
 }
 
@@ -197,7 +197,7 @@ export async function withServiceNumberRetry<T>(work: () => Promise<T>, attempts
 /** `409 conflict` unless the service is in one of `allowed`. */
 export function requireStatus(service: ServiceWithPlan, allowed: readonly ServiceStatus[], action: string): void {
   if (!allowed.includes(service.status)) {
-    throw conflict(`Service ${service.serviceNumber} is ${service.status}; it cannot be ${action}`, service.status);
+    throw new ConflictError(`Service ${service.serviceNumber} is ${service.status}; it cannot be ${action}`, service.status);
   }
 }
 
@@ -211,14 +211,13 @@ export async function requireNoOpenRequest(db: Db, service: ServiceWithPlan): Pr
 }
 
 function openRequestConflict(service: ServiceWithPlan, requestId: number, type: string, status: string) {
-  const err = conflict(
+  // current_status names what blocks the change: the open request's status (openapi.yaml, ConflictError).
+  return new ConflictError(
     `Service ${service.serviceNumber} already has a ${status} ${type} request (${formatRequestId(requestId)}); ` +
       'it must be approved or denied before another change',
     status,
+    { pending_request_id: formatRequestId(requestId), service_status: service.status },
   );
-  // current_status names what blocks the change: the open request's status (openapi.yaml, ConflictError).
-  Object.assign(err.details!, { pending_request_id: formatRequestId(requestId), service_status: service.status });
-  return err;
 }
 
 export interface NewChangeRequest {
