@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../generated/api.ts';
-import type { AuthContext } from './auth-context.ts';
+import type { ByMode, Caller } from '../shared/caller.ts';
+import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract } from './contract.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
 
@@ -70,6 +71,23 @@ export interface OperationContext<O extends OperationId> {
   /** The sandbox test scenario (`success` for live keys). */
   scenario: TestScenario;
   requestId: string;
+}
+
+/** The caller of a request, in the use cases' words. */
+export function callerOf(ctx: Pick<OperationContext<OperationId>, 'auth' | 'scenario'>): Caller {
+  const { auth } = ctx;
+  return {
+    brokerId: auth.brokerId,
+    apiKeyId: auth.keyId,
+    approval: auth.brokerApproval,
+    mayReadCredentials: hasScope(auth, 'admin:full'),
+    providerReview: ctx.scenario === 'provider_review',
+  };
+}
+
+/** The use cases for this request: the key's mode chooses live records or the sandbox, once. */
+export function useCasesFor<T>(useCases: ByMode<T>, auth: AuthContext): T {
+  return auth.mode === 'test' ? useCases.sandbox : useCases.live;
 }
 
 export interface OperationHandler<O extends OperationId, Input> {
