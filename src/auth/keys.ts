@@ -1,4 +1,5 @@
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
+import { BASE62, randomString } from '../shared/random.ts';
 
 export const SCOPES = [
   'services:read',
@@ -12,7 +13,6 @@ export type Scope = (typeof SCOPES)[number];
 export type KeyMode = 'live' | 'test';
 
 const PREFIX: Record<KeyMode, string> = { live: 'sk_live_', test: 'sk_test_' };
-const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SECRET_LENGTH = 32;
 /** The shape of every key we issue; anything else is refused before a database look-up. */
 export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9]{32}$/;
@@ -45,14 +45,7 @@ export interface NewApiKey {
 }
 
 export function generateApiKey(mode: KeyMode): NewApiKey {
-  // Rejection sampling keeps every base62 character equally likely.
-  let secret = '';
-  while (secret.length < SECRET_LENGTH) {
-    for (const byte of randomBytes(SECRET_LENGTH * 2)) {
-      if (byte < 248 && secret.length < SECRET_LENGTH) secret += BASE62[byte % 62];
-    }
-  }
-  const key = PREFIX[mode] + secret;
+  const key = PREFIX[mode] + randomString(BASE62, SECRET_LENGTH);
   return { key, hash: hashApiKey(key), prefix: key.slice(0, 12), last4: key.slice(-4) };
 }
 

@@ -1,7 +1,7 @@
 import type { ApprovalMode, Broker } from '../../generated/prisma/client.ts';
 import { CliError } from './errors.ts';
-import { randomId } from './ids.ts';
-import { isUniqueViolation, type Db } from './db-types.ts';
+import { randomId } from '../shared/ids.ts';
+import { isUniqueViolation, type Db } from '../shared/db-errors.ts';
 
 export interface CreateBrokerInput {
   name: string;

@@ -4,12 +4,12 @@
  * months of invoices; every run issues a fresh pair of admin:full keys (test and live), since a
  * key is shown only once and cannot be printed again.
  */
-import { randomBytes, randomInt } from 'node:crypto';
 import type { PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { createKey } from './keys.ts';
-import { randomId } from './ids.ts';
-import { isUniqueViolation } from './db-types.ts';
+import { randomId, randomServiceNumber } from '../shared/ids.ts';
+import { generatePassword } from '../services/generate.ts';
+import { isUniqueViolation } from '../shared/db-errors.ts';
 
 export const DEMO_SLUG = 'demo';
 
@@ -44,15 +44,11 @@ const SAMPLE_SERVICES: SampleService[] = [
   { plan: 'Standard VPS', status: 'pending', host: 'new01', customer: ['Ken Thompson', 'ken@example.com'], ageDays: 1 },
 ];
 
-function randomPassword(): string {
-  return randomBytes(15).toString('base64url'); // 20 characters
-}
-
 /** Nine-digit service numbers not in use yet. */
 async function freeServiceNumbers(tx: Prisma.TransactionClient, count: number): Promise<number[]> {
   for (;;) {
     const wanted = new Set<number>();
-    while (wanted.size < count) wanted.add(randomInt(100_000_000, 1_000_000_000));
+    while (wanted.size < count) wanted.add(randomServiceNumber());
     const taken = await tx.service.findMany({ where: { serviceNumber: { in: [...wanted] } }, select: { serviceNumber: true } });
     if (taken.length === 0) return [...wanted];
   }
@@ -104,7 +100,7 @@ async function createDemoData(prisma: PrismaClient, credentials: Credentials, no
               customerEmail: s.customer[1],
               billingCycle: 'monthly',
               username: `u${numbers[i]}`,
-              passwordEnc: credentials.encrypt(randomPassword()),
+              passwordEnc: credentials.encrypt(generatePassword()),
               createdAt,
               updatedAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : createdAt,
               cancelledAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : null,

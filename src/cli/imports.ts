@@ -14,7 +14,7 @@ import type { BillingCycle, InvoiceStatus, PrismaClient, ServiceStatus } from '.
 import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
 import { findBrokerBySlug } from './brokers.ts';
-import { isUniqueViolation } from './db-types.ts';
+import { isUniqueViolation } from '../shared/db-errors.ts';
 import { checkRowShape, type FieldSpec } from './import-file.ts';
 import { describe, InvalidValue, parseAmount, parseDateOnly, parsePositiveInt, parseTimestamp } from './values.ts';
 

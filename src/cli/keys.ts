@@ -2,9 +2,9 @@ import type { ApiKey, KeyMode } from '../../generated/prisma/client.ts';
 import { generateApiKey, isScope, SCOPES, type Scope } from '../auth/keys.ts';
 import { isValidIpRule } from '../auth/ip-whitelist.ts';
 import { CliError } from './errors.ts';
-import { randomId } from './ids.ts';
+import { randomId } from '../shared/ids.ts';
 import { findBrokerBySlug } from './brokers.ts';
-import type { Db } from './db-types.ts';
+import type { Db } from '../shared/db-errors.ts';
 import { InvalidValue, parseIpEntry, parseTimestamp } from './values.ts';
 
 export const DEFAULT_RATE_LIMIT = 120;

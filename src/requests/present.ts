@@ -1,6 +1,6 @@
 /** The public shape of a service request (openapi.yaml `ServiceRequest`), from its database row. */
 import type { Plan, Service, ServiceRequest } from '../../generated/prisma/client.ts';
-import { formatRequestId } from './ids.ts';
+import { formatRequestId } from '../shared/ids.ts';
 
 export interface RequestData {
   request_id: string;

@@ -8,11 +8,11 @@ import { ApiError } from '../http/errors.ts';
 import { operation, type DataOf } from '../http/operation.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import { credentialsFor } from '../services/credentials.ts';
-import { randomServiceNumber } from '../services/generate.ts';
+import { randomServiceNumber } from '../shared/ids.ts';
 import { pageParams, textParam } from '../services/query.ts';
 import { sandboxed, sandboxPage } from '../services/sandbox.ts';
 import { applyDueCancellations } from '../services/store.ts';
-import { canonicalRequestId, parseRequestId } from './ids.ts';
+import { canonicalRequestId, parseRequestId } from '../shared/ids.ts';
 import { requestData } from './present.ts';
 import { requestMatches, sandboxRequest } from './sandbox.ts';
 import {

@@ -3,7 +3,7 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
-import { escapeLike } from '../services/db-errors.ts';
+import { escapeLike } from '../shared/db-errors.ts';
 import { clampInstant } from '../services/query.ts';
 import {
   applyDueCancellations,
@@ -11,7 +11,7 @@ import {
   withServiceNumberRetry,
   type Db,
 } from '../services/store.ts';
-import { canonicalRequestId, formatRequestId, isStorableRequestId } from './ids.ts';
+import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from './present.ts';
 
 export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';

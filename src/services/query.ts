@@ -10,8 +10,6 @@ import { isoInstant } from '../http/formats.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
 
 export const DEFAULT_LIMIT = 25;
-/** The largest value of PostgreSQL's `integer`, the column of service numbers: no stored service has a larger one. */
-export const MAX_INT4 = 2_147_483_647;
 
 /** An integer parameter as written (`25`, not `2.5e1`, `0x19` or `Infinity`) within [min, max]. */
 export function intParam(

@@ -5,10 +5,9 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
-import { formatRequestId } from '../requests/ids.ts';
-import { escapeLike, isUniqueViolation } from './db-errors.ts';
-import { MAX_INT4 } from './query.ts';
-import { generatePassword, randomServiceNumber, SERVICE_USERNAME } from './generate.ts';
+import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
+import { escapeLike, isUniqueViolation } from '../shared/db-errors.ts';
+import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import type { ServiceWithPlan } from './present.ts';
 
 /** A transaction client or the client itself. */

@@ -8,7 +8,7 @@ import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service, serviceRequest } from '../helpers/service-factories.ts';
-import { formatRequestId } from '../../src/requests/ids.ts';
+import { formatRequestId } from '../../src/shared/ids.ts';
 
 let t: TestApp;
 let brokerId: string;

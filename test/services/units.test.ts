@@ -1,16 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { canonicalRequestId, formatRequestId, isStorableRequestId, parseRequestId } from '../../src/requests/ids.ts';
+import { canonicalRequestId, formatRequestId, isStorableRequestId, parseRequestId } from '../../src/shared/ids.ts';
 import { requestMatches, sandboxRequest } from '../../src/requests/sandbox.ts';
 import { addMonthsClamped, endOfCurrentBillingPeriod } from '../../src/services/billing.ts';
-import { escapeLike, isUniqueViolation } from '../../src/services/db-errors.ts';
-import {
-  generatePassword,
-  GENERATED_PASSWORD_LENGTH,
-  PASSWORD_ALPHABET,
-  randomSandboxRequestNumber,
-  randomServiceNumber,
-} from '../../src/services/generate.ts';
+import { escapeLike, isUniqueViolation } from '../../src/shared/db-errors.ts';
+import { generatePassword, GENERATED_PASSWORD_LENGTH, PASSWORD_ALPHABET } from '../../src/services/generate.ts';
+import { randomSandboxRequestNumber, randomServiceNumber } from '../../src/shared/ids.ts';
 import { clampInstant, intParam, pageParams, parseInstant, serviceNumberParam, textParam } from '../../src/services/query.ts';
 import { isoInstant } from '../../src/http/formats.ts';
 import { sandboxPage, sandboxService, serviceMatches } from '../../src/services/sandbox.ts';

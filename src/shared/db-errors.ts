@@ -1,20 +1,28 @@
-/** Recognising the database errors the service code recovers from. */
+/** Recognising the database errors the code recovers from, for the API and the CLI alike. */
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+
+/** A Prisma client or the client of an open transaction: stores take either. */
+export type Db = PrismaClient | Prisma.TransactionClient;
 
 interface PrismaLikeError {
   code?: unknown;
-  meta?: unknown;
+  meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } & Record<string, unknown>;
   message?: unknown;
 }
 
 /**
- * A unique-constraint violation (Prisma `P2002`). With `hint`, only one whose constraint, index
+ * A unique-constraint violation: Prisma's `P2002` from a model query, or `P2010` (a raw query
+ * failed) whose driver error is SQLSTATE 23505. With `hint`, only one whose constraint, index
  * or columns mention it (e.g. `service_number`): driver adapters report the target in different
  * places of `meta`, so the whole error is searched.
  */
 export function isUniqueViolation(err: unknown, hint?: string): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as PrismaLikeError;
-  const isUnique = e.code === 'P2002' || (e.code === '23505');
+  const cause = e.meta?.driverAdapterError?.cause;
+  const isUnique =
+    e.code === 'P2002' || e.code === '23505' ||
+    (e.code === 'P2010' && (cause?.originalCode === '23505' || cause?.kind === 'UniqueConstraintViolation'));
   if (!isUnique) return false;
   if (hint === undefined) return true;
   let text = typeof e.message === 'string' ? e.message : '';
