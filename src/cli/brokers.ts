@@ -1,4 +1,5 @@
 import type { ApprovalMode, Broker } from '../../generated/prisma/client.ts';
+import { isEmailAddress } from '../shared/email.ts';
 import { CliError } from './errors.ts';
 import { randomId } from '../shared/ids.ts';
 import { isUniqueViolation, type Db } from '../shared/db-errors.ts';
@@ -20,7 +21,6 @@ export interface BrokerSummary {
 const SLUG_RE = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 const SLUG_MAX = 63;
 // Deliberately simple: one @, no spaces, a dot in the domain. Mail delivery is the real test.
-const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** `Acme Hosting, Inc.` -> `acme-hosting-inc` (accents folded, anything else becomes a dash). */
 export function slugify(name: string): string {
@@ -47,7 +47,7 @@ export async function createBroker(prisma: Db, input: CreateBrokerInput): Promis
   if (name === '') throw new CliError('--name must not be empty');
   if (name.length > 200) throw new CliError('--name must be at most 200 characters');
   const email = input.email?.trim() ?? '';
-  if (!EMAIL_RE.test(email)) throw new CliError(`--email must be an e-mail address, got ${JSON.stringify(input.email ?? '')}`);
+  if (!isEmailAddress(email)) throw new CliError(`--email must be an e-mail address, got ${JSON.stringify(input.email ?? '')}`);
   const approval = input.approval ?? 'manual';
   if (approval !== 'automatic' && approval !== 'manual') {
     throw new CliError(`--approval must be automatic or manual, got ${JSON.stringify(approval)}`);

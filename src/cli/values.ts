@@ -3,53 +3,33 @@
  * the parsed value or throws `InvalidValue` with a reason short enough to follow a field name.
  */
 import ipaddr from 'ipaddr.js';
+import { calendarDate, dateOrInstant } from '../shared/dates.ts';
 
 export class InvalidValue extends Error {
   override readonly name = 'InvalidValue';
 }
 
-const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
-// Date, optionally with a time (minutes, seconds and fractions optional) and an offset.
-const DATE_TIME_RE =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
-
-function realDate(y: number, m: number, d: number): boolean {
-  const date = new Date(Date.UTC(y, m - 1, d));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
-}
-
 /** `YYYY-MM-DD`, a real calendar date; midnight UTC (what a Prisma `@db.Date` field takes). */
 export function parseDateOnly(text: string): Date {
-  const m = DATE_RE.exec(text);
-  if (!m) throw new InvalidValue(`must be a date YYYY-MM-DD, got ${JSON.stringify(text)}`);
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (y < 1 || !realDate(y, mo, d)) throw new InvalidValue(`${JSON.stringify(text)} is not a real date`);
-  return new Date(Date.UTC(y, mo - 1, d));
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) throw new InvalidValue(`must be a date YYYY-MM-DD, got ${JSON.stringify(text)}`);
+  const date = calendarDate(text);
+  if (!date) throw new InvalidValue(`${JSON.stringify(text)} is not a real date`);
+  return date;
 }
 
 /**
  * An ISO 8601 date (`2026-12-31`, midnight UTC) or date-time (`2026-12-31T23:59:59Z`,
- * `…+02:00`). A date-time without an offset is read as UTC, never as the machine's local time.
+ * `…+02:00`, a space for the `T`). A date-time without an offset is read as UTC, never as the
+ * machine's local time: the rules of the API's `modified_since` (src/shared/dates.ts).
  */
 export function parseTimestamp(text: string): Date {
-  const m = DATE_TIME_RE.exec(text.trim());
-  if (!m) throw new InvalidValue(`must be an ISO 8601 date or date-time, got ${JSON.stringify(text)}`);
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const [h, mi, s] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
-  if (y < 1 || !realDate(y, mo, d) || h > 23 || mi > 59 || s > 59) {
-    throw new InvalidValue(`${JSON.stringify(text)} is not a real date and time`);
+  const trimmed = text.trim();
+  if (!/^\d{4}-\d{2}-\d{2}(?:[Tt ]|$)/.test(trimmed)) {
+    throw new InvalidValue(`must be an ISO 8601 date or date-time, got ${JSON.stringify(text)}`);
   }
-  const ms = Math.floor(Number(`0.${m[7] ?? '0'}`) * 1000);
-  let offsetMinutes = 0;
-  const zone = m[8];
-  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
-    const digits = zone.replace(':', '');
-    const oh = Number(digits.slice(1, 3));
-    const om = Number(digits.slice(3, 5));
-    if (oh > 23 || om > 59) throw new InvalidValue(`${JSON.stringify(text)} has an invalid UTC offset`);
-    offsetMinutes = (digits.startsWith('-') ? -1 : 1) * (oh * 60 + om);
-  }
-  return new Date(Date.UTC(y, mo - 1, d, h, mi, s, ms) - offsetMinutes * 60_000);
+  const instant = dateOrInstant(trimmed.replace(' ', 'T'));
+  if (!instant) throw new InvalidValue(`${JSON.stringify(text)} is not a real ISO 8601 date or date-time`);
+  return instant;
 }
 
 const AMOUNT_RE = /^(\d{1,12})(?:\.(\d{1,2}))?$/;

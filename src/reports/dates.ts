@@ -1,16 +1,8 @@
 import { ApiError, invalidParameter } from '../http/errors.ts';
 
-const YMD = /^(\d{4})-(\d{2})-(\d{2})$/;
+import { isCalendarDate } from '../shared/dates.ts';
 
-/** A real calendar date written `YYYY-MM-DD` (2026-02-30 is not). */
-export function isCalendarDate(value: string): boolean {
-  const m = YMD.exec(value);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (mo < 1 || mo > 12 || d < 1) return false;
-  const date = new Date(Date.UTC(y, mo - 1, d));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
+export { isCalendarDate };
 
 /**
  * The invoices report's date rules: missing or empty → `missing_parameter` naming both date fields
@@ -35,7 +27,7 @@ export function validateDateRange(
     invalidParameter(field, 'body', rule, reason, extra);
   for (const [field, v] of [['start_date', startDate], ['end_date', endDate]] as const) {
     if (typeof v !== 'string') throw invalid(field, 'type', 'must be string');
-    if (!YMD.test(v) || !isCalendarDate(v)) throw invalid(field, 'format', 'must match format "date"');
+    if (!isCalendarDate(v)) throw invalid(field, 'format', 'must match format "date"');
   }
   const start = startDate as string;
   const end = endDate as string;

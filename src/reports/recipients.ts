@@ -1,20 +1,10 @@
 import { ApiError, invalidParameter } from '../http/errors.ts';
+import { isEmailAddress } from '../shared/email.ts';
 
 /** At most this many unique normalized recipients per report (spec, Limits). */
 export const MAX_RECIPIENTS = 10;
 
-/**
- * An e-mail address `local@domain.tld`: the dot-atom local part and a domain of letters, digits and
- * hyphens with at least one dot (the same rule as the OpenAPI `email` format of the validator).
- */
-const EMAIL =
-  /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
-
-export function isEmailAddress(value: string): boolean {
-  if (value.length > 254) return false;
-  const at = value.lastIndexOf('@');
-  return at > 0 && at <= 64 && EMAIL.test(value);
-}
+export { isEmailAddress };
 
 /** Every recipients error also names the limit (`max_recipients`). */
 const invalid = (field: string, rule: string, reason: string) =>

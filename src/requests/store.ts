@@ -4,7 +4,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import { escapeLike } from '../shared/db-errors.ts';
-import { clampInstant } from '../services/query.ts';
+import { clampInstant } from '../shared/dates.ts';
 import {
   applyDueCancellations,
   insertActiveService,

@@ -6,7 +6,7 @@
  */
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
 import { invalidParameter } from '../http/errors.ts';
-import { isoInstant } from '../http/formats.ts';
+import { isoInstant } from '../shared/dates.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
 
 export const DEFAULT_LIMIT = 25;
@@ -62,24 +62,12 @@ export function textParam(value: unknown, field: string, location: 'query' | 'bo
   return value;
 }
 
-/** The first and last instants the database stores here (years 1 to 9999, UTC). */
-export const FIRST_INSTANT = new Date('0001-01-01T00:00:00.000Z').getTime();
-export const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
-
-/**
- * An instant moved into the storable range. Dates outside it pass the `date`/`date-time`
- * formats (year 0000) but PostgreSQL refuses them; as filter bounds they mean "before every
- * record" or "after every record", which the clamped value still means.
- */
-export function clampInstant(date: Date): Date {
-  return new Date(Math.min(Math.max(date.getTime(), FIRST_INSTANT), LAST_INSTANT));
-}
-
 /**
  * `modified_since`: a date (`2025-03-01`, midnight UTC) or an ISO 8601 date-time (with `Z` or an
  * offset; one without either is read as UTC). The validator has already checked the form.
  */
 export function parseInstant(value: string): Date {
+  // A date of year 0000 passes the format; as a lower bound it means "since always" (clampInstant).
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
   const instant = isoInstant(value);
   if (!instant) throw invalidParameter('modified_since', 'query', 'format', DATE_OR_DATE_TIME_REASON);

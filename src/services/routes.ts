@@ -18,7 +18,8 @@ import { credentialsFor } from './credentials.ts';
 import { loadCatalogue, requirePlan, requireTierChange } from './plans.ts';
 import { serviceData, type ServiceCredentials } from './present.ts';
 import { registerServicesReport } from './report.ts';
-import { boolParam, clampInstant, pageParams, parseInstant, serviceNumberParam, textParam } from './query.ts';
+import { clampInstant } from '../shared/dates.ts';
+import { boolParam, pageParams, parseInstant, serviceNumberParam, textParam } from './query.ts';
 import {
   sandboxed,
   sandboxPage,

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
-import { isCalendarDate, isDateTime } from '../../src/http/formats.ts';
+import { isCalendarDate, isDateTime } from '../../src/shared/dates.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 

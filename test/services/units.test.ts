@@ -6,8 +6,8 @@ import { addMonthsClamped, endOfCurrentBillingPeriod } from '../../src/services/
 import { escapeLike, isUniqueViolation } from '../../src/shared/db-errors.ts';
 import { generatePassword, GENERATED_PASSWORD_LENGTH, PASSWORD_ALPHABET } from '../../src/services/generate.ts';
 import { randomSandboxRequestNumber, randomServiceNumber } from '../../src/shared/ids.ts';
-import { clampInstant, intParam, pageParams, parseInstant, serviceNumberParam, textParam } from '../../src/services/query.ts';
-import { isoInstant } from '../../src/http/formats.ts';
+import { intParam, pageParams, parseInstant, serviceNumberParam, textParam } from '../../src/services/query.ts';
+import { clampInstant, isoInstant } from '../../src/shared/dates.ts';
 import { sandboxPage, sandboxService, serviceMatches } from '../../src/services/sandbox.ts';
 
 describe('request ids', () => {
