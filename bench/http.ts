@@ -93,7 +93,7 @@ async function serveApi(): Promise<void> {
   const dist = (module: string) => pathToFileURL(path.join(root, 'dist', 'src', `${module}.js`)).href;
   const { startRuntime } = (await import(dist('main/runtime'))) as typeof import('../src/main/runtime.ts');
   const { generateApiKey } = (await import(dist('auth/keys'))) as typeof import('../src/auth/keys.ts');
-  const { credentialsFor } = (await import(dist('services/credentials'))) as typeof import('../src/services/credentials.ts');
+  const { openCredentials } = (await import(dist('db/credentials'))) as typeof import('../src/db/credentials.ts');
   const runtime = await startRuntime('all');
   const prisma = runtime.database.prisma;
   const brokerId = `brk_${randomBytes(6).toString('hex')}`;
@@ -116,7 +116,7 @@ async function serveApi(): Promise<void> {
     },
   });
   const plans = await prisma.plan.findMany({ orderBy: { tier: 'asc' } });
-  const passwordEnc = (await credentialsFor({ config: runtime.config })).encrypt('Bench-Passw0rd-123');
+  const passwordEnc = (await openCredentials({ envKey: runtime.config.credentialsKey, dataDir: runtime.config.dataDir })).encrypt('Bench-Passw0rd-123');
   const started = Date.now();
   // One INSERT … SELECT over generate_series, not createMany: 10,000 rows through Prisma's
   // createMany left ~80 MB of heap live in this process (RSS 170 -> 315 MB after a full GC), so

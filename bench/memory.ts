@@ -153,7 +153,8 @@ try {
   const { createApp } = await import('../src/app.ts');
   const { createServiceReadCache } = await import('../src/services/read-cache.ts');
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
-  const app = createApp({ config, logger, contract, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads });
+  const { loadedOnce } = await import('../src/deps.ts');
+  const app = createApp({ config, logger, contract, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
   const { listen } = await import('../src/main/server.ts');
   const listening = await listen(app, { ...config, port: 0 });
   const r = await fetch(`${listening.url}/api/v1/reports/invoices`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });

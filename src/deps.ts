@@ -1,6 +1,9 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { PrismaClient } from '../generated/prisma/client.ts';
+import { openCredentials, type Credentials } from './db/credentials.ts';
+import { loadCatalogue, type Catalogue } from './services/plans.ts';
+import { lazy } from './shared/lazy.ts';
 import type { Config } from './config.ts';
 import type { Contract } from './http/contract.ts';
 import type { Jobs } from './jobs/index.ts';
@@ -24,4 +27,16 @@ export interface AppDeps {
   jobs: Jobs;
   /** Service list pages and counts held briefly, dropped on every change (src/services/read-cache.ts). */
   serviceReads: ServiceReadCache;
+  /** The service-password cipher (CREDENTIALS_KEY or $DATA_DIR/credentials.key), opened on first use. */
+  credentials: () => Promise<Credentials>;
+  /** The plan catalogue (reference data), read on first use. */
+  catalogue: () => Promise<Catalogue>;
+}
+
+/** The parts of AppDeps that are loaded once on first use: the same for every process that serves the API. */
+export function loadedOnce(config: Config, prisma: PrismaClient): Pick<AppDeps, 'credentials' | 'catalogue'> {
+  return {
+    credentials: lazy(() => openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir })),
+    catalogue: lazy(() => loadCatalogue(prisma)),
+  };
 }

@@ -2,8 +2,9 @@ import type { Router } from 'express';
 import type { AppDeps } from './deps.ts';
 import { registerAuthRoutes } from './auth/routes.ts';
 import { registerReportRoutes } from './reports/routes.ts';
-import { registerRequestRoutes } from './requests/routes.ts';
-import { registerServiceRoutes } from './services/routes.ts';
+import { registerRequestRoutes } from './requests/adapter.ts';
+import { registerServicesReport } from './services/report.ts';
+import { registerServiceRoutes } from './services/adapter.ts';
 
 export type RegisterRoutes = (router: Router, deps: AppDeps) => void;
 
@@ -13,4 +14,5 @@ export const resourceModules: RegisterRoutes[] = [
   registerAuthRoutes,
   registerServiceRoutes,
   registerRequestRoutes,
+  registerServicesReport,
 ];

@@ -34,7 +34,7 @@ import { loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
 import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
-import type { AppDeps } from '../deps.ts';
+import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
@@ -179,7 +179,10 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     closers.push(['api log', () => gate.apiLog.close()]);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     closers.push(['services cache', () => serviceReads.close()]);
-    const deps: AppDeps = { config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads };
+    const deps: AppDeps = {
+      config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads,
+      ...loadedOnce(config, database.prisma),
+    };
     const app = createApp(deps);
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;

@@ -1,5 +1,8 @@
 /** Sandbox (test-mode) rows of the request operations: generated, never stored. */
-import type { RequestData } from './present.ts';
+import type { RequestData } from '../services/change-requests.ts';
+import { sandboxed, sandboxPage } from '../services/sandbox.ts';
+import { canonicalRequestId, randomServiceNumber } from '../shared/ids.ts';
+import type { RequestUseCases } from './use-cases.ts';
 
 /** The one generated row of the sandbox requests list: a pending create request (fixed, so it can be searched and managed). */
 export const SANDBOX_REQUEST_ID = 'REQ-318274';
@@ -52,4 +55,43 @@ export function requestMatches(row: RequestData, filters: RequestListFilters): b
     if (!haystack.some((h) => h.toLowerCase().includes(needle))) return false;
   }
   return true;
+}
+
+/** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored. */
+export function sandboxRequests(): RequestUseCases {
+  return {
+    async listRequests(_caller, { limit, offset, ...filters }) {
+      const row = sandboxRequest(new Date());
+      return sandboxPage(sandboxed(row), requestMatches(row, filters), limit, offset);
+    },
+
+    async decide(caller, requestId, decision) {
+      // A simulated decision about a request that is not looked up. A denial is answered as a
+      // denial even under provider_review (the denial comes first).
+      const now = new Date().toISOString();
+      const base = {
+        request_id: canonicalRequestId(requestId),
+        request_type: 'create' as const,
+        source: 'api' as const,
+        current_plan: null,
+        requested_plan: 'Standard VPS',
+        hostname: 'test-server.example.com',
+        customer_email: 'test.customer@example.com',
+        reason: null,
+        cancel_when: null,
+        created_at: now,
+        updated_at: now,
+      };
+      if (decision.action === 'deny') {
+        const denied = { ...base, request_status: 'denied' as const, service_number: null, denial_reason: decision.denialReason, decided_at: now };
+        return { decided: sandboxed(denied) };
+      }
+      if (caller.providerReview) {
+        const waiting = { ...base, request_status: 'provider_review' as const, service_number: null, denial_reason: null, decided_at: null };
+        return { inReview: sandboxed(waiting) };
+      }
+      const approved = { ...base, request_status: 'approved' as const, service_number: randomServiceNumber(), denial_reason: null, decided_at: now };
+      return { decided: sandboxed(approved) };
+    },
+  };
 }

@@ -12,7 +12,7 @@ import {
   type Db,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
-import { REQUEST_INCLUDE, type RequestWithRelations } from './present.ts';
+import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
 
 export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';
 export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';

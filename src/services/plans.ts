@@ -1,6 +1,6 @@
 /**
  * The plan catalogue (seeded by the first migration): reference data, not a broker's record,
- * so sandbox keys may read it too. Read once per database client and kept in memory.
+ * so sandbox keys may read it too.
  */
 import type { Plan, PrismaClient } from '../../generated/prisma/client.ts';
 import { InvalidValueError } from '../shared/errors.ts';
@@ -12,20 +12,14 @@ export interface Catalogue {
   byId(id: number): Plan | undefined;
 }
 
-const cache = new WeakMap<object, Promise<Catalogue>>();
-
-export function loadCatalogue(prisma: PrismaClient): Promise<Catalogue> {
-  let catalogue = cache.get(prisma);
-  if (!catalogue) {
-    catalogue = prisma.plan.findMany({ orderBy: { tier: 'asc' } }).then((plans) => ({
-      plans,
-      byName: (name: string) => plans.find((p) => p.name.toLowerCase() === name.trim().toLowerCase()),
-      byId: (id: number) => plans.find((p) => p.id === id),
-    }));
-    catalogue.catch(() => cache.delete(prisma));
-    cache.set(prisma, catalogue);
-  }
-  return catalogue;
+/** Reads the catalogue; an app holds it once (`AppDeps.catalogue`), so it is read once per app. */
+export async function loadCatalogue(prisma: PrismaClient): Promise<Catalogue> {
+  const plans = await prisma.plan.findMany({ orderBy: { tier: 'asc' } });
+  return {
+    plans,
+    byName: (name: string) => plans.find((p) => p.name.toLowerCase() === name.trim().toLowerCase()),
+    byId: (id: number) => plans.find((p) => p.id === id),
+  };
 }
 
 /** The catalogue plan named `name` (exact name), or `400 invalid_parameter` naming the choices. */

@@ -1,25 +1,11 @@
 /** The public shape of a service (openapi.yaml `Service`), from its database row. */
+import type { components } from '../../generated/api.ts';
 import type { Plan, Service } from '../../generated/prisma/client.ts';
 
-export interface ServiceCredentials {
-  username: string;
-  password: string;
-}
-
-export interface ServiceData {
-  service_number: number;
-  status: 'pending' | 'active' | 'suspended' | 'cancelled';
-  plan: string;
-  hostname: string;
-  customer_email: string;
-  customer_name: string | null;
-  billing_cycle: 'monthly' | 'quarterly' | 'annually';
-  created_at: string;
-  updated_at: string;
-  cancel_at: string | null;
-  cancelled_at: string | null;
-  credentials?: ServiceCredentials;
-}
+export type ServiceCredentials = components['schemas']['Credentials'];
+export type ServiceData = components['schemas']['Service'];
+export type ServiceStatus = components['schemas']['ServiceStatus'];
+export type BillingCycle = components['schemas']['BillingCycle'];
 
 export type ServiceWithPlan = Service & { plan: Plan };
 

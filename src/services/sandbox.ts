@@ -2,7 +2,14 @@
  * Sandbox (test-mode) answers of the service operations. Nothing here reads or writes a business
  * record: every value is generated, and nothing generated is stored, so it never shows up later.
  */
+import type { Caller } from '../shared/caller.ts';
+import { pageOf, type Page } from '../shared/page.ts';
+import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
+import type { RequestData } from './change-requests.ts';
+import { generatePassword } from './generate.ts';
+import { requirePlan, requireTierChange } from './plans.ts';
 import type { ServiceCredentials, ServiceData } from './present.ts';
+import type { PasswordChange, ServiceDeps, ServiceUseCases } from './use-cases.ts';
 
 export const SANDBOX_MARKERS = { mode: 'test', simulated: true } as const;
 export type Sandboxed<T> = T & typeof SANDBOX_MARKERS;
@@ -54,8 +61,118 @@ export function serviceMatches(row: ServiceData, filters: ServiceListFilters): b
 }
 
 /** A page of the sandbox list: the one generated row when it matches and `offset` is 0. */
-export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: number) {
-  const total = matches ? 1 : 0;
-  const data = matches && offset === 0 && limit >= 1 ? [row] : [];
-  return { data, pagination: { total, limit, offset, has_more: offset + data.length < total } };
+export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: number): Page<T> {
+  return pageOf(matches && offset === 0 && limit >= 1 ? [row] : [], matches ? 1 : 0, limit, offset);
+}
+
+type SandboxRequestFields = Partial<RequestData> & Pick<RequestData, 'request_type'>;
+
+/** A generated request, shaped like a live one; `REQ-` plus six random digits. */
+function sandboxRequest(caller: Caller, fields: SandboxRequestFields, now = new Date()): RequestData {
+  return sandboxed({
+    request_id: formatRequestId(randomSandboxRequestNumber()),
+    request_status: caller.providerReview ? 'provider_review' : 'pending',
+    source: 'api',
+    service_number: null,
+    current_plan: null,
+    requested_plan: null,
+    hostname: null,
+    customer_email: null,
+    reason: null,
+    cancel_when: null,
+    denial_reason: null,
+    created_at: now.toISOString(),
+    updated_at: now.toISOString(),
+    decided_at: null,
+    ...fields,
+  });
+}
+
+/**
+ * The sandbox's service use cases: every answer generated, nothing read but the plan catalogue
+ * (reference data) and the broker's approval mode (configuration), nothing stored or sent.
+ */
+export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUseCases {
+  return {
+    async checkNewService(plan) {
+      requirePlan(await deps.catalogue(), plan);
+    },
+    async checkPlanChange(change, plan) {
+      // The simulated current plan is fixed, so the tier rule is input validation here.
+      const catalogue = await deps.catalogue();
+      const current = requirePlan(catalogue, change === 'upgrade' ? SANDBOX_UPGRADE_FROM : SANDBOX_DOWNGRADE_FROM);
+      requireTierChange(catalogue, current, plan, change);
+    },
+
+    async createService(caller, input) {
+      const plan = requirePlan(await deps.catalogue(), input.plan).name;
+      if (caller.providerReview || caller.approval === 'manual') {
+        const request = sandboxRequest(caller, {
+          request_type: 'create',
+          requested_plan: plan,
+          hostname: input.hostname,
+          customer_email: input.customerEmail,
+        });
+        return { requested: { ...request, request_type: 'create', service_number: null } };
+      }
+      const service = sandboxService(randomServiceNumber(), new Date());
+      return {
+        created: sandboxed({
+          ...service,
+          plan,
+          hostname: input.hostname,
+          customer_email: input.customerEmail,
+          customer_name: input.customerName,
+          billing_cycle: input.billingCycle,
+        }),
+      };
+    },
+
+    async listServices(caller, query) {
+      const credentials = query.includeCredentials && caller.mayReadCredentials ? SANDBOX_CREDENTIALS : undefined;
+      const row = sandboxService(SANDBOX_SERVICE_NUMBER, new Date(), credentials);
+      return sandboxPage(sandboxed(row), serviceMatches(row, query), query.limit, query.offset);
+    },
+
+    async getService(_caller, serviceNumber) {
+      // Echoes the number without looking anything up.
+      const service = sandboxed(sandboxService(serviceNumber, new Date(), SANDBOX_CREDENTIALS));
+      return { ...service, credentials: SANDBOX_CREDENTIALS };
+    },
+
+    async changePassword(_caller, serviceNumber, chosen) {
+      const change: PasswordChange = sandboxed({
+        service_number: serviceNumber,
+        password_generated: chosen === undefined,
+        customer_notified: false,
+        updated_at: new Date().toISOString(),
+      });
+      if (chosen === undefined) change.password = generatePassword();
+      return change;
+    },
+
+    async requestPlanChange(caller, serviceNumber, change, plan) {
+      const catalogue = await deps.catalogue();
+      return sandboxRequest(caller, {
+        request_type: change,
+        service_number: serviceNumber,
+        current_plan: change === 'upgrade' ? SANDBOX_UPGRADE_FROM : SANDBOX_DOWNGRADE_FROM,
+        requested_plan: requirePlan(catalogue, plan).name,
+        hostname: 'test-server.example.com',
+        customer_email: 'test.customer@example.com',
+      });
+    },
+
+    async requestCancellation(caller, serviceNumber, reason, when) {
+      return sandboxRequest(caller, {
+        request_type: 'cancel',
+        service_number: serviceNumber,
+        current_plan: 'Standard VPS',
+        hostname: 'test-server.example.com',
+        customer_email: 'test.customer@example.com',
+        reason,
+        cancel_when: when,
+      });
+    },
+  };
 }

@@ -8,13 +8,13 @@ import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation } from '../shared/db-errors.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
-import type { ServiceWithPlan } from './present.ts';
+import type { BillingCycle, ServiceStatus, ServiceWithPlan } from './present.ts';
+
+export type { BillingCycle, ServiceStatus };
 
 /** A transaction client or the client itself. */
 export type Db = PrismaClient | Prisma.TransactionClient;
 
-export type ServiceStatus = 'pending' | 'active' | 'suspended' | 'cancelled';
-export type BillingCycle = 'monthly' | 'quarterly' | 'annually';
 
 /** Request statuses that still wait for something: a service has at most one such request. */
 export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
@@ -228,11 +228,11 @@ export interface NewChangeRequest {
 }
 
 /**
- * Records a pending change request for the service. The partial unique index (one pending
- * request per service) settles a race between two callers: the loser gets the same 409.
+ * Records a pending change request for the service; the caller has checked `requireNoOpenRequest`.
+ * The partial unique index (one pending request per service) settles a race between two callers
+ * that both passed that check: the loser gets the same 409.
  */
 export async function createChangeRequest(prisma: PrismaClient, service: ServiceWithPlan, input: NewChangeRequest) {
-  await requireNoOpenRequest(prisma, service);
   try {
     return await prisma.serviceRequest.create({
       data: {

@@ -5,7 +5,7 @@ import type { Express } from 'express';
 import { createApp, type AppOptions } from '../../src/app.ts';
 import { createGate, gateSettings } from '../../src/auth/gate.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import type { AppDeps } from '../../src/deps.ts';
+import { loadedOnce, type AppDeps } from '../../src/deps.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { createJobs, type Jobs } from '../../src/jobs/index.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -87,7 +87,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     gates.push(gate);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());
-    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs, serviceReads };
+    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();

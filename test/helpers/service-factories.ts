@@ -5,7 +5,6 @@
 import { randomInt } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { AppDeps } from '../../src/deps.ts';
-import { credentialsFor } from '../../src/services/credentials.ts';
 
 export type PlanName = 'Basic VPS' | 'Standard VPS' | 'Professional VPS' | 'Enterprise VPS';
 type ServiceStatus = 'pending' | 'active' | 'suspended' | 'cancelled';
@@ -33,8 +32,8 @@ export async function planId(prisma: PrismaClient, name: PlanName): Promise<numb
 }
 
 /** A service row of `brokerId` (active Standard VPS with a random nine-digit number by default). */
-export async function service(t: { prisma: PrismaClient; deps: Pick<AppDeps, 'config'> }, options: ServiceOptions) {
-  const credentials = await credentialsFor(t.deps);
+export async function service(t: { prisma: PrismaClient; deps: Pick<AppDeps, 'credentials'> }, options: ServiceOptions) {
+  const credentials = await t.deps.credentials();
   const serviceNumber = options.serviceNumber ?? randomInt(100_000_000, 1_000_000_000);
   const createdAt = options.createdAt ?? new Date();
   return t.prisma.service.create({

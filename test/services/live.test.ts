@@ -6,7 +6,6 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { outboxMailsTo } from '../helpers/outbox.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
-import { credentialsFor } from '../../src/services/credentials.ts';
 
 let t: TestApp;
 let brokerId: string;
@@ -57,7 +56,7 @@ describe('POST /api/v1/service-create', () => {
     assert.equal(row.brokerId, autoBrokerId);
     assert.equal(row.username, 'root');
     assert.match(row.passwordEnc, /^v1:/);
-    const password = (await credentialsFor(t.deps)).decrypt(row.passwordEnc);
+    const password = (await t.deps.credentials()).decrypt(row.passwordEnc);
     assert.equal(password.length, 20);
     // The approved create request is kept as the service's history.
     const requests = await t.prisma.serviceRequest.findMany({ where: { serviceId: row.id } });
@@ -288,7 +287,7 @@ describe('POST /api/v1/services/{n}/password', () => {
     const row = await stored(s.serviceNumber);
     assert.notEqual(row.passwordEnc, s.passwordEnc);
     assert.ok(!row.passwordEnc.includes('My-New-Password-42'));
-    assert.equal((await credentialsFor(t.deps)).decrypt(row.passwordEnc), 'My-New-Password-42');
+    assert.equal((await t.deps.credentials()).decrypt(row.passwordEnc), 'My-New-Password-42');
     assert.equal(res.body.data.updated_at, row.updatedAt.toISOString());
     const mails = await outboxMailsTo(t.dataDir, 'pw-chosen@client.example');
     assert.equal(mails.length, 1);

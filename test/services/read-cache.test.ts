@@ -125,10 +125,9 @@ describe('API processes with a long cache time (60 s)', () => {
       return res.body.data.find((s: { service_number: number }) => s.service_number === row.serviceNumber).credentials;
     };
     assert.equal((await creds()).password, 'First-Passw0rd-1');
-    const { credentialsFor } = await import('../../src/services/credentials.ts');
     await t.prisma.service.update({
       where: { id: row.id },
-      data: { passwordEnc: (await credentialsFor(t.deps)).encrypt('Second-Passw0rd-2') },
+      data: { passwordEnc: (await t.deps.credentials()).encrypt('Second-Passw0rd-2') },
     });
     assert.equal((await creds()).password, 'Second-Passw0rd-2');
   });

@@ -6,7 +6,8 @@ import { addMonthsClamped, endOfCurrentBillingPeriod } from '../../src/services/
 import { escapeLike, isUniqueViolation } from '../../src/shared/db-errors.ts';
 import { generatePassword, GENERATED_PASSWORD_LENGTH, PASSWORD_ALPHABET } from '../../src/services/generate.ts';
 import { randomSandboxRequestNumber, randomServiceNumber } from '../../src/shared/ids.ts';
-import { intParam, pageParams, parseInstant, serviceNumberParam, textParam } from '../../src/services/query.ts';
+import { intParam, pageParams, textParam } from '../../src/http/params.ts';
+import { parseInstant, serviceNumberParam } from '../../src/services/adapter.ts';
 import { clampInstant, isoInstant } from '../../src/shared/dates.ts';
 import { sandboxPage, sandboxService, serviceMatches } from '../../src/services/sandbox.ts';
 

@@ -1,24 +1,12 @@
-/** The public shape of a service request (openapi.yaml `ServiceRequest`), from its database row. */
+/**
+ * The change requests of a service as the API shows them (openapi.yaml `ServiceRequest`), from
+ * their database rows: made by the service operations, listed and decided by src/requests.
+ */
+import type { components } from '../../generated/api.ts';
 import type { Plan, Service, ServiceRequest } from '../../generated/prisma/client.ts';
 import { formatRequestId } from '../shared/ids.ts';
 
-export interface RequestData {
-  request_id: string;
-  request_type: 'create' | 'upgrade' | 'downgrade' | 'cancel';
-  request_status: 'pending' | 'provider_review' | 'approved' | 'denied';
-  source: 'api' | 'import' | 'portal' | 'admin';
-  service_number: number | null;
-  current_plan: string | null;
-  requested_plan: string | null;
-  hostname: string | null;
-  customer_email: string | null;
-  reason: string | null;
-  cancel_when: 'immediate' | 'end_of_billing_period' | null;
-  denial_reason: string | null;
-  created_at: string;
-  updated_at: string;
-  decided_at: string | null;
-}
+export type RequestData = components['schemas']['ServiceRequest'];
 
 export type RequestWithRelations = ServiceRequest & {
   service: Service | null;

@@ -5,9 +5,7 @@
  * otherwise. They run in `validate`, before any sandbox test scenario.
  */
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
-import { invalidParameter } from '../http/errors.ts';
-import { isoInstant } from '../shared/dates.ts';
-import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
+import { invalidParameter } from './errors.ts';
 
 export const DEFAULT_LIMIT = 25;
 
@@ -38,14 +36,6 @@ export function pageParams(query: { limit?: unknown; offset?: unknown }): { limi
   };
 }
 
-/**
- * Any plain positive integer a client can hold exactly: openapi.yaml's service paths accept a numeric
- * service number. Numbers above what the database stores (MAX_INT4) name no service: a live key
- * gets 404 for them (findService), a sandbox key's detail echoes them.
- */
-export function serviceNumberParam(params: { service_number?: unknown }): number {
-  return intParam(params.service_number, NaN, 'service_number', 'path', 1, Number.MAX_SAFE_INTEGER);
-}
 
 export function boolParam(value: unknown): boolean {
   return value === true || value === 'true';
@@ -60,16 +50,4 @@ export function textParam(value: unknown, field: string, location: 'query' | 'bo
   if (value.includes('\u0000')) throw invalidParameter(field, location, 'characters', 'must not contain U+0000 (NUL)');
   if (hasControlCharacters(value)) throw invalidParameter(field, location, 'characters', CONTROL_CHARACTERS_REASON);
   return value;
-}
-
-/**
- * `modified_since`: a date (`2025-03-01`, midnight UTC) or an ISO 8601 date-time (with `Z` or an
- * offset; one without either is read as UTC). The validator has already checked the form.
- */
-export function parseInstant(value: string): Date {
-  // A date of year 0000 passes the format; as a lower bound it means "since always" (clampInstant).
-  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
-  const instant = isoInstant(value);
-  if (!instant) throw invalidParameter('modified_since', 'query', 'format', DATE_OR_DATE_TIME_REASON);
-  return instant;
 }

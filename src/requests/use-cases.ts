@@ -1,0 +1,53 @@
+/**
+ * The request operations in the domain's words: list the broker's requests, and decide (approve
+ * or deny) a pending one. `liveRequests` acts on the broker's records; `sandboxRequests`
+ * (sandbox.ts) simulates the same answers without reading or writing any.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { requestData, type RequestData } from '../services/change-requests.ts';
+import type { ServiceReadCache } from '../services/read-cache.ts';
+import { applyDueCancellations } from '../services/store.ts';
+import type { Caller } from '../shared/caller.ts';
+import { pageOf, type Page } from '../shared/page.ts';
+import { approveRequest, denyRequest, listRequests, type RequestListQuery } from './store.ts';
+
+export type RequestPageQuery = RequestListQuery;
+
+export type Decision = { action: 'approve' } | { action: 'deny'; denialReason: string };
+
+/** A decision is taken, or (sandbox `provider_review`) an approval waits for the provider. */
+export type DecisionOutcome = { decided: RequestData } | { inReview: RequestData };
+
+export interface RequestUseCases {
+  listRequests(caller: Caller, query: RequestPageQuery): Promise<Page<RequestData>>;
+  decide(caller: Caller, requestId: bigint, decision: Decision): Promise<DecisionOutcome>;
+}
+
+export interface RequestDeps {
+  prisma: PrismaClient;
+  credentials: () => Promise<Credentials>;
+  serviceReads: ServiceReadCache;
+}
+
+export function liveRequests(deps: RequestDeps): RequestUseCases {
+  const { prisma } = deps;
+  return {
+    async listRequests(caller, query) {
+      await applyDueCancellations(prisma, caller.brokerId);
+      const { rows, total } = await listRequests(prisma, caller.brokerId, query);
+      return pageOf(rows.map(requestData), total, query.limit, query.offset);
+    },
+
+    async decide(caller, requestId, decision) {
+      const now = new Date();
+      if (decision.action === 'deny') {
+        return { decided: requestData(await denyRequest(prisma, caller.brokerId, requestId, decision.denialReason, now)) };
+      }
+      const request = await approveRequest(prisma, await deps.credentials(), caller.brokerId, requestId, now);
+      // An approval creates, changes or cancels the service.
+      await deps.serviceReads.changed(caller.brokerId);
+      return { decided: requestData(request) };
+    },
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * The service operations over HTTP: create, list, detail, password, upgrade, downgrade, cancel.
+ * Each adapter reads its typed input (openapi.yaml through `operation()`), calls the use case the
+ * key's mode chooses (live records or the sandbox) and answers with the contract's status.
+ */
+import type { AppDeps } from '../deps.ts';
+import { ApiError, invalidParameter } from '../http/errors.ts';
+import { boolParam, intParam, pageParams, textParam } from '../http/params.ts';
+import { callerOf, operation, serialized, useCasesFor, type SerializedReply } from '../http/operation.ts';
+import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
+import type { RegisterRoutes } from '../routes.ts';
+import type { ByMode } from '../shared/caller.ts';
+import { isoInstant } from '../shared/dates.ts';
+import { isBlank } from '../shared/text.ts';
+import type { BillingCycle, ServiceData, ServiceStatus } from './present.ts';
+import { sandboxServices } from './sandbox.ts';
+import { liveServices, type Page, type ServiceUseCases } from './use-cases.ts';
+
+/**
+ * Any plain positive integer a client can hold exactly: openapi.yaml's service paths accept a numeric
+ * service number. Numbers above what the database stores name no service: a live key gets 404
+ * for them, a sandbox key's detail echoes them.
+ */
+export function serviceNumberParam(params: { service_number?: unknown }): number {
+  return intParam(params.service_number, NaN, 'service_number', 'path', 1, Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * `modified_since`: a date (`2025-03-01`, midnight UTC) or an ISO 8601 date-time (with `Z` or an
+ * offset; one without either is read as UTC). The validator has already checked the form.
+ */
+export function parseInstant(value: string): Date {
+  // A date of year 0000 passes the format; as a lower bound it means "since always" (clampInstant).
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
+  const instant = isoInstant(value);
+  if (!instant) throw invalidParameter('modified_since', 'query', 'format', DATE_OR_DATE_TIME_REASON);
+  return instant;
+}
+
+export function serviceUseCases(deps: AppDeps): ByMode<ServiceUseCases> {
+  const parts = { ...deps, sendMail: (mail: Parameters<AppDeps['jobs']['sendMail']>[0]) => deps.jobs.sendMail(mail) };
+  return { live: liveServices(parts), sandbox: sandboxServices(deps) };
+}
+
+export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
+  const { contract } = deps;
+  const services = serviceUseCases(deps);
+  // A list page the read cache serves many times is written as JSON once (see `serialized`).
+  const pageBytes = new WeakMap<Page<ServiceData>, SerializedReply<'listServices'>>();
+  const listReply = (page: Page<ServiceData>): SerializedReply<'listServices'> => {
+    let bytes = pageBytes.get(page);
+    if (!bytes) {
+      bytes = serialized<'listServices'>({ status: 200, data: page.data, pagination: page.pagination });
+      pageBytes.set(page, bytes);
+    }
+    return bytes;
+  };
+
+  // POST /api/v1/service-create
+  operation(router, contract, 'createService', {
+    async validate({ auth, body }) {
+      await useCasesFor(services, auth).checkNewService(body.plan);
+      return {
+        plan: body.plan,
+        hostname: body.hostname,
+        customerEmail: body.customer_email,
+        customerName: textParam(body.customer_name, 'customer_name', 'body') ?? null,
+        billingCycle: (body.billing_cycle ?? 'monthly') as BillingCycle,
+      };
+    },
+    async handle(ctx, input) {
+      const outcome = await useCasesFor(services, ctx.auth).createService(callerOf(ctx), input);
+      return 'created' in outcome ? { status: 200, data: outcome.created } : { status: 202, data: outcome.requested };
+    },
+  });
+
+  // GET /api/v1/services
+  operation(router, contract, 'listServices', {
+    validate({ query }) {
+      const since = textParam(query.modified_since, 'modified_since', 'query');
+      return {
+        ...pageParams(query),
+        status: textParam(query.status, 'status', 'query') as ServiceStatus | undefined,
+        search: textParam(query.search, 'search', 'query'),
+        modifiedSince: since === undefined ? undefined : parseInstant(since),
+        includeCredentials: boolParam(query.include_credentials),
+      };
+    },
+    async handle(ctx, query) {
+      return listReply(await useCasesFor(services, ctx.auth).listServices(callerOf(ctx), query));
+    },
+  });
+
+  // GET /api/v1/services/{service_number}
+  operation(router, contract, 'getService', {
+    validate: ({ params }) => serviceNumberParam(params),
+    async handle(ctx, serviceNumber) {
+      return { status: 200, data: await useCasesFor(services, ctx.auth).getService(callerOf(ctx), serviceNumber) };
+    },
+  });
+
+  // POST /api/v1/services/{service_number}/password
+  operation(router, contract, 'updateServicePassword', {
+    validate: ({ params, body }) => ({
+      serviceNumber: serviceNumberParam(params),
+      chosen: textParam(body?.password, 'password', 'body'),
+    }),
+    async handle(ctx, { serviceNumber, chosen }) {
+      return { status: 200, data: await useCasesFor(services, ctx.auth).changePassword(callerOf(ctx), serviceNumber, chosen) };
+    },
+  });
+
+  // POST /api/v1/services/{service_number}/upgrade and /downgrade
+  for (const change of ['upgrade', 'downgrade'] as const) {
+    operation(router, contract, change === 'upgrade' ? 'upgradeService' : 'downgradeService', {
+      async validate({ auth, body, params }) {
+        const serviceNumber = serviceNumberParam(params);
+        await useCasesFor(services, auth).checkPlanChange(change, body.plan);
+        return { serviceNumber, plan: body.plan };
+      },
+      async handle(ctx, { serviceNumber, plan }) {
+        const request = await useCasesFor(services, ctx.auth).requestPlanChange(callerOf(ctx), serviceNumber, change, plan);
+        return { status: 202, data: request };
+      },
+    });
+  }
+
+  // POST /api/v1/services/{service_number}/cancel
+  operation(router, contract, 'cancelService', {
+    validate: ({ params, body }) => {
+      const serviceNumber = serviceNumberParam(params);
+      // The schema refuses an empty or white-space reason; one made only of invisible characters is as blank.
+      const reason = (textParam(body.reason, 'reason', 'body') ?? '').trim();
+      if (isBlank(reason)) throw new ApiError('missing_parameter', 'Missing required parameter: reason', { required: ['reason'], missing: ['reason'] });
+      return { serviceNumber, reason, when: body.when ?? 'end_of_billing_period' };
+    },
+    async handle(ctx, { serviceNumber, reason, when }) {
+      const request = await useCasesFor(services, ctx.auth).requestCancellation(callerOf(ctx), serviceNumber, reason, when);
+      return { status: 202, data: request };
+    },
+  });
+};

@@ -1,0 +1,249 @@
+/**
+ * The service operations in the domain's words: create a service, list and read them, give one a
+ * new password, ask for a plan change or a cancellation. `ServiceUseCases` is what the HTTP
+ * adapter calls; `liveServices` acts on the broker's records, `sandboxServices` (sandbox.ts)
+ * simulates the same answers without reading or writing any.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import type { Logger } from '../logger.ts';
+import type { Caller } from '../shared/caller.ts';
+import { clampInstant } from '../shared/dates.ts';
+import { pageOf, type Page } from '../shared/page.ts';
+import { ConflictError } from '../shared/errors.ts';
+import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
+import { generatePassword } from './generate.ts';
+import { requirePlan, requireTierChange, type Catalogue } from './plans.ts';
+import { serviceData, type BillingCycle, type ServiceCredentials, type ServiceData, type ServiceStatus } from './present.ts';
+import type { ServiceReadCache } from './read-cache.ts';
+import {
+  applyDueCancellations,
+  createChangeRequest,
+  findService,
+  insertActiveService,
+  listServices,
+  requireNoOpenRequest,
+  requireStatus,
+  withServiceNumberRetry,
+} from './store.ts';
+
+export interface NewService {
+  plan: string;
+  hostname: string;
+  customerEmail: string;
+  customerName: string | null;
+  billingCycle: BillingCycle;
+}
+
+/** A create either makes the service (automatic approval) or a create request that waits for a decision. */
+export type CreateOutcome =
+  | { created: ServiceData }
+  | { requested: RequestData & { request_type: 'create'; service_number: null } };
+
+export interface ServiceFilters {
+  status?: ServiceStatus | undefined;
+  search?: string | undefined;
+  modifiedSince?: Date | undefined;
+}
+
+export interface ServicePageQuery extends ServiceFilters {
+  limit: number;
+  offset: number;
+  /** Asked for; given only to a caller who may read credentials. */
+  includeCredentials: boolean;
+}
+
+export type { Page };
+
+export interface PasswordChange {
+  service_number: number;
+  password_generated: boolean;
+  customer_notified: boolean;
+  updated_at: string;
+  /** Only a generated password is shown (once). */
+  password?: string;
+  mode?: 'test';
+  simulated?: true;
+}
+
+export type PlanChange = 'upgrade' | 'downgrade';
+export type CancelWhen = 'immediate' | 'end_of_billing_period';
+
+export interface ServiceUseCases {
+  /** The input rules that need the catalogue: checked before anything else happens. */
+  checkNewService(plan: string): Promise<void>;
+  checkPlanChange(change: PlanChange, plan: string): Promise<void>;
+  createService(caller: Caller, service: NewService): Promise<CreateOutcome>;
+  listServices(caller: Caller, query: ServicePageQuery): Promise<Page<ServiceData>>;
+  getService(caller: Caller, serviceNumber: number): Promise<ServiceData & { credentials: ServiceCredentials }>;
+  changePassword(caller: Caller, serviceNumber: number, chosen: string | undefined): Promise<PasswordChange>;
+  requestPlanChange(caller: Caller, serviceNumber: number, change: PlanChange, plan: string): Promise<RequestData>;
+  requestCancellation(caller: Caller, serviceNumber: number, reason: string, when: CancelWhen): Promise<RequestData>;
+}
+
+export interface ServiceDeps {
+  prisma: PrismaClient;
+  logger: Logger;
+  catalogue: () => Promise<Catalogue>;
+  credentials: () => Promise<Credentials>;
+  /** Service list pages held briefly; told of every change. */
+  serviceReads: ServiceReadCache;
+  /** Queues an e-mail to a customer; rejects when it could not be queued. */
+  sendMail: (mail: { to: string; subject: string; text: string }) => Promise<unknown>;
+}
+
+export function liveServices(deps: ServiceDeps): ServiceUseCases {
+  const { prisma } = deps;
+  const withCredentials = async (rows: Awaited<ReturnType<typeof listServices>>['rows'], include: boolean) => {
+    const cipher = include ? await deps.credentials() : undefined;
+    return rows.map((s) => serviceData(s, cipher && { username: s.username, password: cipher.decrypt(s.passwordEnc) }));
+  };
+  const loadPage = async (caller: Caller, query: ServicePageQuery, include: boolean) => {
+    // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
+    const modifiedSince = query.modifiedSince && clampInstant(query.modifiedSince);
+    const { rows, total, nextDueAt } = await listServices(prisma, caller.brokerId, { ...query, modifiedSince });
+    const data = await withCredentials(rows, include);
+    return { page: pageOf(data, total, query.limit, query.offset), nextDueAt };
+  };
+
+  return {
+    async checkNewService(plan) {
+      requirePlan(await deps.catalogue(), plan);
+    },
+    async checkPlanChange(_change, plan) {
+      // The tier rule needs the service's current plan: checked when the change is asked for.
+      requirePlan(await deps.catalogue(), plan);
+    },
+
+    async createService(caller, input) {
+      const plan = requirePlan(await deps.catalogue(), input.plan);
+      const fields = {
+        brokerId: caller.brokerId,
+        hostname: input.hostname,
+        customerEmail: input.customerEmail,
+        customerName: input.customerName,
+        billingCycle: input.billingCycle,
+      };
+      if (caller.approval === 'manual') {
+        const request = await prisma.serviceRequest.create({
+          data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
+          include: REQUEST_INCLUDE,
+        });
+        // A pending create request has no service yet: the contract's 202 says so in its type.
+        return { requested: { ...requestData(request), request_type: 'create', service_number: null } };
+      }
+      // Automatic approval: the service and its (already approved) create request, together.
+      const cipher = await deps.credentials();
+      const now = new Date();
+      const service = await withServiceNumberRetry(() =>
+        prisma.$transaction(async (tx) => {
+          const created = await insertActiveService(tx, cipher, { ...fields, planId: plan.id }, now);
+          await tx.serviceRequest.create({
+            data: {
+              ...fields,
+              type: 'create',
+              status: 'approved',
+              source: 'api',
+              serviceId: created.id,
+              requestedPlanId: plan.id,
+              apiKeyId: caller.apiKeyId,
+              createdAt: now,
+              updatedAt: now,
+              decidedAt: now,
+            },
+          });
+          return created;
+        }),
+      );
+      await deps.serviceReads.changed(caller.brokerId);
+      return { created: serviceData(service) };
+    },
+
+    async listServices(caller, query) {
+      // Credentials only on request and only for admin keys; otherwise silently left out.
+      if (query.includeCredentials && caller.mayReadCredentials) return (await loadPage(caller, query, true)).page;
+      // Pages without credentials are shared by the broker's keys until a change or the next due
+      // scheduled cancellation; passwords are never cached. JSON.stringify: the text filters are
+      // free text, so no separator could be told from them.
+      const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset])}`;
+      return deps.serviceReads.read(caller.brokerId, key, async () => {
+        const { page, nextDueAt } = await loadPage(caller, query, false);
+        return { value: page, until: nextDueAt };
+      });
+    },
+
+    async getService(caller, serviceNumber) {
+      await applyDueCancellations(prisma, caller.brokerId);
+      const service = await findService(prisma, caller.brokerId, serviceNumber);
+      const credentials = { username: service.username, password: (await deps.credentials()).decrypt(service.passwordEnc) };
+      return { ...serviceData(service, credentials), credentials };
+    },
+
+    async changePassword(caller, serviceNumber, chosen) {
+      const now = new Date();
+      await applyDueCancellations(prisma, caller.brokerId, now);
+      const service = await findService(prisma, caller.brokerId, serviceNumber);
+      requireStatus(service, ['pending', 'active', 'suspended'], 'given a new password');
+      const password = chosen ?? generatePassword();
+      const updated = await prisma.service.update({
+        where: { id: service.id },
+        data: { passwordEnc: (await deps.credentials()).encrypt(password), updatedAt: now },
+      });
+      await deps.serviceReads.changed(caller.brokerId);
+      const notified = await deps
+        .sendMail({
+          to: service.customerEmail,
+          subject: `New password for your server ${service.hostname}`,
+          text: passwordMail(service.customerName, service.hostname, service.serviceNumber, service.username, password),
+        })
+        .then(
+          () => true,
+          (err: unknown) => {
+            // The password is changed either way; the answer says the customer was not told.
+            deps.logger.warn({ err, serviceNumber: service.serviceNumber }, 'password notice not queued');
+            return false;
+          },
+        );
+      const change: PasswordChange = {
+        service_number: service.serviceNumber,
+        password_generated: chosen === undefined,
+        customer_notified: notified,
+        updated_at: updated.updatedAt.toISOString(),
+      };
+      if (chosen === undefined) change.password = password;
+      return change;
+    },
+
+    async requestPlanChange(caller, serviceNumber, change, plan) {
+      await applyDueCancellations(prisma, caller.brokerId);
+      const service = await findService(prisma, caller.brokerId, serviceNumber);
+      requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
+      await requireNoOpenRequest(prisma, service);
+      const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
+      const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId });
+      return requestData(request);
+    },
+
+    async requestCancellation(caller, serviceNumber, reason, when) {
+      await applyDueCancellations(prisma, caller.brokerId);
+      const service = await findService(prisma, caller.brokerId, serviceNumber);
+      if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
+      await requireNoOpenRequest(prisma, service);
+      const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId });
+      return requestData(request);
+    },
+  };
+}
+
+function passwordMail(name: string | null, hostname: string, serviceNumber: number, username: string, password: string): string {
+  return [
+    `Hello${name ? ` ${name}` : ''},`,
+    '',
+    `the password of your server ${hostname} (service ${serviceNumber}) has been changed.`,
+    '',
+    `Login:    ${username}`,
+    `Password: ${password}`,
+    '',
+    'Please keep it safe. If you did not expect this change, contact your provider.',
+  ].join('\n');
+}
