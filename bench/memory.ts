@@ -135,7 +135,7 @@ try {
 
   const { startRedis, requestRedis, waitUntilReady } = await import('../src/redis.ts');
   const redisEndpoint = await startRedis(config.redisUrl);
-  const { createJobs } = await import('../src/jobs/index.ts');
+  const { createJobs } = await import('../src/work.ts');
   const jobs = createJobs({ redisEndpoint, prisma: database.prisma, config, logger, mode: 'both' });
   await jobs.startWorkers();
   await step('BullMQ queues + workers started');

@@ -6,7 +6,7 @@ import { loadCatalogue, type Catalogue } from './services/plans.ts';
 import { lazy } from './shared/lazy.ts';
 import type { Config } from './config.ts';
 import type { Contract } from './http/contract.ts';
-import type { Jobs } from './jobs/index.ts';
+import type { Jobs } from './work.ts';
 import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
 

@@ -1,9 +1,8 @@
 import type { Router } from 'express';
 import type { AppDeps } from './deps.ts';
 import { registerAuthRoutes } from './auth/routes.ts';
-import { registerReportRoutes } from './reports/routes.ts';
+import { registerReportRoutes } from './reports/adapter.ts';
 import { registerRequestRoutes } from './requests/adapter.ts';
-import { registerServicesReport } from './services/report.ts';
 import { registerServiceRoutes } from './services/adapter.ts';
 
 export type RegisterRoutes = (router: Router, deps: AppDeps) => void;
@@ -14,5 +13,4 @@ export const resourceModules: RegisterRoutes[] = [
   registerAuthRoutes,
   registerServiceRoutes,
   registerRequestRoutes,
-  registerServicesReport,
 ];

@@ -6,7 +6,25 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createTransport } from 'nodemailer';
 import type { Config } from '../config.ts';
-import type { MailMessage } from './types.ts';
+
+export interface MailAttachment {
+  filename: string;
+  /** A file readable by the mail worker (same host / same $DATA_DIR). Never put big content into Redis. */
+  path?: string;
+  /** Small inline content only (a few KB). */
+  content?: string;
+  contentType?: string;
+}
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  attachments?: MailAttachment[];
+  /** A fixed Message-ID (`<…@…>`), so copies of one message can be recognised as one. */
+  messageId?: string;
+}
 
 export interface SentMail {
   messageId: string;

@@ -38,7 +38,7 @@ import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
-import { createJobs } from '../jobs/index.ts';
+import { createJobs } from '../work.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';

@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { ReportSpec, ReportTotals, ReportType } from '../jobs/types.ts';
+import type { ReportSpec, ReportTotals, ReportType } from './types.ts';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 

@@ -1,4 +1,4 @@
-import type { ReportType } from '../jobs/types.ts';
+import type { ReportType } from './types.ts';
 import type { ReportBuilder } from './builder.ts';
 import { invoicesReport } from './invoices.ts';
 import { servicesReport } from './services.ts';

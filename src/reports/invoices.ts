@@ -1,5 +1,5 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
-import type { InvoiceTotals, ReportSpec } from '../jobs/types.ts';
+import type { InvoiceTotals, ReportSpec } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
 import { addSummarySheet, addTableSheet, dateCell, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 

@@ -1,12 +1,12 @@
 /**
  * GET /api/v1/reports/{report_id}: a report run of the key's broker as recorded, with each
- * recipient's delivery. The records are written by the report pipeline (src/jobs); this only reads.
+ * recipient's delivery. The records are written by the report pipeline (pipeline.ts); this only reads.
  */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { NotFoundError } from '../shared/errors.ts';
-import type { DataOf } from '../http/operation.ts';
+import type { components } from '../../generated/api.ts';
 
-export type ReportRunData = DataOf<'getReport', 200>;
+export type ReportRunData = components['schemas']['ReportRun'];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -43,26 +43,5 @@ export async function findReportRun(prisma: PrismaClient, brokerId: string, repo
       last_error: r.error,
       sent_at: r.sentAt?.toISOString() ?? null,
     })),
-  };
-}
-
-/** The sandbox's run: any id answers a completed invoices run with one recipient; nothing is read. */
-export function sandboxReportRun(reportId: string, now: Date): ReportRunData {
-  const at = now.toISOString();
-  return {
-    report_id: reportId,
-    report_type: 'invoices',
-    status: 'completed',
-    date_range: { start: at.slice(0, 8) + '01', end: at.slice(0, 10) },
-    status_filter: null,
-    recipients_sent: 1,
-    recipients_failed: 0,
-    recipients_pending: 0,
-    created_at: at,
-    finished_at: at,
-    error: null,
-    recipients: [{ email: 'recipient@example.com', status: 'sent', attempts: 1, last_error: null, sent_at: at }],
-    mode: 'test',
-    simulated: true,
   };
 }

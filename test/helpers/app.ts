@@ -7,7 +7,7 @@ import { createGate, gateSettings } from '../../src/auth/gate.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { loadedOnce, type AppDeps } from '../../src/deps.ts';
 import { loadContract } from '../../src/http/contract.ts';
-import { createJobs, type Jobs } from '../../src/jobs/index.ts';
+import { createJobs, type Jobs } from '../../src/work.ts';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
 import { createServiceReadCache } from '../../src/services/read-cache.ts';

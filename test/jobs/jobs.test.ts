@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import ExcelJS from 'exceljs';
-import { describeMailError, isTransientMailError, ReportNoDataError, type ServiceTotals } from '../../src/jobs/index.ts';
+import { describeMailError, isTransientMailError } from '../../src/jobs/index.ts';
+import { ReportNoDataError, type ServiceTotals } from '../../src/reports/types.ts';
 import { broker } from '../helpers/factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { createReportTestApp, type ReportTestApp } from '../reports/harness.ts';

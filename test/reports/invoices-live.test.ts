@@ -368,7 +368,7 @@ describe('producer and worker in separate instances (API process + worker proces
     const smtp = await startTestSmtp();
     try {
       const worker = await h.withJobs({ smtpUrl: smtp.url }, 'worker');
-      const { createJobs } = await import('../../src/jobs/index.ts');
+      const { createJobs } = await import('../../src/work.ts');
       const producer = createJobs({
         redisEndpoint: h.t.redisEndpoint,
         prisma: h.t.prisma,

@@ -1,0 +1,72 @@
+/**
+ * The report operations over HTTP: the invoices and services reports, and a report run. Each
+ * adapter reads its typed input (its body rules first, in the order openapi.yaml documents),
+ * calls the use case the key's mode chooses and answers.
+ */
+import type { AppDeps } from '../deps.ts';
+import { callerOf, operation, useCasesFor } from '../http/operation.ts';
+import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
+import type { RegisterRoutes } from '../routes.ts';
+import type { ByMode } from '../shared/caller.ts';
+import { validateDateRange } from './dates.ts';
+import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
+import { sandboxReports } from './sandbox.ts';
+import type { ServiceStatusFilter } from './types.ts';
+import { liveReports, type InvoicesReportInput, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
+
+const INVOICES_REQUIRED = ['recipients', 'start_date', 'end_date'];
+
+/** The invoices report's body rules in sendInvoicesReport's order (openapi.yaml): recipients first, then the dates. */
+function invoicesReportInput(body: Record<string, unknown>): InvoicesReportInput {
+  const recipients = normalizeRecipients(body.recipients, INVOICES_REQUIRED);
+  const { start, end } = validateDateRange(body.start_date, body.end_date, INVOICES_REQUIRED);
+  return { recipients, start, end };
+}
+
+/** The services report's body rules: recipients (as sendServicesReport in openapi.yaml); the status the schema has checked. */
+function servicesReportInput(body: Record<string, unknown>): ServicesReportInput {
+  return {
+    recipients: normalizeRecipients(body.recipients, ['recipients']),
+    status: (body.status ?? null) as ServiceStatusFilter | null,
+  };
+}
+
+export function reportUseCases(deps: AppDeps): ByMode<ReportUseCases> {
+  return { live: liveReports(deps), sandbox: sandboxReports() };
+}
+
+export const registerReportRoutes: RegisterRoutes = (router, deps) => {
+  const reports = reportUseCases(deps);
+  // Any validator error about `recipients` (not an array, an item not a string) carries the limit.
+  registerFieldDetails('sendInvoicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
+  registerFieldDetails('sendServicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
+  // Those orders also when the schema validator rejects the body (a bad status, say).
+  registerBodyRules('sendInvoicesReport', invoicesReportInput);
+  registerBodyRules('sendServicesReport', servicesReportInput);
+
+  // POST /api/v1/reports/invoices
+  operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
+    // The schema has already checked presence and types; these are the operation's own rules, run
+    // before any sandbox test scenario.
+    validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
+    handle: async (ctx, input) => ({
+      status: 200,
+      data: await useCasesFor(reports, ctx.auth).sendInvoicesReport(callerOf(ctx), input),
+    }),
+  });
+
+  // POST /api/v1/reports/services
+  operation<'sendServicesReport', ServicesReportInput>(router, deps.contract, 'sendServicesReport', {
+    validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
+    handle: async (ctx, input) => ({
+      status: 200,
+      data: await useCasesFor(reports, ctx.auth).sendServicesReport(callerOf(ctx), input),
+    }),
+  });
+
+  // GET /api/v1/reports/{report_id}
+  operation<'getReport', string>(router, deps.contract, 'getReport', {
+    validate: ({ params }) => params.report_id,
+    handle: async (ctx, reportId) => ({ status: 200, data: await useCasesFor(reports, ctx.auth).findReport(callerOf(ctx), reportId) }),
+  });
+};

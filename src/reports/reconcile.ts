@@ -1,0 +1,96 @@
+/**
+ * The reconciler: each worker, on start and every REPORT_RECONCILE_MS, finds runs and recipients
+ * that have no live job (Redis lost them, a worker died, a completion failed) and resumes or
+ * finishes them, so no run or recipient stays under way, whatever Redis lost. Safe to run in
+ * several workers at once: every step is a conditional update or an enqueue under a fixed job id.
+ */
+import { MAIL_QUEUE, REPORTS_QUEUE } from '../jobs/index.ts';
+import { buildJobId, enqueueBuild, enqueueSend, recount, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
+
+export async function reconcile(p: Pipeline): Promise<void> {
+  const before = new Date(Date.now() - staleAfterMs(p.config));
+  await resumeRuns(p, before);
+  await releaseAbandonedSends(p, before);
+  await resumeSends(p, before);
+  const unfinished = await p.prisma.reportRun.findMany({
+    where: { status: 'sending', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
+    select: { id: true },
+    take: 100,
+  });
+  for (const run of unfinished) await recount(p, run.id);
+}
+
+/** Runs waiting for a build that has no job. */
+async function resumeRuns(p: Pipeline, before: Date): Promise<void> {
+  const stuckRuns = await p.prisma.reportRun.findMany({
+    where: { status: { in: ['queued', 'building'] }, updatedAt: { lt: before } },
+    select: { id: true },
+    take: 100,
+  });
+  for (const run of stuckRuns) {
+    if (await p.queues.isLive(REPORTS_QUEUE, buildJobId(run.id))) continue;
+    p.log.warn({ runId: run.id }, 'resuming a report run that had no build job');
+    await p.prisma.reportRun.update({ where: { id: run.id }, data: { updatedAt: new Date() } });
+    await enqueueBuild(p, run.id);
+  }
+}
+
+/** Sends whose worker stopped renewing its claim: it died, maybe after the server accepted. */
+async function releaseAbandonedSends(p: Pipeline, before: Date): Promise<void> {
+  const abandoned = await p.prisma.reportRecipient.findMany({
+    where: { status: 'sending', claimedAt: { lt: before } },
+    select: { id: true, claimedAt: true, reportRunId: true },
+    take: 500,
+  });
+  for (const r of abandoned) {
+    const released = await p.prisma.reportRecipient.updateMany({
+      where: { id: r.id, status: 'sending', claimedAt: r.claimedAt },
+      data: { status: 'pending', claimedAt: null },
+    });
+    if (released.count === 0) continue;
+    p.log.warn({ runId: r.reportRunId, recipientId: r.id }, 'releasing an abandoned send');
+    await enqueueSend(p, r.id);
+  }
+}
+
+/** Recipients waiting for a send that has no job. */
+async function resumeSends(p: Pipeline, before: Date): Promise<void> {
+  const waiting = await p.prisma.reportRecipient.findMany({
+    where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending' } } },
+    select: { id: true, reportRunId: true },
+    take: 500,
+  });
+  for (const r of waiting) {
+    if (await p.queues.isLive(MAIL_QUEUE, sendJobId(r.id))) continue;
+    p.log.warn({ runId: r.reportRunId, recipientId: r.id }, 'resuming a report e-mail that had no job');
+    await p.prisma.reportRecipient.update({ where: { id: r.id }, data: { updatedAt: new Date() } });
+    await enqueueSend(p, r.id);
+  }
+}
+
+/** Runs the reconciler now and then every REPORT_RECONCILE_MS until stopped. */
+export function startReconciling(p: Pipeline): { stop(): Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const schedule = (delayMs: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = reconcile(p)
+        .catch((err: unknown) => p.log.warn({ err }, 'report reconciliation failed; trying again later'))
+        .finally(() => {
+          running = undefined;
+          schedule(p.config.reportReconcileMs);
+        });
+    }, delayMs);
+    timer.unref();
+  };
+  schedule(0);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
