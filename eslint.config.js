@@ -1,9 +1,45 @@
-// Lint: ESLint's and typescript-eslint's recommended rules over our own sources only.
+// Lint: ESLint's and typescript-eslint's recommended rules over our own sources, and the import
+// direction of src/ (README, "Where things live"), enforced with eslint-plugin-import-x.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+
+/** Everything in src/ but the given folders and top-level files (paths relative to src/). */
+const allBut = (...allowed) => ({ from: './src', except: allowed.map((p) => `./${p}`) });
+
+/** Files that hold data access or domain rules: they never know HTTP. */
+const DOMAIN = [
+  './src/*/store.ts',
+  './src/*/use-cases.ts',
+  './src/*/sandbox.ts',
+  './src/*/plans.ts',
+  './src/*/change-requests.ts',
+  './src/*/present.ts',
+  './src/*/read-cache.ts',
+  './src/reports/{builder,invoices,services,workbook,pipeline,reconcile,run-report,runs,limits,types}.ts',
+];
+
+/**
+ * Who may import whom. Lower layers never import higher ones: shared ← db, jobs, http ← the
+ * resources (services ← requests; reports) ← the composition (app, routes, work, deps) ← main and
+ * cli. No two folders import each other.
+ */
+export const importDirection = [
+  { target: './src/shared', ...allBut('shared'), message: 'src/shared is used by everything and uses nothing of src/.' },
+  { target: './src/db', ...allBut('db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'src/db knows no HTTP, resource or job.' },
+  { target: './src/jobs', ...allBut('jobs', 'shared', 'config.ts', 'logger.ts', 'redis.ts'), message: 'src/jobs is a generic queue adapter: it is handed processors and imports no resource.' },
+  { target: './src/http', ...allBut('http', 'shared', 'ops', 'root.ts', 'logger.ts', 'config.ts'), message: 'HTTP plumbing knows no resource.' },
+  { target: './src/ops', ...allBut('ops', 'jobs', 'shared', 'deps.ts', 'config.ts', 'logger.ts'), message: 'src/ops imports no resource.' },
+  { target: './src/auth', ...allBut('auth', 'http', 'shared', 'db', 'ops', 'config.ts', 'logger.ts', 'redis.ts', 'deps.ts', 'routes.ts'), message: 'src/auth imports no other resource.' },
+  { target: './src/services', ...allBut('services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
+  { target: './src/requests', ...allBut('requests', 'services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
+  { target: './src/reports', ...allBut('reports', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
+  { target: './src/cli', ...allBut('cli', 'auth', 'services', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers, never HTTP.' },
+  { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
+];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'docs/', 'var/', 'coverage/', 'dist/'] },
+  { ignores: ['node_modules/', 'generated/', 'docs/', 'var/', 'coverage/', 'dist/', 'clients/*/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,5 +48,10 @@ export default tseslint.config(
       // `_`-prefixed parameters are kept for a signature (Express error handlers need four).
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: importDirection }] },
   },
 );

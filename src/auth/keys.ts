@@ -1,23 +1,13 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { BASE62, randomString } from '../shared/random.ts';
 
-export const SCOPES = [
-  'services:read',
-  'services:write',
-  'requests:read',
-  'requests:write',
-  'reports:generate',
-  'admin:full',
-] as const;
-export type Scope = (typeof SCOPES)[number];
+export { isScope, SCOPES, type Scope } from '../shared/scopes.ts';
 export type KeyMode = 'live' | 'test';
 
 const PREFIX: Record<KeyMode, string> = { live: 'sk_live_', test: 'sk_test_' };
 const SECRET_LENGTH = 32;
 /** The shape of every key we issue; anything else is refused before a database look-up. */
 export const KEY_PATTERN = /^sk_(live|test)_[A-Za-z0-9]{32}$/;
-
-export const isScope = (value: string): value is Scope => (SCOPES as readonly string[]).includes(value);
 
 /**
  * SHA-256 of the whole key. A key carries ~190 random bits, so a fast unsalted hash cannot be

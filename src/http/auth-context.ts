@@ -1,4 +1,4 @@
-import type { Scope } from '../auth/keys.ts';
+import type { Scope } from '../shared/scopes.ts';
 
 /**
  * Who is calling: set by the gate on `res.locals.auth` for every request past authentication.

@@ -1,0 +1,43 @@
+// The import direction of src/ (README, "Where things live"), checked by eslint.config.js: each
+// row lints one import as if it were written in that file, and says whether the rule lets it in.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { ESLint } from 'eslint';
+
+const eslint = new ESLint({ cwd: path.resolve(import.meta.dirname, '../..') });
+
+async function directionErrors(file: string, importPath: string): Promise<string[]> {
+  const code = `import * as imported from '${importPath}';\nexport const used = imported;\n`;
+  const [result] = await eslint.lintText(code, { filePath: path.resolve(import.meta.dirname, '../..', file) });
+  return result!.messages.filter((m) => m.ruleId === 'import-x/no-restricted-paths').map((m) => m.message);
+}
+
+const rows: Array<[file: string, imports: string, allowed: boolean]> = [
+  ['src/requests/use-cases.ts', '../services/store.ts', true],
+  ['src/services/use-cases.ts', '../requests/store.ts', false],
+  ['src/services/adapter.ts', '../reports/limits.ts', false],
+  ['src/reports/pipeline.ts', '../jobs/index.ts', true],
+  ['src/jobs/queues.ts', '../reports/pipeline.ts', false],
+  ['src/jobs/queues.ts', '../ops/metrics.ts', false],
+  ['src/http/operation.ts', '../services/store.ts', false],
+  ['src/http/operation.ts', '../auth/keys.ts', false],
+  ['src/auth/gate.ts', '../http/errors.ts', true],
+  ['src/services/adapter.ts', '../http/errors.ts', true],
+  ['src/services/store.ts', '../http/errors.ts', false],
+  ['src/requests/use-cases.ts', '../http/errors.ts', false],
+  ['src/reports/runs.ts', '../http/operation.ts', false],
+  ['src/shared/dates.ts', '../http/errors.ts', false],
+  ['src/db/client.ts', '../services/store.ts', false],
+  ['src/cli/keys.ts', '../http/errors.ts', false],
+  ['src/main/runtime.ts', '../services/store.ts', true],
+];
+
+describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {
+  for (const [file, imports, allowed] of rows) {
+    test(`${file} imports ${imports}: ${allowed ? 'allowed' : 'refused'}`, async () => {
+      const errors = await directionErrors(file, imports);
+      assert.equal(errors.length === 0, allowed, errors.join('\n') || 'no error');
+    });
+  }
+});
