@@ -95,20 +95,8 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   }
 
   async function startWorkers(specs: Record<string, WorkerSpec>): Promise<void> {
-    const settings = { backoffStrategy: options.retryDelayMs };
-    // A job of a worker that died is handed to another within two of these (its lock expires and a
-    // stalled-job check sees it); a lock is renewed at half of it.
-    const stalled = { lockDuration: options.stalledAfterMs, stalledInterval: options.stalledAfterMs };
-    workers = Object.entries(specs).map(([name, spec]) => {
-      queue(name);
-      return new Worker(name, spec.process, {
-        connection: workerConnection(redisEndpoint, isClosing),
-        prefix,
-        concurrency: spec.concurrency,
-        settings,
-        ...stalled,
-      });
-    });
+    for (const name of Object.keys(specs)) queue(name);
+    workers = Object.entries(specs).map(([name, spec]) => newWorker(options, prefix, isClosing, name, spec));
     for (const w of workers) w.on('error', (err) => log.warn({ err }, 'worker error'));
     await Promise.all(workers.map((w) => w.waitUntilReady()));
   }
@@ -136,6 +124,19 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
     isClosing,
     close,
   };
+}
+
+function newWorker(options: JobQueuesOptions, prefix: string, isClosing: () => boolean, name: string, spec: WorkerSpec): Worker {
+  return new Worker(name, spec.process, {
+    connection: workerConnection(options.redisEndpoint, isClosing),
+    prefix,
+    concurrency: spec.concurrency,
+    settings: { backoffStrategy: options.retryDelayMs },
+    // A job of a worker that died is handed to another within two of these (its lock expires and a
+    // stalled-job check sees it); a lock is renewed at half of it.
+    lockDuration: options.stalledAfterMs,
+    stalledInterval: options.stalledAfterMs,
+  });
 }
 
 /** Resolves `true` when `promise` settles within `ms`, `false` when the time ran out first. */

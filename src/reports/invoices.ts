@@ -60,6 +60,45 @@ const INVOICE_COLUMNS = [
   { header: 'Currency', key: 'currency', width: 10 },
 ];
 
+type Sums = Map<string, Map<string, { count: number; cents: number }>>;
+type SummaryLine = { cells: SummaryCell[]; bold?: boolean; header?: boolean; formats?: Array<string | undefined> };
+
+/** The Summary sheet: the range, counts by status, and counts and amounts by status and currency. */
+function summaryLines(facts: { start: string; end: string; generatedAt: Date; paid: number; pending: number; sums: Sums }): SummaryLine[] {
+  const { start, end, generatedAt, paid, pending, sums } = facts;
+  const total = paid + pending;
+  const money: Array<string | undefined> = [undefined, undefined, FORMAT.integer, FORMAT.money];
+  const lines: SummaryLine[] = [
+    { cells: ['Invoices report'], bold: true },
+    { cells: ['Start date', dateCell(start)], formats: [undefined, FORMAT.date] },
+    { cells: ['End date', dateCell(end)], formats: [undefined, FORMAT.date] },
+    { cells: ['Generated at (UTC)', generatedAt], formats: [undefined, FORMAT.dateTime] },
+    { cells: [] },
+    { cells: ['Status', 'Invoices'], header: true },
+    { cells: ['Paid', paid], formats: [undefined, FORMAT.integer] },
+    { cells: ['Unpaid (pending)', pending], formats: [undefined, FORMAT.integer] },
+    { cells: ['Total', total], bold: true, formats: [undefined, FORMAT.integer] },
+    { cells: [] },
+    { cells: ['Status', 'Currency', 'Invoices', 'Amount'], header: true },
+  ];
+  const totalsByCurrency = new Map<string, { count: number; cents: number }>();
+  for (const status of ['paid', 'pending'] as const) {
+    const byCurrency = sums.get(status);
+    if (!byCurrency) continue;
+    for (const [currency, sum] of [...byCurrency].sort(([a], [b]) => a.localeCompare(b))) {
+      lines.push({ cells: [status === 'paid' ? 'Paid' : 'Unpaid (pending)', currency, sum.count, sum.cents / 100], formats: money });
+      const t = totalsByCurrency.get(currency) ?? { count: 0, cents: 0 };
+      t.count += sum.count;
+      t.cents += sum.cents;
+      totalsByCurrency.set(currency, t);
+    }
+  }
+  for (const [currency, sum] of [...totalsByCurrency].sort(([a], [b]) => a.localeCompare(b))) {
+    lines.push({ cells: ['Total', currency, sum.count, sum.cents / 100], bold: true, formats: money });
+  }
+  return lines;
+}
+
 async function writeInvoicesWorkbook(
   prisma: PrismaClient,
   spec: ReportSpec,
@@ -89,7 +128,7 @@ async function writeInvoicesWorkbook(
   };
 
   // status → currency → { count, cents }
-  const sums = new Map<string, Map<string, { count: number; cents: number }>>();
+  const sums: Sums = new Map();
   let paid = 0;
   let pending = 0;
   let next: Promise<InvoicePage> | undefined = fetchAfter(start, 0);
@@ -120,35 +159,7 @@ async function writeInvoicesWorkbook(
   const total = paid + pending;
   finishTable(sheet, INVOICE_COLUMNS.length, total);
 
-  const money: Array<string | undefined> = [undefined, undefined, FORMAT.integer, FORMAT.money];
-  const lines: Array<{ cells: SummaryCell[]; bold?: boolean; header?: boolean; formats?: Array<string | undefined> }> = [
-    { cells: ['Invoices report'], bold: true },
-    { cells: ['Start date', dateCell(start)], formats: [undefined, FORMAT.date] },
-    { cells: ['End date', dateCell(end)], formats: [undefined, FORMAT.date] },
-    { cells: ['Generated at (UTC)', generatedAt], formats: [undefined, FORMAT.dateTime] },
-    { cells: [] },
-    { cells: ['Status', 'Invoices'], header: true },
-    { cells: ['Paid', paid], formats: [undefined, FORMAT.integer] },
-    { cells: ['Unpaid (pending)', pending], formats: [undefined, FORMAT.integer] },
-    { cells: ['Total', total], bold: true, formats: [undefined, FORMAT.integer] },
-    { cells: [] },
-    { cells: ['Status', 'Currency', 'Invoices', 'Amount'], header: true },
-  ];
-  const totalsByCurrency = new Map<string, { count: number; cents: number }>();
-  for (const status of ['paid', 'pending'] as const) {
-    const byCurrency = sums.get(status);
-    if (!byCurrency) continue;
-    for (const [currency, sum] of [...byCurrency].sort(([a], [b]) => a.localeCompare(b))) {
-      lines.push({ cells: [status === 'paid' ? 'Paid' : 'Unpaid (pending)', currency, sum.count, sum.cents / 100], formats: money });
-      const t = totalsByCurrency.get(currency) ?? { count: 0, cents: 0 };
-      t.count += sum.count;
-      t.cents += sum.cents;
-      totalsByCurrency.set(currency, t);
-    }
-  }
-  for (const [currency, sum] of [...totalsByCurrency].sort(([a], [b]) => a.localeCompare(b))) {
-    lines.push({ cells: ['Total', currency, sum.count, sum.cents / 100], bold: true, formats: money });
-  }
+  const lines = summaryLines({ start, end, generatedAt, paid, pending, sums });
   addSummarySheet(workbook, 'Summary', lines, [22, 14, 12, 16]);
   await workbook.commit();
   return {

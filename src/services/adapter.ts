@@ -3,7 +3,9 @@
  * Each adapter reads its typed input (openapi.yaml through `operation()`), calls the use case the
  * key's mode chooses (live records or the sandbox) and answers with the contract's status.
  */
+import type { Router } from 'express';
 import type { AppDeps } from '../deps.ts';
+import type { Contract } from '../http/contract.ts';
 import { ApiError, invalidParameter } from '../http/errors.ts';
 import { boolParam, intParam, pageParams, textParam } from '../http/params.ts';
 import { callerOf, operation, serialized, useCasesFor, type SerializedReply } from '../http/operation.ts';
@@ -43,11 +45,15 @@ export function serviceUseCases(deps: AppDeps): ByMode<ServiceUseCases> {
 }
 
 export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
-  const { contract } = deps;
   const services = serviceUseCases(deps);
-  // A list page the read cache serves many times is written as JSON once (see `serialized`).
+  registerServiceReads(router, deps.contract, services);
+  registerServiceChanges(router, deps.contract, services);
+};
+
+/** A list page the read cache serves many times is written as JSON once (see `serialized`). */
+function listReplies(): (page: Page<ServiceData>) => SerializedReply<'listServices'> {
   const pageBytes = new WeakMap<Page<ServiceData>, SerializedReply<'listServices'>>();
-  const listReply = (page: Page<ServiceData>): SerializedReply<'listServices'> => {
+  return (page) => {
     let bytes = pageBytes.get(page);
     if (!bytes) {
       bytes = serialized<'listServices'>({ status: 200, data: page.data, pagination: page.pagination });
@@ -55,6 +61,11 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
     }
     return bytes;
   };
+}
+
+/** Create, list and detail. */
+function registerServiceReads(router: Router, contract: Contract, services: ByMode<ServiceUseCases>): void {
+  const listReply = listReplies();
 
   // POST /api/v1/service-create
   operation(router, contract, 'createService', {
@@ -99,6 +110,10 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
     },
   });
 
+}
+
+/** Password, upgrade, downgrade and cancel. */
+function registerServiceChanges(router: Router, contract: Contract, services: ByMode<ServiceUseCases>): void {
   // POST /api/v1/services/{service_number}/password
   operation(router, contract, 'updateServicePassword', {
     validate: ({ params, body }) => ({
@@ -139,4 +154,4 @@ export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
       return { status: 202, data: request };
     },
   });
-};
+}

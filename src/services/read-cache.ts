@@ -76,29 +76,19 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     brokers.delete(brokerId);
   };
 
-  // A connection of its own (a subscribed client can send nothing else), which keeps retrying
-  // while Redis is away; the cache is off until it is subscribed again.
   const subscriber = ttlMs > 0
-    ? redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined })
-    : undefined;
-  if (subscriber) {
-    const subscribe = (): void => {
-      subscriber.subscribe(SERVICES_CHANGED_CHANNEL).then(
-        () => {
+    ? subscribeToChanges(redis, logger, {
+        subscribed: () => {
           dropAll();
           subscribed = !closed;
         },
-        (err: unknown) => logger.debug({ err }, 'services cache: subscription failed; retried on reconnect'),
-      );
-    };
-    subscriber.on('message', (_channel: string, brokerId: string) => drop(brokerId));
-    subscriber.on('ready', subscribe);
-    subscriber.on('close', () => {
-      subscribed = false;
-      dropAll();
-    });
-    subscriber.on('error', (err) => logger.debug({ err }, 'services cache subscriber error'));
-  }
+        lost: () => {
+          subscribed = false;
+          dropAll();
+        },
+        changed: drop,
+      })
+    : undefined;
 
   return {
     async read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T> {
@@ -151,4 +141,27 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       subscriber?.disconnect();
     },
   };
+}
+
+/**
+ * A connection of its own (a subscribed client can send nothing else), which keeps retrying while
+ * Redis is away; the cache is off from `lost` until `subscribed` again.
+ */
+function subscribeToChanges(
+  redis: Redis,
+  logger: Logger,
+  on: { subscribed(): void; lost(): void; changed(brokerId: string): void },
+): Redis {
+  const subscriber = redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+  const subscribe = (): void => {
+    subscriber.subscribe(SERVICES_CHANGED_CHANNEL).then(
+      () => on.subscribed(),
+      (err: unknown) => logger.debug({ err }, 'services cache: subscription failed; retried on reconnect'),
+    );
+  };
+  subscriber.on('message', (_channel: string, brokerId: string) => on.changed(brokerId));
+  subscriber.on('ready', subscribe);
+  subscriber.on('close', () => on.lost());
+  subscriber.on('error', (err) => logger.debug({ err }, 'services cache subscriber error'));
+  return subscriber;
 }

@@ -9,7 +9,7 @@ import type { RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange } from './plans.ts';
 import type { ServiceCredentials, ServiceData } from './present.ts';
-import type { PasswordChange, ServiceDeps, ServiceUseCases } from './use-cases.ts';
+import type { CreateOutcome, NewService, PasswordChange, ServiceDeps, ServiceUseCases } from './use-cases.ts';
 
 export const SANDBOX_MARKERS = { mode: 'test', simulated: true } as const;
 export type Sandboxed<T> = T & typeof SANDBOX_MARKERS;
@@ -88,6 +88,30 @@ function sandboxRequest(caller: Caller, fields: SandboxRequestFields, now = new 
   });
 }
 
+async function sandboxCreate(deps: Pick<ServiceDeps, 'catalogue'>, caller: Caller, input: NewService): Promise<CreateOutcome> {
+  const plan = requirePlan(await deps.catalogue(), input.plan).name;
+  if (caller.providerReview || caller.approval === 'manual') {
+    const request = sandboxRequest(caller, {
+      request_type: 'create',
+      requested_plan: plan,
+      hostname: input.hostname,
+      customer_email: input.customerEmail,
+    });
+    return { requested: { ...request, request_type: 'create', service_number: null } };
+  }
+  const service = sandboxService(randomServiceNumber(), new Date());
+  return {
+    created: sandboxed({
+      ...service,
+      plan,
+      hostname: input.hostname,
+      customer_email: input.customerEmail,
+      customer_name: input.customerName,
+      billing_cycle: input.billingCycle,
+    }),
+  };
+}
+
 /**
  * The sandbox's service use cases: every answer generated, nothing read but the plan catalogue
  * (reference data) and the broker's approval mode (configuration), nothing stored or sent.
@@ -104,29 +128,7 @@ export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUs
       requireTierChange(catalogue, current, plan, change);
     },
 
-    async createService(caller, input) {
-      const plan = requirePlan(await deps.catalogue(), input.plan).name;
-      if (caller.providerReview || caller.approval === 'manual') {
-        const request = sandboxRequest(caller, {
-          request_type: 'create',
-          requested_plan: plan,
-          hostname: input.hostname,
-          customer_email: input.customerEmail,
-        });
-        return { requested: { ...request, request_type: 'create', service_number: null } };
-      }
-      const service = sandboxService(randomServiceNumber(), new Date());
-      return {
-        created: sandboxed({
-          ...service,
-          plan,
-          hostname: input.hostname,
-          customer_email: input.customerEmail,
-          customer_name: input.customerName,
-          billing_cycle: input.billingCycle,
-        }),
-      };
-    },
+    createService: (caller, input) => sandboxCreate(deps, caller, input),
 
     async listServices(caller, query) {
       const credentials = query.includeCredentials && caller.mayReadCredentials ? SANDBOX_CREDENTIALS : undefined;

@@ -93,19 +93,6 @@ export interface ServiceDeps {
 }
 
 export function liveServices(deps: ServiceDeps): ServiceUseCases {
-  const { prisma } = deps;
-  const withCredentials = async (rows: Awaited<ReturnType<typeof listServices>>['rows'], include: boolean) => {
-    const cipher = include ? await deps.credentials() : undefined;
-    return rows.map((s) => serviceData(s, cipher && { username: s.username, password: cipher.decrypt(s.passwordEnc) }));
-  };
-  const loadPage = async (caller: Caller, query: ServicePageQuery, include: boolean) => {
-    // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
-    const modifiedSince = query.modifiedSince && clampInstant(query.modifiedSince);
-    const { rows, total, nextDueAt } = await listServices(prisma, caller.brokerId, { ...query, modifiedSince });
-    const data = await withCredentials(rows, include);
-    return { page: pageOf(data, total, query.limit, query.offset), nextDueAt };
-  };
-
   return {
     async checkNewService(plan) {
       requirePlan(await deps.catalogue(), plan);
@@ -114,125 +101,144 @@ export function liveServices(deps: ServiceDeps): ServiceUseCases {
       // The tier rule needs the service's current plan: checked when the change is asked for.
       requirePlan(await deps.catalogue(), plan);
     },
-
-    async createService(caller, input) {
-      const plan = requirePlan(await deps.catalogue(), input.plan);
-      const fields = {
-        brokerId: caller.brokerId,
-        hostname: input.hostname,
-        customerEmail: input.customerEmail,
-        customerName: input.customerName,
-        billingCycle: input.billingCycle,
-      };
-      if (caller.approval === 'manual') {
-        const request = await prisma.serviceRequest.create({
-          data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
-          include: REQUEST_INCLUDE,
-        });
-        // A pending create request has no service yet: the contract's 202 says so in its type.
-        return { requested: { ...requestData(request), request_type: 'create', service_number: null } };
-      }
-      // Automatic approval: the service and its (already approved) create request, together.
-      const cipher = await deps.credentials();
-      const now = new Date();
-      const service = await withServiceNumberRetry(() =>
-        prisma.$transaction(async (tx) => {
-          const created = await insertActiveService(tx, cipher, { ...fields, planId: plan.id }, now);
-          await tx.serviceRequest.create({
-            data: {
-              ...fields,
-              type: 'create',
-              status: 'approved',
-              source: 'api',
-              serviceId: created.id,
-              requestedPlanId: plan.id,
-              apiKeyId: caller.apiKeyId,
-              createdAt: now,
-              updatedAt: now,
-              decidedAt: now,
-            },
-          });
-          return created;
-        }),
-      );
-      await deps.serviceReads.changed(caller.brokerId);
-      return { created: serviceData(service) };
-    },
-
-    async listServices(caller, query) {
-      // Credentials only on request and only for admin keys; otherwise silently left out.
-      if (query.includeCredentials && caller.mayReadCredentials) return (await loadPage(caller, query, true)).page;
-      // Pages without credentials are shared by the broker's keys until a change or the next due
-      // scheduled cancellation; passwords are never cached. JSON.stringify: the text filters are
-      // free text, so no separator could be told from them.
-      const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset])}`;
-      return deps.serviceReads.read(caller.brokerId, key, async () => {
-        const { page, nextDueAt } = await loadPage(caller, query, false);
-        return { value: page, until: nextDueAt };
-      });
-    },
-
-    async getService(caller, serviceNumber) {
-      await applyDueCancellations(prisma, caller.brokerId);
-      const service = await findService(prisma, caller.brokerId, serviceNumber);
-      const credentials = { username: service.username, password: (await deps.credentials()).decrypt(service.passwordEnc) };
-      return { ...serviceData(service, credentials), credentials };
-    },
-
-    async changePassword(caller, serviceNumber, chosen) {
-      const now = new Date();
-      await applyDueCancellations(prisma, caller.brokerId, now);
-      const service = await findService(prisma, caller.brokerId, serviceNumber);
-      requireStatus(service, ['pending', 'active', 'suspended'], 'given a new password');
-      const password = chosen ?? generatePassword();
-      const updated = await prisma.service.update({
-        where: { id: service.id },
-        data: { passwordEnc: (await deps.credentials()).encrypt(password), updatedAt: now },
-      });
-      await deps.serviceReads.changed(caller.brokerId);
-      const notified = await deps
-        .sendMail({
-          to: service.customerEmail,
-          subject: `New password for your server ${service.hostname}`,
-          text: passwordMail(service.customerName, service.hostname, service.serviceNumber, service.username, password),
-        })
-        .then(
-          () => true,
-          (err: unknown) => {
-            // The password is changed either way; the answer says the customer was not told.
-            deps.logger.warn({ err, serviceNumber: service.serviceNumber }, 'password notice not queued');
-            return false;
-          },
-        );
-      const change: PasswordChange = {
-        service_number: service.serviceNumber,
-        password_generated: chosen === undefined,
-        customer_notified: notified,
-        updated_at: updated.updatedAt.toISOString(),
-      };
-      if (chosen === undefined) change.password = password;
-      return change;
-    },
-
-    async requestPlanChange(caller, serviceNumber, change, plan) {
-      await applyDueCancellations(prisma, caller.brokerId);
-      const service = await findService(prisma, caller.brokerId, serviceNumber);
-      requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
-      await requireNoOpenRequest(prisma, service);
-      const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
-      const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId });
-      return requestData(request);
-    },
-
-    async requestCancellation(caller, serviceNumber, reason, when) {
-      await applyDueCancellations(prisma, caller.brokerId);
-      const service = await findService(prisma, caller.brokerId, serviceNumber);
-      if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
-      await requireNoOpenRequest(prisma, service);
-      const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId });
-      return requestData(request);
-    },
+    createService: (caller, input) => createService(deps, caller, input),
+    listServices: (caller, query) => listServicePage(deps, caller, query),
+    getService: (caller, serviceNumber) => getService(deps, caller, serviceNumber),
+    changePassword: (caller, serviceNumber, chosen) => changePassword(deps, caller, serviceNumber, chosen),
+    requestPlanChange: (caller, serviceNumber, change, plan) => requestPlanChange(deps, caller, serviceNumber, change, plan),
+    requestCancellation: (caller, serviceNumber, reason, when) => requestCancellation(deps, caller, serviceNumber, reason, when),
   };
+}
+
+async function createService(deps: ServiceDeps, caller: Caller, input: NewService): Promise<CreateOutcome> {
+  const { prisma } = deps;
+  const plan = requirePlan(await deps.catalogue(), input.plan);
+  const fields = {
+    brokerId: caller.brokerId,
+    hostname: input.hostname,
+    customerEmail: input.customerEmail,
+    customerName: input.customerName,
+    billingCycle: input.billingCycle,
+  };
+  if (caller.approval === 'manual') {
+    const request = await prisma.serviceRequest.create({
+      data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
+      include: REQUEST_INCLUDE,
+    });
+    // A pending create request has no service yet: the contract's 202 says so in its type.
+    return { requested: { ...requestData(request), request_type: 'create', service_number: null } };
+  }
+  // Automatic approval: the service and its (already approved) create request, together.
+  const cipher = await deps.credentials();
+  const now = new Date();
+  const service = await withServiceNumberRetry(() =>
+    prisma.$transaction(async (tx) => {
+      const created = await insertActiveService(tx, cipher, { ...fields, planId: plan.id }, now);
+      await tx.serviceRequest.create({
+        data: {
+          ...fields,
+          type: 'create',
+          status: 'approved',
+          source: 'api',
+          serviceId: created.id,
+          requestedPlanId: plan.id,
+          apiKeyId: caller.apiKeyId,
+          createdAt: now,
+          updatedAt: now,
+          decidedAt: now,
+        },
+      });
+      return created;
+    }),
+  );
+  await deps.serviceReads.changed(caller.brokerId);
+  return { created: serviceData(service) };
+}
+
+async function loadPage(deps: ServiceDeps, caller: Caller, query: ServicePageQuery, withCredentials: boolean) {
+  // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
+  const modifiedSince = query.modifiedSince && clampInstant(query.modifiedSince);
+  const { rows, total, nextDueAt } = await listServices(deps.prisma, caller.brokerId, { ...query, modifiedSince });
+  const cipher = withCredentials ? await deps.credentials() : undefined;
+  const data = rows.map((s) => serviceData(s, cipher && { username: s.username, password: cipher.decrypt(s.passwordEnc) }));
+  return { page: pageOf(data, total, query.limit, query.offset), nextDueAt };
+}
+
+async function listServicePage(deps: ServiceDeps, caller: Caller, query: ServicePageQuery): Promise<Page<ServiceData>> {
+  // Credentials only on request and only for admin keys; otherwise silently left out.
+  if (query.includeCredentials && caller.mayReadCredentials) return (await loadPage(deps, caller, query, true)).page;
+  // Pages without credentials are shared by the broker's keys until a change or the next due
+  // scheduled cancellation; passwords are never cached. JSON.stringify: the text filters are
+  // free text, so no separator could be told from them.
+  const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset])}`;
+  return deps.serviceReads.read(caller.brokerId, key, async () => {
+    const { page, nextDueAt } = await loadPage(deps, caller, query, false);
+    return { value: page, until: nextDueAt };
+  });
+}
+
+async function getService(deps: ServiceDeps, caller: Caller, serviceNumber: number) {
+  await applyDueCancellations(deps.prisma, caller.brokerId);
+  const service = await findService(deps.prisma, caller.brokerId, serviceNumber);
+  const credentials = { username: service.username, password: (await deps.credentials()).decrypt(service.passwordEnc) };
+  return { ...serviceData(service, credentials), credentials };
+}
+
+async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: number, chosen: string | undefined): Promise<PasswordChange> {
+  const { prisma } = deps;
+  const now = new Date();
+  await applyDueCancellations(prisma, caller.brokerId, now);
+  const service = await findService(prisma, caller.brokerId, serviceNumber);
+  requireStatus(service, ['pending', 'active', 'suspended'], 'given a new password');
+  const password = chosen ?? generatePassword();
+  const updated = await prisma.service.update({
+    where: { id: service.id },
+    data: { passwordEnc: (await deps.credentials()).encrypt(password), updatedAt: now },
+  });
+  await deps.serviceReads.changed(caller.brokerId);
+  const notified = await deps
+    .sendMail({
+      to: service.customerEmail,
+      subject: `New password for your server ${service.hostname}`,
+      text: passwordMail(service.customerName, service.hostname, service.serviceNumber, service.username, password),
+    })
+    .then(
+      () => true,
+      (err: unknown) => {
+        // The password is changed either way; the answer says the customer was not told.
+        deps.logger.warn({ err, serviceNumber: service.serviceNumber }, 'password notice not queued');
+        return false;
+      },
+    );
+  const change: PasswordChange = {
+    service_number: service.serviceNumber,
+    password_generated: chosen === undefined,
+    customer_notified: notified,
+    updated_at: updated.updatedAt.toISOString(),
+  };
+  if (chosen === undefined) change.password = password;
+  return change;
+}
+
+async function requestPlanChange(deps: ServiceDeps, caller: Caller, serviceNumber: number, change: PlanChange, plan: string) {
+  const { prisma } = deps;
+  await applyDueCancellations(prisma, caller.brokerId);
+  const service = await findService(prisma, caller.brokerId, serviceNumber);
+  requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
+  await requireNoOpenRequest(prisma, service);
+  const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
+  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId });
+  return requestData(request);
+}
+
+async function requestCancellation(deps: ServiceDeps, caller: Caller, serviceNumber: number, reason: string, when: CancelWhen) {
+  const { prisma } = deps;
+  await applyDueCancellations(prisma, caller.brokerId);
+  const service = await findService(prisma, caller.brokerId, serviceNumber);
+  if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
+  await requireNoOpenRequest(prisma, service);
+  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId });
+  return requestData(request);
 }
 
 function passwordMail(name: string | null, hostname: string, serviceNumber: number, username: string, password: string): string {
