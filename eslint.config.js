@@ -52,6 +52,10 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: importDirection }] },
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones: importDirection }],
+      // One step of work per function: a longer one is split into named steps.
+      'max-lines-per-function': ['error', { max: 80 }],
+    },
   },
 );

@@ -6,7 +6,7 @@ import { chain } from './http/chain.ts';
 import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
-import { dispatchOperations } from './http/operation.ts';
+import { dispatchOperations, operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
@@ -151,6 +151,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerDocs(app, contract);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
-  app.use(errorMiddleware(contract, logger));
+  app.use(errorMiddleware(contract, logger, operationRules(router)));
   return app;
 }

@@ -87,54 +87,76 @@ async function updateLastUsed(prisma: PrismaClient, touches: Map<string, Date>):
  * last-used times are coalesced per key (the latest wins, and never moves backwards in the
  * database). Flushes run one at a time. A failed write keeps its entries for the next flush.
  */
+/** What waits to be written: entries in order, and each key's latest last-used time. */
+class Pending {
+  entries: ApiLogEntry[] = [];
+  lastUsed = new Map<string, Date>();
+  dropped = 0;
+
+  constructor(private readonly maxBuffered: number, private readonly logger: Logger) {}
+
+  get empty(): boolean {
+    return this.entries.length === 0 && this.lastUsed.size === 0;
+  }
+
+  touch(keyId: string, at: Date): void {
+    const known = this.lastUsed.get(keyId);
+    if (!known || known < at) this.lastUsed.set(keyId, at);
+  }
+
+  /** Everything waiting, handed to one write; the buffer starts over. */
+  take(): { batch: ApiLogEntry[]; touches: Map<string, Date> } {
+    const taken = { batch: this.entries, touches: this.lastUsed };
+    this.entries = [];
+    this.lastUsed = new Map();
+    return taken;
+  }
+
+  /** What a failed write did not write, put back ahead of anything recorded meanwhile. */
+  putBack(unwritten: ApiLogEntry[], touches: Map<string, Date>): void {
+    this.entries = [...unwritten, ...this.entries];
+    for (const [id, at] of touches) this.touch(id, at);
+    this.trim();
+  }
+
+  trim(): void {
+    if (this.entries.length > this.maxBuffered) {
+      const excess = this.entries.length - this.maxBuffered;
+      this.entries.splice(0, excess);
+      this.dropped += excess;
+      this.logger.error({ dropped: this.dropped }, 'API log buffer full: oldest entries dropped');
+    }
+  }
+}
+
+async function write(prisma: PrismaClient, pending: Pending): Promise<void> {
+  const { batch, touches } = pending.take();
+  if (batch.length === 0 && touches.size === 0) return;
+  let written = 0;
+  try {
+    for (; written < batch.length; written += CHUNK) {
+      await insertEntries(prisma, batch.slice(written, written + CHUNK));
+    }
+    if (touches.size > 0) await updateLastUsed(prisma, touches);
+  } catch (err) {
+    pending.putBack(batch.slice(written), touches);
+    throw err;
+  }
+}
+
 export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiLogOptions = {}): ApiLog {
   const flushIntervalMs = options.flushIntervalMs ?? 1000;
   const flushAtEntries = options.flushAtEntries ?? 200;
-  const maxBuffered = options.maxBuffered ?? 50_000;
-
-  let entries: ApiLogEntry[] = [];
-  let lastUsed = new Map<string, Date>();
-  let dropped = 0;
+  const pending = new Pending(options.maxBuffered ?? 50_000, logger);
   let chain: Promise<void> = Promise.resolve();
   let queued = false;
   let closed = false;
 
-  async function writeOnce(): Promise<void> {
-    queued = false;
-    const batch = entries;
-    const touches = lastUsed;
-    entries = [];
-    lastUsed = new Map();
-    if (batch.length === 0 && touches.size === 0) return;
-    let written = 0;
-    try {
-      for (; written < batch.length; written += CHUNK) {
-        await insertEntries(prisma, batch.slice(written, written + CHUNK));
-      }
-      if (touches.size > 0) await updateLastUsed(prisma, touches);
-    } catch (err) {
-      // Put back what was not written, ahead of anything recorded meanwhile.
-      entries = [...batch.slice(written), ...entries];
-      for (const [id, at] of touches) {
-        const newer = lastUsed.get(id);
-        if (!newer || newer < at) lastUsed.set(id, at);
-      }
-      trim();
-      throw err;
-    }
-  }
-
-  function trim(): void {
-    if (entries.length > maxBuffered) {
-      const excess = entries.length - maxBuffered;
-      entries.splice(0, excess);
-      dropped += excess;
-      logger.error({ dropped }, 'API log buffer full: oldest entries dropped');
-    }
-  }
-
   function flush(): Promise<void> {
-    const run = chain.then(writeOnce);
+    const run = chain.then(() => {
+      queued = false;
+      return write(prisma, pending);
+    });
     chain = run.catch(() => {});
     return run;
   }
@@ -146,19 +168,18 @@ export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiL
   }
 
   const timer = setInterval(() => {
-    if (entries.length > 0 || lastUsed.size > 0) flushInBackground();
+    if (!pending.empty) flushInBackground();
   }, flushIntervalMs);
   timer.unref();
 
   return {
     record(entry) {
-      entries.push(entry);
-      trim();
-      if (entries.length >= flushAtEntries || closed) flushInBackground();
+      pending.entries.push(entry);
+      pending.trim();
+      if (pending.entries.length >= flushAtEntries || closed) flushInBackground();
     },
     touch(keyId, at) {
-      const known = lastUsed.get(keyId);
-      if (!known || known < at) lastUsed.set(keyId, at);
+      pending.touch(keyId, at);
       if (closed) flushInBackground();
     },
     flush,
@@ -167,6 +188,6 @@ export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiL
       clearInterval(timer);
       await flush();
     },
-    pending: () => ({ entries: entries.length, keys: lastUsed.size }),
+    pending: () => ({ entries: pending.entries.length, keys: pending.lastUsed.size }),
   };
 }

@@ -9,7 +9,7 @@ import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { displayIp } from './ip-whitelist.ts';
-import { createAuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
+import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import {
@@ -151,6 +151,147 @@ async function headersWithoutCounting(res: Response, limiter: KeyRateLimiter, ke
   }
 }
 
+/** What the gate's steps work with, made once per gate. */
+interface GateParts {
+  logger: Logger;
+  limiter: KeyRateLimiter;
+  failures: AuthFailureLimiter | undefined;
+  apiLog: ApiLog;
+  /** One context per cached key row (read-only for the handlers), not one per request. */
+  contexts: WeakMap<StoredKey, AuthContext>;
+}
+
+/** Steps 3 and 4 once the request is counted; `next` exactly once. */
+function afterCount(g: GateParts, req: Request, res: Response, next: NextFunction, key: StoredKey, state: RateLimitState): void {
+  try {
+    setRateLimitHeaders(res, state);
+    if (state.exceeded) {
+      throw new ApiError(
+        'rate_limit_exceeded',
+        `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
+        { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
+        { 'Retry-After': String(state.resetSeconds) },
+      );
+    }
+    let auth = g.contexts.get(key);
+    if (!auth) {
+      auth = authContextOf(key);
+      g.contexts.set(key, auth);
+    }
+    const operation = res.locals.operation as OperationInfo | undefined;
+    if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
+    checkScopes(auth, operation);
+    res.locals.auth = auth;
+  } catch (err) {
+    next(err);
+    return;
+  }
+  next();
+}
+
+function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unknown): void {
+  if (err instanceof RateLimitUnavailableError) {
+    g.logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate g.limiter unavailable');
+    next(serverError());
+    return;
+  }
+  next(err);
+}
+
+/**
+ * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP over
+ * it, a 429. Only g.failures are counted, so a valid key from the same IP still passes. Without
+ * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
+ */
+function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, err: unknown): void {
+  if (!g.failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') {
+    next(err);
+    return;
+  }
+  g.failures.fail(displayIp(req.ip)).then(
+    (state) => {
+      if (!state.exceeded) {
+        next(err);
+        return;
+      }
+      next(
+        new ApiError(
+          'rate_limit_exceeded',
+          `Too many failed authentications from this IP address: at most ${state.limit} per ${state.windowSeconds} seconds; retry after ${state.retryAfter} seconds`,
+          { reason: 'auth_failures_per_ip', limit: state.limit, window_seconds: state.windowSeconds, retry_after: state.retryAfter },
+          { 'Retry-After': String(state.retryAfter) },
+        ),
+      );
+    },
+    (cause: unknown) => {
+      g.logger.warn({ err: cause, requestId: res.locals.requestId }, 'failed-authentication counter unavailable');
+      next(err);
+    },
+  );
+}
+
+/** Steps 1b to 4 for the row the presented key's hash found; `next` exactly once. */
+function admit(
+  g: GateParts,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  found: StoredKey | undefined,
+  presented: PresentedKey,
+  at: Date,
+  started: number,
+): void {
+  let key: StoredKey;
+  try {
+    key = verifiedKey(found, presented, at);
+  } catch (err) {
+    refuse(g, req, res, next, err);
+    return;
+  }
+
+  g.apiLog.touch(key.id, at);
+  const ip = req.ip;
+  res.once('finish', () => {
+    g.apiLog.record({
+      at,
+      apiKeyId: key.id,
+      brokerId: key.broker.id,
+      mode: key.mode,
+      method: req.method,
+      path: pathOf(req.originalUrl),
+      status: res.statusCode,
+      ip: displayIp(ip),
+      durationMs: Math.round(performance.now() - started),
+      requestId: String(res.locals.requestId ?? ''),
+    });
+  });
+
+  try {
+    checkIp(key, ip);
+  } catch (err) {
+    void headersWithoutCounting(res, g.limiter, key, g.logger).then(() => next(err));
+    return;
+  }
+
+  // A busy key's request is counted from this process's block without a wait; otherwise Redis.
+  let state: RateLimitState | undefined;
+  try {
+    state = g.limiter.tryConsume(key.id, key.rateLimit);
+  } catch (err) {
+    limiterFailed(g, res, next, err);
+    return;
+  }
+  if (state) {
+    afterCount(g, req, res, next, key, state);
+    return;
+  }
+  g.limiter.consume(key.id, key.rateLimit).then(
+    (counted) => afterCount(g, req, res, next, key, counted),
+    (err: unknown) => limiterFailed(g, res, next, err),
+  );
+}
+
+
 /**
  * The gate in front of every /api/v1 operation, after the operation resolver (`res.locals.operation`).
  *
@@ -171,134 +312,7 @@ export function createGate(deps: GateDeps): Gate {
   // One context per cached key row (read-only for the handlers), not one per request.
   const contexts = new WeakMap<StoredKey, AuthContext>();
 
-  /** Steps 3 and 4 once the request is counted; `next` exactly once. */
-  const afterCount = (req: Request, res: Response, next: NextFunction, key: StoredKey, state: RateLimitState): void => {
-    try {
-      setRateLimitHeaders(res, state);
-      if (state.exceeded) {
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
-          { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
-          { 'Retry-After': String(state.resetSeconds) },
-        );
-      }
-      let auth = contexts.get(key);
-      if (!auth) {
-        auth = authContextOf(key);
-        contexts.set(key, auth);
-      }
-      const operation = res.locals.operation as OperationInfo | undefined;
-      if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
-      checkScopes(auth, operation);
-      res.locals.auth = auth;
-    } catch (err) {
-      next(err);
-      return;
-    }
-    next();
-  };
-
-  const limiterFailed = (res: Response, next: NextFunction, err: unknown): void => {
-    if (err instanceof RateLimitUnavailableError) {
-      logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
-      next(serverError());
-      return;
-    }
-    next(err);
-  };
-
-  /**
-   * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP over
-   * it, a 429. Only failures are counted, so a valid key from the same IP still passes. Without
-   * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
-   */
-  const refuse = (req: Request, res: Response, next: NextFunction, err: unknown): void => {
-    if (!failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') {
-      next(err);
-      return;
-    }
-    failures.fail(displayIp(req.ip)).then(
-      (state) => {
-        if (!state.exceeded) {
-          next(err);
-          return;
-        }
-        next(
-          new ApiError(
-            'rate_limit_exceeded',
-            `Too many failed authentications from this IP address: at most ${state.limit} per ${state.windowSeconds} seconds; retry after ${state.retryAfter} seconds`,
-            { reason: 'auth_failures_per_ip', limit: state.limit, window_seconds: state.windowSeconds, retry_after: state.retryAfter },
-            { 'Retry-After': String(state.retryAfter) },
-          ),
-        );
-      },
-      (cause: unknown) => {
-        logger.warn({ err: cause, requestId: res.locals.requestId }, 'failed-authentication counter unavailable');
-        next(err);
-      },
-    );
-  };
-
-  /** Steps 1b to 4 for the row the presented key's hash found; `next` exactly once. */
-  const admit = (
-    req: Request,
-    res: Response,
-    next: NextFunction,
-    found: StoredKey | undefined,
-    presented: PresentedKey,
-    at: Date,
-    started: number,
-  ): void => {
-    let key: StoredKey;
-    try {
-      key = verifiedKey(found, presented, at);
-    } catch (err) {
-      refuse(req, res, next, err);
-      return;
-    }
-
-    apiLog.touch(key.id, at);
-    const ip = req.ip;
-    res.once('finish', () => {
-      apiLog.record({
-        at,
-        apiKeyId: key.id,
-        brokerId: key.broker.id,
-        mode: key.mode,
-        method: req.method,
-        path: pathOf(req.originalUrl),
-        status: res.statusCode,
-        ip: displayIp(ip),
-        durationMs: Math.round(performance.now() - started),
-        requestId: String(res.locals.requestId ?? ''),
-      });
-    });
-
-    try {
-      checkIp(key, ip);
-    } catch (err) {
-      void headersWithoutCounting(res, limiter, key, logger).then(() => next(err));
-      return;
-    }
-
-    // A busy key's request is counted from this process's block without a wait; otherwise Redis.
-    let state: RateLimitState | undefined;
-    try {
-      state = limiter.tryConsume(key.id, key.rateLimit);
-    } catch (err) {
-      limiterFailed(res, next, err);
-      return;
-    }
-    if (state) {
-      afterCount(req, res, next, key, state);
-      return;
-    }
-    limiter.consume(key.id, key.rateLimit).then(
-      (counted) => afterCount(req, res, next, key, counted),
-      (err: unknown) => limiterFailed(res, next, err),
-    );
-  };
+  const g: GateParts = { logger, limiter, failures, apiLog, contexts };
 
   // Not an async function: a request whose key row is cached and whose count comes from this
   // process's block goes through without a wait (no promise, no turn of the microtask queue).
@@ -309,16 +323,16 @@ export function createGate(deps: GateDeps): Gate {
     try {
       presented = presentedKey(req);
     } catch (err) {
-      refuse(req, res, next, err);
+      refuse(g, req, res, next, err);
       return;
     }
     const cached = keys.cached(presented.hash);
     if (cached) {
-      admit(req, res, next, cached, presented, at, started);
+      admit(g, req, res, next, cached, presented, at, started);
       return;
     }
     keys.findByHash(presented.hash).then(
-      (found) => admit(req, res, next, found, presented, at, started),
+      (found) => admit(g, req, res, next, found, presented, at, started),
       (err: unknown) => next(err),
     );
   };

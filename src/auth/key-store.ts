@@ -40,6 +40,73 @@ export interface NegativeCacheOptions {
 /** How many key rows the in-process cache holds before it starts over. */
 const MAX_CACHED = 10_000;
 
+async function loadKey(prisma: PrismaClient, hash: string): Promise<StoredKey | undefined> {
+  const row = await prisma.apiKey.findUnique({
+    where: { keyHash: hash },
+    select: {
+      id: true,
+      name: true,
+      mode: true,
+      keyHash: true,
+      scopes: true,
+      ipRestricted: true,
+      ipWhitelist: true,
+      rateLimit: true,
+      active: true,
+      expiresAt: true,
+      revokedAt: true,
+      broker: { select: { id: true, name: true, approval: true } },
+    },
+  });
+  if (!row) return undefined;
+  const { ipWhitelist, ...rest } = row;
+  return { ...rest, whitelist: new IpWhitelist(ipWhitelist) };
+}
+
+/**
+ * Hashes that found no row, each until its TTL ends, at most `size` of them. Insertion order is
+ * expiry order (one TTL for all), so the first entry is the oldest and is forgotten first.
+ */
+class UnknownKeys {
+  private readonly until = new Map<string, number>();
+  readonly on: boolean;
+
+  constructor(private readonly options: NegativeCacheOptions) {
+    this.on = options.ttlMs > 0 && options.size > 0;
+  }
+
+  get size(): number {
+    return this.until.size;
+  }
+
+  has(hash: string): boolean {
+    const until = this.until.get(hash);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.until.delete(hash);
+    return false;
+  }
+
+  /** From when the look-up started: a key created meanwhile is not hidden for longer than the TTL. */
+  remember(hash: string, started: number): void {
+    this.until.delete(hash);
+    while (this.until.size >= this.options.size) {
+      const oldest = this.until.keys().next().value;
+      if (oldest === undefined) break;
+      this.until.delete(oldest);
+    }
+    this.until.set(hash, started + this.options.ttlMs);
+  }
+
+  delete(hash: string): void {
+    this.until.delete(hash);
+  }
+
+  clear(): void {
+    this.until.clear();
+  }
+}
+
 /**
  * Looks keys up by the SHA-256 of the whole key (a unique index). Found rows may be kept in
  * process for `cacheMs` (a couple of seconds by default) to save a database round trip on busy
@@ -61,52 +128,11 @@ export function createKeyStore(
   negative: NegativeCacheOptions = { ttlMs: 0, size: 0 },
 ): KeyStore {
   const cache = new Map<string, { key: StoredKey; until: number }>();
-  // Insertion order is expiry order (one TTL for all), so the first entry is the oldest.
-  const unknown = new Map<string, number>();
-  const negativeOn = negative.ttlMs > 0 && negative.size > 0;
-
-  function knownUnknown(hash: string): boolean {
-    const until = unknown.get(hash);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    unknown.delete(hash);
-    return false;
-  }
-
-  function rememberUnknown(hash: string, started: number): void {
-    unknown.delete(hash);
-    while (unknown.size >= negative.size) {
-      const oldest = unknown.keys().next().value;
-      if (oldest === undefined) break;
-      unknown.delete(oldest);
-    }
-    // From when the look-up started: a key created meanwhile is not hidden for longer than the TTL.
-    unknown.set(hash, started + negative.ttlMs);
-  }
+  const unknown = new UnknownKeys(negative);
+  const negativeOn = unknown.on;
   const inFlight = new Map<string, Promise<StoredKey | undefined>>();
 
-  async function load(hash: string): Promise<StoredKey | undefined> {
-    const row = await prisma.apiKey.findUnique({
-      where: { keyHash: hash },
-      select: {
-        id: true,
-        name: true,
-        mode: true,
-        keyHash: true,
-        scopes: true,
-        ipRestricted: true,
-        ipWhitelist: true,
-        rateLimit: true,
-        active: true,
-        expiresAt: true,
-        revokedAt: true,
-        broker: { select: { id: true, name: true, approval: true } },
-      },
-    });
-    if (!row) return undefined;
-    const { ipWhitelist, ...rest } = row;
-    return { ...rest, whitelist: new IpWhitelist(ipWhitelist) };
-  }
+  const load = (hash: string) => loadKey(prisma, hash);
 
   function cached(hash: string): StoredKey | undefined {
     if (cacheMs <= 0) return undefined;
@@ -120,7 +146,7 @@ export function createKeyStore(
       return unknown.size;
     },
     async findByHash(hash) {
-      if (negativeOn && knownUnknown(hash)) return undefined;
+      if (negativeOn && unknown.has(hash)) return undefined;
       if (cacheMs <= 0 && !negativeOn) return load(hash);
       const hit = cached(hash);
       if (hit) return hit;
@@ -141,7 +167,7 @@ export function createKeyStore(
             }
           } else {
             cache.delete(hash);
-            if (negativeOn) rememberUnknown(hash, started);
+            if (negativeOn) unknown.remember(hash, started);
           }
           return key;
         },

@@ -74,6 +74,34 @@ interface Lease {
   left: number;
 }
 
+/** One rate-limiter-flexible limiter per distinct limit, all on the same Redis key per API key. */
+function limitersOn(redis: Redis): (limit: number) => RateLimiterRedis {
+  const limiters = new Map<number, RateLimiterRedis>();
+  return (limit) => {
+    let limiter = limiters.get(limit);
+    if (!limiter) {
+      limiter = new RateLimiterRedis({
+        storeClient: redis,
+        keyPrefix: RATE_LIMIT_PREFIX,
+        points: limit,
+        duration: RATE_LIMIT_WINDOW_SECONDS,
+        rejectIfRedisNotReady: true,
+      });
+      limiters.set(limit, limiter);
+    }
+    return limiter;
+  };
+}
+
+function stateOfLease(lease: Lease, exceeded: boolean): RateLimitState {
+  return {
+    limit: lease.limit,
+    remaining: Math.max(0, lease.limit - (lease.counted - lease.left)),
+    resetSeconds: Math.max(1, Math.ceil((lease.resetsAt - Date.now()) / 1000)),
+    exceeded,
+  };
+}
+
 /**
  * A fixed-window limiter per key in Redis (rate-limiter-flexible's atomic Lua INCR + TTL), so all
  * API processes share one count per key. Each key has its own limit, and a RateLimiterRedis has
@@ -92,21 +120,7 @@ interface Lease {
  * from a lease while it is not connected, so a Redis outage is an immediate error.
  */
 export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
-  const limiters = new Map<number, RateLimiterRedis>();
-  const limiterFor = (limit: number): RateLimiterRedis => {
-    let limiter = limiters.get(limit);
-    if (!limiter) {
-      limiter = new RateLimiterRedis({
-        storeClient: redis,
-        keyPrefix: RATE_LIMIT_PREFIX,
-        points: limit,
-        duration: RATE_LIMIT_WINDOW_SECONDS,
-        rejectIfRedisNotReady: true,
-      });
-      limiters.set(limit, limiter);
-    }
-    return limiter;
-  };
+  const limiterFor = limitersOn(redis);
   const leases = new Map<string, Lease>();
   const claims = new Map<string, Promise<void>>();
 
@@ -131,15 +145,6 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
       .finally(() => claims.delete(keyId));
     claims.set(keyId, claiming);
     return claiming;
-  }
-
-  function stateOfLease(lease: Lease, exceeded: boolean): RateLimitState {
-    return {
-      limit: lease.limit,
-      remaining: Math.max(0, lease.limit - (lease.counted - lease.left)),
-      resetSeconds: Math.max(1, Math.ceil((lease.resetsAt - Date.now()) / 1000)),
-      exceeded,
-    };
   }
 
   /** The key's lease if it is for this limit and its window; a stale one is dropped. */

@@ -4,7 +4,7 @@
  * months of invoices; every run issues a fresh pair of admin:full keys (test and live), since a
  * key is shown only once and cannot be printed again.
  */
-import type { PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
+import type { Plan, PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { createKey } from './keys.ts';
 import { randomId, randomServiceNumber } from '../shared/ids.ts';
@@ -72,6 +72,114 @@ function invoiceStatus(service: SampleService, monthsAgo: number): InvoiceStatus
   }
 }
 
+type PlanOf = (name: string) => Plan;
+type DemoService = Awaited<ReturnType<Prisma.TransactionClient['service']['create']>>;
+
+async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, credentials: Credentials, now: Date): Promise<DemoService[]> {
+  const numbers = await freeServiceNumbers(tx, SAMPLE_SERVICES.length);
+  const services = [];
+  for (const [i, s] of SAMPLE_SERVICES.entries()) {
+    const createdAt = new Date(now.getTime() - s.ageDays * DAY);
+    services.push(
+      await tx.service.create({
+        data: {
+          serviceNumber: numbers[i]!,
+          brokerId: brokerId,
+          planId: plan(s.plan).id,
+          status: s.status,
+          hostname: `${s.host}.demo.example.com`,
+          customerName: s.customer[0],
+          customerEmail: s.customer[1],
+          billingCycle: 'monthly',
+          username: `u${numbers[i]}`,
+          passwordEnc: credentials.encrypt(generatePassword()),
+          createdAt,
+          updatedAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : createdAt,
+          cancelledAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : null,
+        },
+      }),
+    );
+  }
+  return services;
+}
+
+async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
+  // Every service except the pending one came from an approved create request.
+  for (const [i, s] of SAMPLE_SERVICES.entries()) {
+    if (s.status === 'pending') continue;
+    const at = services[i]!.createdAt;
+    await tx.serviceRequest.create({
+      data: {
+        brokerId: brokerId,
+        serviceId: services[i]!.id,
+        type: 'create',
+        status: 'approved',
+        source: 'admin',
+        requestedPlanId: plan(s.plan).id,
+        hostname: services[i]!.hostname,
+        customerEmail: s.customer[1],
+        customerName: s.customer[0],
+        billingCycle: 'monthly',
+        createdAt: at,
+        updatedAt: at,
+        decidedAt: at,
+      },
+    });
+  }
+  // Two requests waiting for a decision: an upgrade and a new service.
+  await tx.serviceRequest.create({
+    data: {
+      brokerId: brokerId,
+      serviceId: services[0]!.id,
+      type: 'upgrade',
+      status: 'pending',
+      source: 'portal',
+      currentPlanId: plan('Basic VPS').id,
+      requestedPlanId: plan('Standard VPS').id,
+      reason: 'More memory for the shop',
+      createdAt: new Date(now.getTime() - 2 * DAY),
+      updatedAt: new Date(now.getTime() - 2 * DAY),
+    },
+  });
+  await tx.serviceRequest.create({
+    data: {
+      brokerId: brokerId,
+      type: 'create',
+      status: 'pending',
+      source: 'portal',
+      requestedPlanId: plan('Professional VPS').id,
+      hostname: 'app01.demo.example.com',
+      customerEmail: 'margaret@example.com',
+      customerName: 'Margaret Hamilton',
+      billingCycle: 'monthly',
+      createdAt: new Date(now.getTime() - DAY),
+      updatedAt: new Date(now.getTime() - DAY),
+    },
+  });
+}
+
+async function createDemoInvoices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
+  const invoices: Prisma.InvoiceCreateManyInput[] = [];
+  for (let monthsAgo = 4; monthsAgo >= 0; monthsAgo--) {
+    const date = monthStart(now, monthsAgo);
+    const yyyymm = date.toISOString().slice(0, 7).replace('-', '');
+    for (const [i, s] of SAMPLE_SERVICES.entries()) {
+      const status = invoiceStatus(s, monthsAgo);
+      if (status === undefined || services[i]!.createdAt > date) continue;
+      invoices.push({
+        brokerId: brokerId,
+        number: `DEMO-${yyyymm}-${String(invoices.length + 1).padStart(4, '0')}`,
+        serviceNumber: services[i]!.serviceNumber,
+        amount: plan(s.plan).monthlyPrice,
+        currency: 'USD',
+        status,
+        date,
+      });
+    }
+  }
+  await tx.invoice.createMany({ data: invoices });
+}
+
 async function createDemoData(prisma: PrismaClient, credentials: Credentials, now: Date): Promise<void> {
   await prisma.$transaction(
     async (tx) => {
@@ -84,103 +192,9 @@ async function createDemoData(prisma: PrismaClient, credentials: Credentials, no
         if (!p) throw new Error(`plan catalogue is missing "${name}" (are the migrations applied?)`);
         return p;
       };
-      const numbers = await freeServiceNumbers(tx, SAMPLE_SERVICES.length);
-      const services = [];
-      for (const [i, s] of SAMPLE_SERVICES.entries()) {
-        const createdAt = new Date(now.getTime() - s.ageDays * DAY);
-        services.push(
-          await tx.service.create({
-            data: {
-              serviceNumber: numbers[i]!,
-              brokerId: broker.id,
-              planId: plan(s.plan).id,
-              status: s.status,
-              hostname: `${s.host}.demo.example.com`,
-              customerName: s.customer[0],
-              customerEmail: s.customer[1],
-              billingCycle: 'monthly',
-              username: `u${numbers[i]}`,
-              passwordEnc: credentials.encrypt(generatePassword()),
-              createdAt,
-              updatedAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : createdAt,
-              cancelledAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : null,
-            },
-          }),
-        );
-      }
-
-      // Every service except the pending one came from an approved create request.
-      for (const [i, s] of SAMPLE_SERVICES.entries()) {
-        if (s.status === 'pending') continue;
-        const at = services[i]!.createdAt;
-        await tx.serviceRequest.create({
-          data: {
-            brokerId: broker.id,
-            serviceId: services[i]!.id,
-            type: 'create',
-            status: 'approved',
-            source: 'admin',
-            requestedPlanId: plan(s.plan).id,
-            hostname: services[i]!.hostname,
-            customerEmail: s.customer[1],
-            customerName: s.customer[0],
-            billingCycle: 'monthly',
-            createdAt: at,
-            updatedAt: at,
-            decidedAt: at,
-          },
-        });
-      }
-      // Two requests waiting for a decision: an upgrade and a new service.
-      await tx.serviceRequest.create({
-        data: {
-          brokerId: broker.id,
-          serviceId: services[0]!.id,
-          type: 'upgrade',
-          status: 'pending',
-          source: 'portal',
-          currentPlanId: plan('Basic VPS').id,
-          requestedPlanId: plan('Standard VPS').id,
-          reason: 'More memory for the shop',
-          createdAt: new Date(now.getTime() - 2 * DAY),
-          updatedAt: new Date(now.getTime() - 2 * DAY),
-        },
-      });
-      await tx.serviceRequest.create({
-        data: {
-          brokerId: broker.id,
-          type: 'create',
-          status: 'pending',
-          source: 'portal',
-          requestedPlanId: plan('Professional VPS').id,
-          hostname: 'app01.demo.example.com',
-          customerEmail: 'margaret@example.com',
-          customerName: 'Margaret Hamilton',
-          billingCycle: 'monthly',
-          createdAt: new Date(now.getTime() - DAY),
-          updatedAt: new Date(now.getTime() - DAY),
-        },
-      });
-
-      const invoices: Prisma.InvoiceCreateManyInput[] = [];
-      for (let monthsAgo = 4; monthsAgo >= 0; monthsAgo--) {
-        const date = monthStart(now, monthsAgo);
-        const yyyymm = date.toISOString().slice(0, 7).replace('-', '');
-        for (const [i, s] of SAMPLE_SERVICES.entries()) {
-          const status = invoiceStatus(s, monthsAgo);
-          if (status === undefined || services[i]!.createdAt > date) continue;
-          invoices.push({
-            brokerId: broker.id,
-            number: `DEMO-${yyyymm}-${String(invoices.length + 1).padStart(4, '0')}`,
-            serviceNumber: services[i]!.serviceNumber,
-            amount: plan(s.plan).monthlyPrice,
-            currency: 'USD',
-            status,
-            date,
-          });
-        }
-      }
-      await tx.invoice.createMany({ data: invoices });
+      const services = await createDemoServices(tx, broker.id, plan, credentials, now);
+      await createDemoRequests(tx, broker.id, plan, services, now);
+      await createDemoInvoices(tx, broker.id, plan, services, now);
     },
     { maxWait: 30_000, timeout: 60_000 },
   );

@@ -56,6 +56,79 @@ export interface DatabaseProcess extends Database {
 }
 
 /** Forks the database child, waits until it serves, and connects to it. */
+/** One child process: it serves (`child`), or it set the cluster up and exited (`setUp`). */
+async function spawnDatabaseChild(
+  env: NodeJS.ProcessEnv,
+  startTimeoutMs: number,
+): Promise<{ child: ChildProcess; migrations: string[] } | { setUp: string[] }> {
+  // A small young generation: this process passes rows through, and its RSS counts against the
+  // report's memory goal; the servers keep V8's default one, which their throughput needs.
+  const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-semi-space-size')), '--max-semi-space-size=2'];
+  const proc = fork(ENTRY, [], { env, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
+  try {
+    const answer = await new Promise<ToParent & { type: 'ready' | 'set-up' }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the embedded database process did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        proc.off('message', onMessage);
+        proc.off('exit', onExit);
+        proc.off('error', onError);
+      };
+      const onMessage = (m: ToParent) => {
+        done();
+        if (m.type === 'failed') reject(new Error(m.error));
+        else resolve(m);
+      };
+      const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+        done();
+        reject(new Error(`the embedded database process exited (${signal ?? `code ${code}`}) before it was ready`));
+      };
+      const onError = (err: Error) => {
+        done();
+        reject(err);
+      };
+      proc.on('message', onMessage);
+      proc.on('exit', onExit);
+      proc.on('error', onError);
+    });
+    if (answer.type === 'ready') return { child: proc, migrations: answer.migrations };
+    await new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve())));
+    return { setUp: answer.migrations };
+  } catch (err) {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    throw err;
+  }
+}
+
+/** Asks the child to stop, and kills it when it has not within `timeoutMs`. */
+async function stopDatabaseChild(proc: ChildProcess, log: Logger, timeoutMs: number): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  if (proc.connected) proc.send({ type: 'stop' } satisfies ToChild, () => undefined);
+  else proc.kill('SIGKILL');
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      log.warn('the embedded database process did not stop in time; killing it');
+      proc.kill('SIGKILL');
+      resolve();
+    }, timeoutMs);
+  });
+  await Promise.race([exited, killed]);
+  clearTimeout(timer);
+  await exited;
+}
+
+/** A child that serves; when one had to create the cluster or migrate first, it exits and the next one serves. */
+async function spawnServingChild(env: NodeJS.ProcessEnv, startTimeoutMs: number, log: Logger): Promise<{ child: ChildProcess; migrations: string[] }> {
+  const first = await spawnDatabaseChild(env, startTimeoutMs);
+  if ('child' in first) return first;
+  log.info({ migrations: first.setUp }, 'embedded database set up; reopening it in a fresh process');
+  const second = await spawnDatabaseChild(env, startTimeoutMs);
+  if ('child' in second) return { child: second.child, migrations: [...first.setUp, ...second.migrations] };
+  throw new Error('the embedded database process asked to be reopened twice');
+}
+
 export async function startDatabaseProcess(options: DatabaseProcessOptions): Promise<DatabaseProcess> {
   const log = options.logger.child({ component: 'database-process' });
   const env = { ...(options.env ?? process.env), DATA_DIR: options.dataDir };
@@ -66,55 +139,7 @@ export async function startDatabaseProcess(options: DatabaseProcessOptions): Pro
   let restartTimer: NodeJS.Timeout | undefined;
   let delay = firstDelay;
 
-  /** A child that serves; when one had to create the cluster or migrate first, it exits and the next one serves. */
-  const spawnChild = async (): Promise<{ child: ChildProcess; migrations: string[] }> => {
-    const first = await spawnOnce();
-    if ('child' in first) return first;
-    log.info({ migrations: first.setUp }, 'embedded database set up; reopening it in a fresh process');
-    const second = await spawnOnce();
-    if ('child' in second) return { child: second.child, migrations: [...first.setUp, ...second.migrations] };
-    throw new Error('the embedded database process asked to be reopened twice');
-  };
-
-  const spawnOnce = async (): Promise<{ child: ChildProcess; migrations: string[] } | { setUp: string[] }> => {
-    // A small young generation: this process passes rows through, and its RSS counts against the
-    // report's memory goal; the servers keep V8's default one, which their throughput needs.
-    const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-semi-space-size')), '--max-semi-space-size=2'];
-    const proc = fork(ENTRY, [], { env, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
-    try {
-      const answer = await new Promise<ToParent & { type: 'ready' | 'set-up' }>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the embedded database process did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          proc.off('message', onMessage);
-          proc.off('exit', onExit);
-          proc.off('error', onError);
-        };
-        const onMessage = (m: ToParent) => {
-          done();
-          if (m.type === 'failed') reject(new Error(m.error));
-          else resolve(m);
-        };
-        const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
-          done();
-          reject(new Error(`the embedded database process exited (${signal ?? `code ${code}`}) before it was ready`));
-        };
-        const onError = (err: Error) => {
-          done();
-          reject(err);
-        };
-        proc.on('message', onMessage);
-        proc.on('exit', onExit);
-        proc.on('error', onError);
-      });
-      if (answer.type === 'ready') return { child: proc, migrations: answer.migrations };
-      await new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve())));
-      return { setUp: answer.migrations };
-    } catch (err) {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-      throw err;
-    }
-  };
+  const spawnChild = () => spawnServingChild(env, startTimeoutMs, log);
 
   const watch = (proc: ChildProcess) => {
     const upSince = Date.now();
@@ -153,23 +178,7 @@ export async function startDatabaseProcess(options: DatabaseProcessOptions): Pro
     delay = Math.min(delay * 2, 30_000);
   };
 
-  const stopChild = async (proc: ChildProcess): Promise<void> => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    if (proc.connected) proc.send({ type: 'stop' } satisfies ToChild, () => undefined);
-    else proc.kill('SIGKILL');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        log.warn('the embedded database process did not stop in time; killing it');
-        proc.kill('SIGKILL');
-        resolve();
-      }, options.stopTimeoutMs ?? 10_000);
-    });
-    await Promise.race([exited, killed]);
-    clearTimeout(timer);
-    await exited;
-  };
+  const stopChild = (proc: ChildProcess) => stopDatabaseChild(proc, log, options.stopTimeoutMs ?? 10_000);
 
   const first = await spawnChild();
   child = first.child;

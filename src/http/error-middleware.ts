@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
 import { ApiError, fromDomainError } from './errors.ts';
-import { isValidatorError, mapValidatorError } from './validation.ts';
+import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
 
 interface BodyParserError {
   type: string;
@@ -18,7 +18,13 @@ const isDecompressionError = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && /^Z_|^ERR_BROTLI|^ERR__ERROR_/.test(String((err as { code?: unknown }).code ?? '')) &&
   (err as { status?: unknown }).status === 400;
 
-function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contract: Contract, operationId?: string): ApiError {
+function toApiError(
+  err: unknown,
+  req: Parameters<ErrorRequestHandler>[1],
+  contract: Contract,
+  operationId?: string,
+  rules?: OperationRules,
+): ApiError {
   if (err instanceof ApiError) return err;
   const fromDomain = fromDomainError(err);
   if (fromDomain) return fromDomain;
@@ -45,15 +51,19 @@ function toApiError(err: unknown, req: Parameters<ErrorRequestHandler>[1], contr
         if ((err.status ?? 500) < 500) return new ApiError('invalid_request', 'The request body could not be read');
     }
   }
-  if (isValidatorError(err)) return mapValidatorError(err, req, contract, operationId);
+  if (isValidatorError(err)) return mapValidatorError(err, req, contract, operationId, rules);
   return new ApiError('server_error', 'An internal error occurred; the request may be retried after a delay');
 }
 
 /** The one place where anything thrown becomes the error envelope (openapi.yaml, "Errors"). No stack ever leaves. */
-export function errorMiddleware(contract: Contract, logger: Logger): ErrorRequestHandler {
+export function errorMiddleware(
+  contract: Contract,
+  logger: Logger,
+  rulesOf: (operationId: string | undefined) => OperationRules | undefined = () => undefined,
+): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const operationId = (res.locals.operation as { operationId?: string } | undefined)?.operationId;
-    const apiError = toApiError(err, req, contract, operationId);
+    const apiError = toApiError(err, req, contract, operationId, rulesOf(operationId));
     if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
       logger.error({ err, requestId: res.locals.requestId, operationId }, 'request failed');
     }

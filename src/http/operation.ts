@@ -4,6 +4,7 @@ import type { ByMode, Caller } from '../shared/caller.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract } from './contract.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
+import type { OperationRules } from './validation.ts';
 
 /** Types of each operation, straight from openapi.yaml through `generated/api.ts`. */
 export type OperationId = keyof operations;
@@ -90,7 +91,7 @@ export function useCasesFor<T>(useCases: ByMode<T>, auth: AuthContext): T {
   return auth.mode === 'test' ? useCases.sandbox : useCases.live;
 }
 
-export interface OperationHandler<O extends OperationId, Input> {
+export interface OperationHandler<O extends OperationId, Input> extends OperationRules {
   /**
    * The operation's own input rules beyond the schema (e.g. recipients normalisation). Runs after
    * the schema validator and before any sandbox test scenario, so validation always comes first.
@@ -156,6 +157,25 @@ export function operation<O extends OperationId, Input = undefined>(
   };
   router[method](info.expressPath, handle);
   handlersOf(router).set(operationId, handle as RequestHandler);
+  const { bodyRules, fieldDetails } = handler;
+  if (bodyRules || fieldDetails) rulesOf(router).set(operationId, { ...(bodyRules && { bodyRules }), ...(fieldDetails && { fieldDetails }) });
+}
+
+const rulesByRouter = new WeakMap<Router, Map<string, OperationRules>>();
+
+function rulesOf(router: Router): Map<string, OperationRules> {
+  let byOperation = rulesByRouter.get(router);
+  if (!byOperation) {
+    byOperation = new Map();
+    rulesByRouter.set(router, byOperation);
+  }
+  return byOperation;
+}
+
+/** The body rules and field details `operation()` was handed for each operation mounted on `router`. */
+export function operationRules(router: Router): (operationId: string | undefined) => OperationRules | undefined {
+  const byOperation = rulesOf(router);
+  return (operationId) => (operationId === undefined ? undefined : byOperation.get(operationId));
 }
 
 const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();

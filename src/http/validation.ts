@@ -24,23 +24,31 @@ export function isValidatorError(err: unknown): err is ValidatorError {
 }
 
 /**
- * An operation's own body rules, in the order of checks its description in openapi.yaml gives. The schema validator runs
- * first and reports by field, not in that order (an invoices report with a bad recipient and a
- * malformed date got the date's error, though recipients are checked first), so when it
- * rejects a body these rules run before its report is mapped: the first rule the body breaks is
- * the answer. When they all pass, the schema's own error (an unknown field, say) is mapped as usual.
+ * What an operation adds to the mapping of the schema validator's errors, handed in through
+ * `operation()` (src/http/operation.ts) with the operation itself.
  */
-const bodyRules = new Map<string, (body: Record<string, unknown>) => unknown>();
-
-export function registerBodyRules(operationId: string, rules: (body: Record<string, unknown>) => unknown): void {
-  bodyRules.set(operationId, rules);
+export interface OperationRules {
+  /**
+   * The operation's own body rules, in the order of checks its description in openapi.yaml
+   * gives. The schema validator runs first and reports by field, not in that order (an invoices
+   * report with a bad recipient and a malformed date got the date's error, though recipients are
+   * checked first), so when it rejects a body these rules run before its report is mapped: the
+   * first rule the body breaks is the answer. When they all pass, the schema's own error (an
+   * unknown field, say) is mapped as usual.
+   */
+  bodyRules?: (body: Record<string, unknown>) => unknown;
+  /**
+   * Extra `details` attached to every `invalid_parameter` about one top-level field (the
+   * invoices report adds `max_recipients: 10` to any recipients error).
+   */
+  fieldDetails?: Record<string, ErrorDetails>;
 }
 
-function firstBrokenBodyRule(operationId: string | undefined, body: unknown): ApiError | undefined {
-  const rules = operationId ? bodyRules.get(operationId) : undefined;
-  if (!rules || typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+function firstBrokenBodyRule(rules: OperationRules | undefined, body: unknown): ApiError | undefined {
+  const check = rules?.bodyRules;
+  if (!check || typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   try {
-    rules(body as Record<string, unknown>);
+    check(body as Record<string, unknown>);
     return undefined;
   } catch (err) {
     if (err instanceof ApiError) return err;
@@ -48,22 +56,10 @@ function firstBrokenBodyRule(operationId: string | undefined, body: unknown): Ap
   }
 }
 
-/**
- * Extra `details` an operation attaches to every `invalid_parameter` about one field
- * (the invoices report adds `max_recipients: 10` to any recipients error). Keyed by operationId.
- */
-const fieldDetails = new Map<string, Map<string, ErrorDetails>>();
-
-export function registerFieldDetails(operationId: string, field: string, details: ErrorDetails): void {
-  const forOperation = fieldDetails.get(operationId) ?? new Map<string, ErrorDetails>();
-  forOperation.set(field, details);
-  fieldDetails.set(operationId, forOperation);
-}
-
-export function extraDetailsFor(operationId: string | undefined, field: string): ErrorDetails {
-  if (!operationId) return {};
+/** The extra details of `field` (or of the top-level field it is inside: `recipients[2]` → `recipients`). */
+export function extraDetailsFor(rules: OperationRules | undefined, field: string): ErrorDetails {
   const root = field.split(/[.[]/)[0] ?? field;
-  return fieldDetails.get(operationId)?.get(root) ?? {};
+  return rules?.fieldDetails?.[root] ?? {};
 }
 
 /**
@@ -193,7 +189,13 @@ function mergeDateOrDateTime(items: FieldError[]): FieldError[] {
  * empty string is `missing_parameter` (an empty date counts as missing); any other rule
  * broken is `invalid_parameter`, naming the field and the rule.
  */
-export function mapValidatorError(err: ValidatorError, req: Request, contract: Contract, operationId?: string): ApiError {
+export function mapValidatorError(
+  err: ValidatorError,
+  req: Request,
+  contract: Contract,
+  operationId?: string,
+  rules?: OperationRules,
+): ApiError {
   if (err.status === 415) {
     return new ApiError('invalid_request', 'Content-Type must be application/json for a request with a body');
   }
@@ -208,7 +210,7 @@ export function mapValidatorError(err: ValidatorError, req: Request, contract: C
     return new ApiError('invalid_request', 'Request body must be a JSON object');
   }
   if (items.some((i) => i.location === 'body')) {
-    const broken = firstBrokenBodyRule(operationId, req.body);
+    const broken = firstBrokenBodyRule(rules, req.body);
     if (broken) return broken;
   }
   const missing: FieldError[] = [];
@@ -234,8 +236,8 @@ export function mapValidatorError(err: ValidatorError, req: Request, contract: C
   }
   const first = invalid[0];
   if (!first) return new ApiError('invalid_request', err.message || 'Invalid request');
-  // A copy: extraDetailsFor answers the registered details themselves.
-  const extra: ErrorDetails = { ...extraDetailsFor(operationId, first.field) };
+  // A copy: extraDetailsFor answers the operation's details themselves.
+  const extra: ErrorDetails = { ...extraDetailsFor(rules, first.field) };
   if (invalid.length > 1) {
     extra.errors = invalid.map(({ field, location, rule, message }) => ({ field, location, rule, reason: message }));
   }

@@ -27,7 +27,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import express from 'express';
+import express, { type Express } from 'express';
 import { createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
 import { loadConfig, type Config } from '../config.ts';
@@ -80,6 +80,82 @@ export interface StartOptions {
   embeddedDatabaseInProcess?: boolean;
 }
 
+/** The database of this role: the embedded one's process, its socket (a worker apart), or DATABASE_URL. */
+async function openRuntimeDatabase(role: Role, config: Config, logger: Logger, env: NodeJS.ProcessEnv, options: StartOptions): Promise<Database> {
+  const log = (message: string) => logger.debug({ component: 'migrate' }, message);
+  if (role === 'worker' && !config.databaseUrl) {
+    // PGlite allows one process in its directory: a worker apart from the API reaches the
+    // embedded database through the API process's socket, never by opening it again.
+    if (!(await socketAnswers(path.join(socketDirFor(config.dataDir), SOCKET_FILE)))) {
+      throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
+    }
+    return connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
+  }
+  if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
+    // The embedded database runs in a child process of its own (src/db/process.ts).
+    return startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
+  }
+  return openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
+}
+
+/**
+ * A worker has no API port; with METRICS_PORT set it serves /healthz, /readyz and /metrics (its
+ * e-mail counters live in this process) on that port, on HOST. Returns its closer.
+ */
+async function serveWorkerMetrics(
+  port: string,
+  config: Config,
+  parts: { prisma: Database['prisma']; redis: ReturnType<typeof requestRedis>; logger: Logger },
+  serverTimeouts: StartOptions['serverTimeouts'],
+): Promise<() => Promise<void>> {
+  const ops = express();
+  ops.disable('x-powered-by');
+  ops.use(requestId);
+  registerOps(ops, parts);
+  const listening = await listen(ops, { port: Number(port), host: config.host, tlsCertFile: undefined, tlsKeyFile: undefined }, serverTimeouts);
+  parts.logger.info({ url: listening.url }, 'worker metrics listening');
+  return async () => {
+    ops.locals.draining = true;
+    await listening.close(1000);
+  };
+}
+
+/**
+ * Load balancers see /readyz 503 and stop sending while this server still answers (every answer
+ * now with `Connection: close`, so keep-alive clients reconnect elsewhere); only then does the
+ * listener close.
+ */
+async function drainThenClose(
+  app: Express,
+  listening: Awaited<ReturnType<typeof listen>>,
+  logger: Logger,
+  preStopMs: number,
+  drainBoundMs: number,
+): Promise<void> {
+  app.locals.draining = true;
+  if (preStopMs > 0) {
+    logger.info({ preStopMs }, 'readiness withdrawn; still serving until the pre-stop delay ends');
+    await new Promise((resolve) => setTimeout(resolve, preStopMs));
+  }
+  const cut = await listening.close(drainBoundMs);
+  if (cut > 0) logger.warn({ connections: cut, boundMs: drainBoundMs }, 'in-flight requests cut at the shutdown bound');
+  else logger.info('http server drained');
+}
+
+/** The API's parts around the process's database, Redis and jobs; each part with a lifetime adds its closer. */
+function appDeps(
+  base: Pick<AppDeps, 'config' | 'logger' | 'contract' | 'prisma' | 'redis' | 'jobs'>,
+  closers: Array<[string, () => Promise<void>]>,
+): AppDeps {
+  const { config, logger, prisma, redis } = base;
+  const gate = createGate({ prisma, redis, logger, ...gateSettings(config) });
+  // Flushed after the server has stopped, so the entries of the last requests are kept.
+  closers.push(['api log', () => gate.apiLog.close()]);
+  const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
+  closers.push(['services cache', () => serviceReads.close()]);
+  return { ...base, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
+}
+
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
@@ -103,21 +179,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
   try {
     const redisEndpoint = await startRedis(config.redisUrl);
     closers.push(['redis', () => redisEndpoint.stop()]);
-    const log = (message: string) => logger.debug({ component: 'migrate' }, message);
-    let database: Database;
-    if (role === 'worker' && !config.databaseUrl) {
-      // PGlite allows one process in its directory: a worker apart from the API reaches the
-      // embedded database through the API process's socket, never by opening it again.
-      if (!(await socketAnswers(path.join(socketDirFor(config.dataDir), SOCKET_FILE)))) {
-        throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
-      }
-      database = await connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
-    } else if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
-      // The embedded database runs in a child process of its own (src/db/process.ts).
-      database = await startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
-    } else {
-      database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
-    }
+    const database = await openRuntimeDatabase(role, config, logger, env, options);
     closers.push(['database', () => database.close()]);
     // PGlite unpacks a new cluster with its own file modes (0666): narrowed once it is set up.
     protectDataDir(config.dataDir);
@@ -155,53 +217,18 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     closers.push(['request redis', async () => { redis.disconnect(); }]);
 
     if (role === 'worker') {
-      // A worker has no API port; with METRICS_PORT set it serves /healthz, /readyz and /metrics
-      // (its e-mail counters live in this process) on that port, on HOST.
       const metricsPort = env.METRICS_PORT?.trim();
       if (metricsPort) {
-        const ops = express();
-        ops.disable('x-powered-by');
-        ops.use(requestId);
-        registerOps(ops, { prisma: database.prisma, redis, logger });
-        const listening = await listen(ops, { port: Number(metricsPort), host: config.host, tlsCertFile: undefined, tlsKeyFile: undefined }, options.serverTimeouts);
-        closers.push(['metrics server', async () => {
-          ops.locals.draining = true;
-          await listening.close(1000);
-        }]);
-        logger.info({ url: listening.url }, 'worker metrics listening');
+        closers.push(['metrics server', await serveWorkerMetrics(metricsPort, config, { prisma: database.prisma, redis, logger }, options.serverTimeouts)]);
       }
       logger.info({ redis: redisEndpoint.description, database: database.kind }, 'job worker running');
       return runtime;
     }
 
-    const gate = createGate({ prisma: database.prisma, redis, logger, ...gateSettings(config) });
-    // Flushed after the server has stopped, so the entries of the last requests are kept.
-    closers.push(['api log', () => gate.apiLog.close()]);
-    const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
-    closers.push(['services cache', () => serviceReads.close()]);
-    const deps: AppDeps = {
-      config, logger, contract: contract!, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads,
-      ...loadedOnce(config, database.prisma),
-    };
-    const app = createApp(deps);
+    const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs }, closers));
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;
-    closers.push([
-      'http server',
-      async () => {
-        // Load balancers see /readyz 503 and stop sending while this server still answers (every
-        // answer now with `Connection: close`, so keep-alive clients reconnect elsewhere); only then
-        // does the listener close.
-        app.locals.draining = true;
-        if (preStopMs > 0) {
-          logger.info({ preStopMs }, 'readiness withdrawn; still serving until the pre-stop delay ends');
-          await new Promise((resolve) => setTimeout(resolve, preStopMs));
-        }
-        const cut = await listening.close(drainBoundMs);
-        if (cut > 0) logger.warn({ connections: cut, boundMs: drainBoundMs }, 'in-flight requests cut at the shutdown bound');
-        else logger.info('http server drained');
-      },
-    ]);
+    closers.push(['http server', () => drainThenClose(app, listening, logger, preStopMs, drainBoundMs)]);
     logger.info({ url, role, redis: redisEndpoint.description, database: database.kind, docs: `${url}/docs` }, 'Client API v1 listening');
     return { ...runtime, server, url };
   } catch (err) {

@@ -5,7 +5,6 @@
  */
 import type { AppDeps } from '../deps.ts';
 import { callerOf, operation, useCasesFor } from '../http/operation.ts';
-import { registerBodyRules, registerFieldDetails } from '../http/validation.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { validateDateRange } from './dates.ts';
@@ -15,6 +14,7 @@ import type { ServiceStatusFilter } from './types.ts';
 import { liveReports, type InvoicesReportInput, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
 
 const INVOICES_REQUIRED = ['recipients', 'start_date', 'end_date'];
+const RECIPIENT_DETAILS = { recipients: { max_recipients: MAX_RECIPIENTS } };
 
 /** The invoices report's body rules in sendInvoicesReport's order (openapi.yaml): recipients first, then the dates. */
 function invoicesReportInput(body: Record<string, unknown>): InvoicesReportInput {
@@ -37,15 +37,13 @@ export function reportUseCases(deps: AppDeps): ByMode<ReportUseCases> {
 
 export const registerReportRoutes: RegisterRoutes = (router, deps) => {
   const reports = reportUseCases(deps);
-  // Any validator error about `recipients` (not an array, an item not a string) carries the limit.
-  registerFieldDetails('sendInvoicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
-  registerFieldDetails('sendServicesReport', 'recipients', { max_recipients: MAX_RECIPIENTS });
-  // Those orders also when the schema validator rejects the body (a bad status, say).
-  registerBodyRules('sendInvoicesReport', invoicesReportInput);
-  registerBodyRules('sendServicesReport', servicesReportInput);
 
   // POST /api/v1/reports/invoices
   operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
+    // Recipients, then dates, also when the schema validator rejects the body; any error about
+    // `recipients` (not an array, an item not a string) carries the limit.
+    bodyRules: invoicesReportInput,
+    fieldDetails: RECIPIENT_DETAILS,
     // The schema has already checked presence and types; these are the operation's own rules, run
     // before any sandbox test scenario.
     validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
@@ -57,6 +55,9 @@ export const registerReportRoutes: RegisterRoutes = (router, deps) => {
 
   // POST /api/v1/reports/services
   operation<'sendServicesReport', ServicesReportInput>(router, deps.contract, 'sendServicesReport', {
+    // Recipients first, also when the schema rejects the body (a bad status, say).
+    bodyRules: servicesReportInput,
+    fieldDetails: RECIPIENT_DETAILS,
     validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
     handle: async (ctx, input) => ({
       status: 200,

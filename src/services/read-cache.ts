@@ -58,35 +58,59 @@ export interface ServiceReadCacheOptions {
   logger: Logger;
 }
 
+/** The cached answers of one process, by broker and key. */
+class Answers {
+  private readonly brokers = new Map<string, Map<string, Entry>>();
+  private size = 0;
+
+  get(brokerId: string, key: string): Entry | undefined {
+    return this.brokers.get(brokerId)?.get(key);
+  }
+
+  /** Keeps `entry`; returns a function that forgets it again (if it is still the one kept). */
+  set(brokerId: string, key: string, entry: Entry): () => void {
+    if (this.size >= MAX_ENTRIES) this.clear();
+    const mine = this.brokers.get(brokerId) ?? new Map<string, Entry>();
+    this.brokers.set(brokerId, mine);
+    if (!mine.has(key)) this.size += 1;
+    mine.set(key, entry);
+    return () => {
+      if (this.brokers.get(brokerId)?.get(key) !== entry) return;
+      mine.delete(key);
+      this.size -= 1;
+    };
+  }
+
+  drop(brokerId: string): void {
+    const entries = this.brokers.get(brokerId);
+    if (!entries) return;
+    this.size -= entries.size;
+    this.brokers.delete(brokerId);
+  }
+
+  clear(): void {
+    this.brokers.clear();
+    this.size = 0;
+  }
+}
+
 export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
   const { ttlMs, redis, logger } = options;
-  const brokers = new Map<string, Map<string, Entry>>();
-  let size = 0;
+  const answers = new Answers();
   let subscribed = false;
   let closed = false;
-
-  const dropAll = (): void => {
-    brokers.clear();
-    size = 0;
-  };
-  const drop = (brokerId: string): void => {
-    const entries = brokers.get(brokerId);
-    if (!entries) return;
-    size -= entries.size;
-    brokers.delete(brokerId);
-  };
 
   const subscriber = ttlMs > 0
     ? subscribeToChanges(redis, logger, {
         subscribed: () => {
-          dropAll();
+          answers.clear();
           subscribed = !closed;
         },
         lost: () => {
           subscribed = false;
-          dropAll();
+          answers.clear();
         },
-        changed: drop,
+        changed: (brokerId) => answers.drop(brokerId),
       })
     : undefined;
 
@@ -94,24 +118,13 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     async read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T> {
       if (!subscribed) return (await load()).value;
       const started = Date.now();
-      const entries = brokers.get(brokerId);
-      const hit = entries?.get(key);
+      const hit = answers.get(brokerId, key);
       if (hit && hit.until > started) return hit.value as Promise<T>;
-
-      if (size >= MAX_ENTRIES) dropAll();
-      const mine = brokers.get(brokerId) ?? new Map<string, Entry>();
-      brokers.set(brokerId, mine);
       const loaded = load();
       const entry: Entry = { value: loaded.then((r) => r.value), until: started + ttlMs };
       // Requests that share this load see its failure; nobody else must (no unhandled rejection).
       entry.value.catch(() => {});
-      if (!mine.has(key)) size += 1;
-      mine.set(key, entry);
-      const forget = () => {
-        if (brokers.get(brokerId)?.get(key) !== entry) return;
-        mine.delete(key);
-        size -= 1;
-      };
+      const forget = answers.set(brokerId, key, entry);
       try {
         const { value, until } = await loaded;
         if (until) entry.until = Math.min(entry.until, until.getTime());
@@ -125,7 +138,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     },
 
     async changed(brokerId) {
-      drop(brokerId);
+      answers.drop(brokerId);
       if (!subscriber) return;
       // Redis writes the message to every subscriber before it answers PUBLISH, so once this
       // resolves the news is on its way to them ahead of the client's next request.
@@ -137,7 +150,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     async close() {
       closed = true;
       subscribed = false;
-      dropAll();
+      answers.clear();
       subscriber?.disconnect();
     },
   };
