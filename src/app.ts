@@ -100,7 +100,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   // Every query parameter of the contract is a scalar, so the query string is read as flat
-  // key=value pairs (node:querystring): qs's nested syntax bought nothing, cost ~15 µs a request,
+  // key=value pairs (node:querystring): qs's nested syntax bought nothing, cost CPU on every request,
   // and silently dropped keys such as __proto__, which are now refused like any unknown parameter.
   app.set('query parser', 'simple');
   // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
@@ -117,7 +117,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
       // guard HTML documents (COOP, Origin-Agent-Cluster, X-DNS-Prefetch-Control,
       // X-Download-Options, X-Permitted-Cross-Domain-Policies, X-XSS-Protection) are left to the
       // one HTML page, /docs, which adds helmet's full default set: each header written costs
-      // every request CPU (header handling was ~8 % of an auth-check).
+      // every request CPU (bench/README.md).
       apiSecurityHeaders,
     ]),
   );

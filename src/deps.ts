@@ -23,7 +23,7 @@ export interface AppDeps {
   redis: Redis;
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
   gate: RequestHandler;
-  /** Reports and e-mail on BullMQ (src/jobs): `runReport` waits for a report's outcome, `sendMail` enqueues. */
+  /** Reports and e-mail on BullMQ (src/work.ts): `runReport` waits for a report's outcome, `sendMail` enqueues. */
   jobs: Jobs;
   /** Service list pages and counts held briefly, dropped on every change (src/services/read-cache.ts). */
   serviceReads: ServiceReadCache;

@@ -109,8 +109,8 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
  * Redis outage answers `500 server_error` at once instead of hanging the request.
  *
  * Auto-pipelining sends the commands issued in one event-loop tick (one rate-limit script per
- * concurrent request) in a single socket write: a CPU profile of `npm run bench` showed one write
- * per request taking 18% of the API process's time.
+ * concurrent request) in a single socket write instead of one write per request, which a CPU
+ * profile of `npm run bench` showed as a large share of the API process's time (bench/README.md).
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
   return new Redis({

@@ -44,8 +44,8 @@ const CHUNK = 1000;
 
 /**
  * Writes `rows` as ONE statement with ONE bound parameter (a JSON array). `createMany` cost
- * 260-310 ms of Prisma CPU per 200 rows on the request thread (bench/README.md); this costs
- * ~40-50 ms, most of it in the database. Rows are inserted in array order, so ids follow it.
+ * Prisma CPU per row on the request thread; this costs far less, most of it in the database
+ * (figures in bench/README.md). Rows are inserted in array order, so ids follow it.
  */
 async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise<void> {
   const json = JSON.stringify(

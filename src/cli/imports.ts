@@ -3,9 +3,8 @@
  * touched, and the rows go in in chunks inside one transaction, so a bad row or a clash with
  * existing data leaves the database as it was.
  *
- * Why not `createMany`: Prisma 7 spends ~0.3-0.5 ms of client CPU per row building a
- * createMany (measured: 100,000 invoices took 52 s on PostgreSQL, ~50 s on PGlite, whatever the
- * chunk size). One `INSERT … SELECT FROM unnest($1::text[], $2::int[], …)` per chunk sends a
+ * Why not `createMany`: Prisma 7 spends client CPU per row building a
+ * createMany, whatever the chunk size (figures in bench/README.md). One `INSERT … SELECT FROM unnest($1::text[], $2::int[], …)` per chunk sends a
  * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
  * tagged `$executeRaw` template, so every value is still a bound parameter.
  */

@@ -6,8 +6,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
  * rejected promise is passed on as `next(err)`.
  *
  * Why: an /api request walked sixteen router layers before its route, and each layer costs a path
- * match, a URL parse and Express's bookkeeping; under load the router's share of the API's CPU
- * was 7-9%.
+ * match, a URL parse and Express's bookkeeping (the router's share of the API's CPU under load
+ * is in bench/README.md).
  * `when` keeps the chain to the requests it is for (the router's mount path did that before).
  */
 export function chain(handlers: RequestHandler[], when?: (req: Request) => boolean): RequestHandler {

@@ -36,7 +36,7 @@ export type Reply<O extends OperationId> = {
 
 /**
  * A reply already written as JSON, for an answer served many times over (a cached list page):
- * serializing 25 services on every request was 5% of a list request's CPU. Build it with
+ * serializing the page on every request showed in a list request's profile (bench/README.md). Build it with
  * `serialized()`, which takes the typed reply, so it holds to the contract like any other.
  */
 export interface SerializedReply<O extends OperationId> {
@@ -194,7 +194,8 @@ function handlersOf(router: Router): Map<string, RequestHandler> {
  * The last step of the /api chain: calls the handler `operation()` mounted for the operation the
  * request was resolved to (`res.locals.operation`), without walking the router again. The request
  * was matched against the contract once already; the router's walk over every route's path
- * pattern was 4-6 % of an API request's CPU. Anything without such a handler goes on to the router.
+ * pattern showed in an API request's profile (bench/README.md). Anything without such a handler
+ * goes on to the router.
  */
 export function dispatchOperations(router: Router): RequestHandler {
   const byOperation = handlersOf(router);

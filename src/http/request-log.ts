@@ -9,8 +9,8 @@ import { scrubSecrets } from '../ops/redact.ts';
  * listener: a listener pair per concern per response showed in the profile.
  *
  * This replaces pino-http, which builds two child loggers per request (serializing the request
- * for each) whether or not the line is ever written: 9% of the API process's CPU under
- * `npm run bench` at LOG_LEVEL=warn. Here nothing is built unless the line's level is enabled.
+ * for each) whether or not the line is ever written, a visible share of the API process's CPU
+ * under `npm run bench` at LOG_LEVEL=warn (bench/README.md). Here nothing is built unless the line's level is enabled.
  */
 export function requestLog(
   logger: Logger,

@@ -8,7 +8,7 @@ const KNOWN: readonly TestScenario[] = ['success', 'validation_error', 'server_e
 
 /**
  * The sandbox test scenario a request asked for. Live keys never get one; values are
- * case-insensitive and an unknown value behaves as `success` (spec, Test scenarios).
+ * case-insensitive and an unknown value behaves as `success` (openapi.yaml, "Test scenarios").
  */
 export function scenarioOf(req: Request, auth: AuthContext | undefined): TestScenario {
   if (!auth || auth.mode !== 'test') return 'success';

@@ -63,10 +63,10 @@ const constructorsAreFunctions = [http.IncomingMessage, http.ServerResponse].eve
  * constructors could not be reused so.
  *
  * Why: Express gives every request and response its prototypes afterwards
- * (`Object.setPrototypeOf` in `app.handle`). In V8 that change kept ~3 MB of every young
- * generation alive into the old one (--trace-gc-nvp: 40 % of it survived each scavenge, and
- * full collections ran every 1-2 s under load), and a bare Express 5 route answered a third of
- * what it does with these classes (bench/README.md). Born with them, Express's call finds the
+ * (`Object.setPrototypeOf` in `app.handle`). In V8 that change kept much of every young
+ * generation alive into the old one (--trace-gc-nvp), with frequent full collections under
+ * load, and a bare Express 5 route answered far fewer requests than with these classes
+ * (figures in bench/README.md). Born with them, Express's call finds the
  * prototype already in place and changes nothing. (Reflect.construct with these as new.target,
  * which would also serve class constructors, was slower than the plain server.)
  */

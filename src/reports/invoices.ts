@@ -111,10 +111,10 @@ async function writeInvoicesWorkbook(
   const sheet = addTableSheet(workbook, 'Invoices', INVOICE_COLUMNS);
   const where = inRange(spec);
   // Each page comes back as one text, one JSON array per line: a row-by-row result costs the
-  // driver adapter about three times as much for 100,000 invoices. Lines are parsed one at a time
+  // driver adapter several times as much (bench/README.md). Lines are parsed one at a time
   // as they are written, so an invoice's JS values die young: a page parsed whole (2,000 tuples)
   // lived through many scavenges while its rows were written and was promoted, which grew the old
-  // generation by ~45 MB of garbage over 100,000 invoices before a full GC came.
+  // generation with garbage before a full GC came.
   const fetchAfter = async (date: string, id: number): Promise<InvoicePage> => {
     const result = await prisma.$queryRaw<Array<{ page: string | null; n: number }>>`
       SELECT string_agg(json_build_array(p.id, p.number, p.service_number, p.date::text, p.status::text, p.amount::text, p.currency)::text,

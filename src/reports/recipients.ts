@@ -1,7 +1,7 @@
 import { ApiError, invalidParameter } from '../http/errors.ts';
 import { isEmailAddress } from '../shared/email.ts';
 
-/** At most this many unique normalized recipients per report (spec, Limits). */
+/** At most this many unique normalized recipients per report (openapi.yaml, "Limits"). */
 export const MAX_RECIPIENTS = 10;
 
 export { isEmailAddress };

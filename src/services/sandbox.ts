@@ -19,7 +19,7 @@ export const sandboxed = <T extends object>(data: T): Sandboxed<T> => ({ ...data
 /** The number of the one generated row of the sandbox services list (fixed, so it can be searched). */
 export const SANDBOX_SERVICE_NUMBER = 731845206;
 export const SANDBOX_CREDENTIALS: ServiceCredentials = { username: 'root', password: 'Test-Passw0rd-Sandbox' };
-/** Known simulated plans (spec): the current plan of an upgrade and of a downgrade. */
+/** Known simulated plans (openapi.yaml): the current plan of an upgrade and of a downgrade. */
 export const SANDBOX_UPGRADE_FROM = 'Basic VPS';
 export const SANDBOX_DOWNGRADE_FROM = 'Professional VPS';
 

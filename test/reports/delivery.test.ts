@@ -1,5 +1,5 @@
 /**
- * Report delivery that stays true under faults (the pipeline in src/jobs), and the run as
+ * Report delivery that stays true under faults (the pipeline in src/reports), and the run as
  * GET /api/v1/reports/{report_id} shows it: the records are the truth, Redis only the work queue.
  */
 import assert from 'node:assert/strict';
