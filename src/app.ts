@@ -2,11 +2,11 @@ import express, { type Express, type RequestHandler, type Router } from 'express
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
 import { registerDocs } from './http/docs.ts';
-import { chain } from './http/chain.ts';
 import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
-import { dispatchOperations, operationRules } from './http/operation.ts';
+import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './http/fast-path.ts';
+import { operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
@@ -24,10 +24,7 @@ function resolveOperation(contract: Contract): RequestHandler {
   return (req, res, next) => {
     const op = contract.match(req.method, req.baseUrl + req.path);
     if (op) res.locals.operation = op;
-    // Express 5's req.query is a getter that parses the query string again on every read (the
-    // input checks, the validator and the handler read it about ten times for a list): parse it
-    // once here and keep the result.
-    Object.defineProperty(req, 'query', { value: req.query, writable: true, configurable: true, enumerable: true });
+    parseQueryOnce(req);
     next();
   };
 }
@@ -95,14 +92,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   const { config, contract, logger } = deps;
   const app = express();
   app.disable('x-powered-by');
-  // No ETag: hashing every body (SHA-1) costs CPU on each request, and the contract offers no
-  // conditional requests (every answer is per key, fresh; no If-None-Match / 304 anywhere).
-  app.set('etag', false);
+  fastAppSettings(app);
   app.set('trust proxy', config.trustProxy);
-  // Every query parameter of the contract is a scalar, so the query string is read as flat
-  // key=value pairs (node:querystring): qs's nested syntax bought nothing, cost CPU on every request,
-  // and silently dropped keys such as __proto__, which are now refused like any unknown parameter.
-  app.set('query parser', 'simple');
   // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
   app.locals.validateResponses = config.validateResponses;
 

@@ -3,7 +3,10 @@ import type { operations } from '../../generated/api.ts';
 import type { ByMode, Caller } from '../shared/caller.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract } from './contract.ts';
+import { handlersOf, sendReply, type SerializedReply } from './fast-path.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
+
+export { serialized, type SerializedReply } from './fast-path.ts';
 import type { OperationRules } from './validation.ts';
 
 /** Types of each operation, straight from openapi.yaml through `generated/api.ts`. */
@@ -33,34 +36,6 @@ type PaginationOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseB
 export type Reply<O extends OperationId> = {
   [S in SuccessStatus<O>]: { status: S; data: DataOf<O, S>; pagination?: PaginationOf<O, S> };
 }[SuccessStatus<O>];
-
-/**
- * A reply already written as JSON, for an answer served many times over (a cached list page):
- * serializing the page on every request showed in a list request's profile (bench/README.md). Build it with
- * `serialized()`, which takes the typed reply, so it holds to the contract like any other.
- */
-export interface SerializedReply<O extends OperationId> {
-  status: SuccessStatus<O>;
-  /**
-   * The whole response body, `{"success":true,"data":…[,"pagination":…]}`, as UTF-8 bytes made
-   * once: Node writes a Buffer to the socket as it is, where a string body is first joined to the
-   * header block, a fresh copy of an 8 KB page on every request for the garbage collector.
-   */
-  body: Buffer;
-  /** `body.length`, as the Content-Length header's value. */
-  contentLength: string;
-}
-
-function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
-  const body: Record<string, unknown> = { success: true, data: reply.data };
-  if (reply.pagination !== undefined) body.pagination = reply.pagination;
-  return body;
-}
-
-export function serialized<O extends OperationId>(reply: Reply<O>): SerializedReply<O> {
-  const body = Buffer.from(JSON.stringify(envelope(reply)), 'utf8');
-  return { status: reply.status, body, contentLength: String(body.length) };
-}
 
 export interface OperationContext<O extends OperationId> {
   req: Request;
@@ -132,25 +107,7 @@ export function operation<O extends OperationId, Input = undefined>(
       const input = validated instanceof Promise ? await validated : (validated as Input);
       throwScenarioError(ctx.scenario);
       const reply = await handler.handle(ctx, input);
-      res.status(reply.status as number);
-      if (req.app.locals.validateResponses === true) {
-        // Response validation checks what res.json is given: give it exactly the reply's JSON.
-        res.json('body' in reply ? JSON.parse(reply.body.toString('utf8')) : envelope(reply));
-        return;
-      }
-      // Sent with res.end, not res.json / res.send: res.send makes a Buffer of any body over 1,000
-      // characters and works out the content type, charset and freshness of every answer, which
-      // for this API are always the same. A one-off answer goes as a string (Node writes it in
-      // one chunk with the headers); a pre-serialized one as its own bytes, copied by no one.
-      res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      if ('body' in reply) {
-        res.setHeader('Content-Length', reply.contentLength);
-        res.end(reply.body);
-        return;
-      }
-      const json = JSON.stringify(envelope(reply));
-      res.setHeader('Content-Length', String(Buffer.byteLength(json)));
-      res.end(json);
+      sendReply(req, res, reply);
     } catch (err) {
       next(err);
     }
@@ -176,33 +133,4 @@ function rulesOf(router: Router): Map<string, OperationRules> {
 export function operationRules(router: Router): (operationId: string | undefined) => OperationRules | undefined {
   const byOperation = rulesOf(router);
   return (operationId) => (operationId === undefined ? undefined : byOperation.get(operationId));
-}
-
-const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
-
-/** The handlers `operation()` mounted on `router`, by operationId. */
-function handlersOf(router: Router): Map<string, RequestHandler> {
-  let byOperation = handlersByRouter.get(router);
-  if (!byOperation) {
-    byOperation = new Map();
-    handlersByRouter.set(router, byOperation);
-  }
-  return byOperation;
-}
-
-/**
- * The last step of the /api chain: calls the handler `operation()` mounted for the operation the
- * request was resolved to (`res.locals.operation`), without walking the router again. The request
- * was matched against the contract once already; the router's walk over every route's path
- * pattern showed in an API request's profile (bench/README.md). Anything without such a handler
- * goes on to the router.
- */
-export function dispatchOperations(router: Router): RequestHandler {
-  const byOperation = handlersOf(router);
-  return (req, res, next) => {
-    const op = res.locals.operation as { operationId: string } | undefined;
-    const handle = op ? byOperation.get(op.operationId) : undefined;
-    if (handle) return handle(req, res, next);
-    next();
-  };
 }

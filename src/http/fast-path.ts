@@ -1,0 +1,161 @@
+/**
+ * The request path's performance devices, in one place: everything here departs from how a
+ * reader with Express knowledge would expect a request to travel, for throughput measured in
+ * `npm run bench` (figures and A/B runs in bench/README.md). Each is covered by a test that runs
+ * the production path (`test/http/fast-path.test.ts`, `test/http/operation.test.ts`).
+ *
+ * - `chain()`: the front and /api middleware as one router layer each, not one layer per step.
+ * - `parseQueryOnce()`: Express 5's `req.query` getter parses the query string on every read.
+ * - `dispatchOperations()`: the operation a request was resolved to is called directly, without
+ *   the router's walk over every route's path pattern.
+ * - `sendReply()` and `serialized()`: answers written with `res.end` (a cached list page as its
+ *   own bytes), not through `res.send`'s content-type, charset and freshness work.
+ * - `fastAppSettings()`: no ETag, the `simple` query parser.
+ *
+ * Outside src/http, for the same reason: the server's request and response classes
+ * (src/main/server.ts), the rate limit's blocks (src/auth/rate-limit.ts), Redis auto-pipelining
+ * (src/redis.ts), and patches/ (express-openapi-validator's route table).
+ */
+import type { Express, NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import type { OperationId, Reply, SuccessStatus } from './operation.ts';
+
+/**
+ * Runs middleware one after the other as ONE layer of the app's router, with Express's own rules
+ * for each step: `next()` goes on, `next(err)` leaves with the error, and a thrown error or a
+ * rejected promise is passed on as `next(err)`.
+ *
+ * Why: an /api request walked sixteen router layers before its route, and each layer costs a path
+ * match, a URL parse and Express's bookkeeping (the router's share of the API's CPU under load
+ * is in bench/README.md).
+ * `when` keeps the chain to the requests it is for (the router's mount path did that before).
+ */
+export function chain(handlers: RequestHandler[], when?: (req: Request) => boolean): RequestHandler {
+  return (req: Request, res: Response, done: NextFunction) => {
+    if (when && !when(req)) {
+      done();
+      return;
+    }
+    let index = 0;
+    const next = (err?: unknown): void => {
+      if (err !== undefined && err !== null && err !== false) {
+        done(err);
+        return;
+      }
+      const handler = handlers[index++];
+      if (!handler) {
+        done();
+        return;
+      }
+      try {
+        const result: unknown = handler(req, res, next);
+        if (result instanceof Promise) result.catch((e: unknown) => done(e ?? new Error('middleware rejected')));
+      } catch (e) {
+        done(e);
+      }
+    };
+    next();
+  };
+}
+
+/**
+ * Express 5's req.query is a getter that parses the query string again on every read (the input
+ * checks, the validator and the handler read it about ten times for a list): parsed once here and
+ * kept as a plain property.
+ */
+export function parseQueryOnce(req: Request): void {
+  Object.defineProperty(req, 'query', { value: req.query, writable: true, configurable: true, enumerable: true });
+}
+
+/**
+ * No ETag: hashing every body (SHA-1) costs CPU on each request, and the contract offers no
+ * conditional requests (every answer is per key, fresh; no If-None-Match / 304 anywhere). Every
+ * query parameter of the contract is a scalar, so the query string is read as flat key=value
+ * pairs (node:querystring): qs's nested syntax bought nothing, cost CPU on every request, and
+ * silently dropped keys such as __proto__, which are now refused like any unknown parameter.
+ */
+export function fastAppSettings(app: Express): void {
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+}
+
+/**
+ * A reply already written as JSON, for an answer served many times over (a cached list page):
+ * serializing the page on every request showed in a list request's profile (bench/README.md). Build it with
+ * `serialized()`, which takes the typed reply, so it holds to the contract like any other.
+ */
+export interface SerializedReply<O extends OperationId> {
+  status: SuccessStatus<O>;
+  /**
+   * The whole response body, `{"success":true,"data":…[,"pagination":…]}`, as UTF-8 bytes made
+   * once: Node writes a Buffer to the socket as it is, where a string body is first joined to the
+   * header block, a fresh copy of an 8 KB page on every request for the garbage collector.
+   */
+  body: Buffer;
+  /** `body.length`, as the Content-Length header's value. */
+  contentLength: string;
+}
+
+export function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
+  const body: Record<string, unknown> = { success: true, data: reply.data };
+  if (reply.pagination !== undefined) body.pagination = reply.pagination;
+  return body;
+}
+
+export function serialized<O extends OperationId>(reply: Reply<O>): SerializedReply<O> {
+  const body = Buffer.from(JSON.stringify(envelope(reply)), 'utf8');
+  return { status: reply.status, body, contentLength: String(body.length) };
+}
+
+/**
+ * Writes an operation's answer. With response validation on (tests), through `res.json`, which
+ * the validator checks, given exactly the reply's JSON; otherwise with `res.end`: res.send makes
+ * a Buffer of any body over 1,000 characters and works out the content type, charset and
+ * freshness of every answer, which for this API are always the same. A one-off answer goes as a
+ * string (Node writes it in one chunk with the headers); a pre-serialized one as its own bytes,
+ * copied by no one.
+ */
+export function sendReply<O extends OperationId>(req: Request, res: Response, reply: Reply<O> | SerializedReply<O>): void {
+  res.status(reply.status as number);
+  if (req.app.locals.validateResponses === true) {
+    res.json('body' in reply ? JSON.parse(reply.body.toString('utf8')) : envelope(reply));
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if ('body' in reply) {
+    res.setHeader('Content-Length', reply.contentLength);
+    res.end(reply.body);
+    return;
+  }
+  const json = JSON.stringify(envelope(reply));
+  res.setHeader('Content-Length', String(Buffer.byteLength(json)));
+  res.end(json);
+}
+
+const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
+
+/** The handlers `operation()` mounted on `router`, by operationId. */
+export function handlersOf(router: Router): Map<string, RequestHandler> {
+  let byOperation = handlersByRouter.get(router);
+  if (!byOperation) {
+    byOperation = new Map();
+    handlersByRouter.set(router, byOperation);
+  }
+  return byOperation;
+}
+
+/**
+ * The last step of the /api chain: calls the handler `operation()` mounted for the operation the
+ * request was resolved to (`res.locals.operation`), without walking the router again. The request
+ * was matched against the contract once already; the router's walk over every route's path
+ * pattern showed in an API request's profile (bench/README.md). Anything without such a handler
+ * goes on to the router.
+ */
+export function dispatchOperations(router: Router): RequestHandler {
+  const byOperation = handlersOf(router);
+  return (req, res, next) => {
+    const op = res.locals.operation as { operationId: string } | undefined;
+    const handle = op ? byOperation.get(op.operationId) : undefined;
+    if (handle) return handle(req, res, next);
+    next();
+  };
+}
