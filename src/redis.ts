@@ -124,11 +124,6 @@ export function requestRedis(endpoint: RedisEndpoint): Redis {
   });
 }
 
-/** A client for BullMQ workers and queue events, which must block and retry forever. */
-export function workerRedis(endpoint: RedisEndpoint): Redis {
-  return new Redis({ ...endpoint.options, maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 200, 2000) });
-}
-
 export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<void> {
   if (client.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {

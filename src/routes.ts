@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { AppDeps } from './deps.ts';
-import { registerAuthRoutes } from './auth/routes.ts';
+import { registerAuthRoutes } from './auth/adapter.ts';
 import { registerReportRoutes } from './reports/adapter.ts';
 import { registerRequestRoutes } from './requests/adapter.ts';
 import { registerServiceRoutes } from './services/adapter.ts';

@@ -57,7 +57,8 @@ function scopesOf(operation: Json, document: Json): string[] {
   return [...scopes];
 }
 
-function resolve(node: unknown, document: Json): Json {
+/** `node`, or what its `$ref` (a local `#/…` pointer, followed up to ten times) points to. */
+export function resolveRef(node: unknown, document: Json): Json {
   let current = node as Json;
   for (let depth = 0; depth < 10 && typeof current?.$ref === 'string'; depth++) {
     current = (current.$ref as string)
@@ -72,8 +73,8 @@ function scalarParametersOf(item: Json, operation: Json, document: Json): Scalar
   const list = [...((item.parameters ?? []) as unknown[]), ...((operation.parameters ?? []) as unknown[])];
   const result: ScalarParameter[] = [];
   for (const raw of list) {
-    const parameter = resolve(raw, document);
-    const type = resolve(parameter.schema, document).type;
+    const parameter = resolveRef(raw, document);
+    const type = resolveRef(parameter.schema, document).type;
     if ((parameter.in === 'path' || parameter.in === 'query') && (type === 'integer' || type === 'number' || type === 'boolean')) {
       result.push({ name: String(parameter.name), in: parameter.in, type });
     }

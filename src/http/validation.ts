@@ -1,6 +1,6 @@
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Request, RequestHandler } from 'express';
-import type { Contract } from './contract.ts';
+import { resolveRef, type Contract } from './contract.ts';
 import { ApiError, invalidParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
 
@@ -143,17 +143,8 @@ function requiredFields(contract: Contract, operationId: string | undefined): st
   const operation = ((contract.document.paths as Record<string, Record<string, unknown>>)[op.pathTemplate]?.[
     op.method.toLowerCase()
   ] ?? {}) as { requestBody?: { content?: Record<string, { schema?: unknown }> } };
-  let schema = operation.requestBody?.content?.['application/json']?.schema as Record<string, unknown> | undefined;
-  const ref = schema?.$ref;
-  if (typeof ref === 'string') {
-    schema = ref
-      .replace(/^#\//, '')
-      .split('/')
-      .reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], contract.document) as
-      | Record<string, unknown>
-      | undefined;
-  }
-  return Array.isArray(schema?.required) ? (schema.required as string[]) : [];
+  const schema = resolveRef(operation.requestBody?.content?.['application/json']?.schema, contract.document);
+  return Array.isArray(schema.required) ? (schema.required as string[]) : [];
 }
 
 /**

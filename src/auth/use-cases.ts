@@ -1,0 +1,29 @@
+/**
+ * What auth-check tells a key about itself beyond the key's own record: how many services its
+ * broker has. Live keys count the broker's services; sandbox keys see the sandbox list's one row.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { ByMode, Caller } from '../shared/caller.ts';
+
+export interface AuthCheckUseCases {
+  serviceCount(caller: Caller): Promise<number>;
+}
+
+/** The per-broker read cache of service answers (AppDeps.serviceReads), as far as a count needs it. */
+interface ServiceAnswers {
+  read<T>(brokerId: string, key: string, load: () => Promise<{ value: T }>): Promise<T>;
+}
+
+export function authCheckUseCases(deps: { prisma: PrismaClient; serviceReads: ServiceAnswers }): ByMode<AuthCheckUseCases> {
+  return {
+    live: {
+      // A count over all of the broker's rows on every auth-check cost most of its throughput
+      // (bench/README.md); it is held like a list page and dropped on every change.
+      serviceCount: (caller) =>
+        deps.serviceReads.read(caller.brokerId, 'count', async () => ({
+          value: await deps.prisma.service.count({ where: { brokerId: caller.brokerId } }),
+        })),
+    },
+    sandbox: { serviceCount: async () => 1 },
+  };
+}
