@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Express } from 'express';
+import compression from 'compression';
 import helmet from 'helmet';
 import type { Contract } from './contract.ts';
 import { ROOT_DIR } from '../root.ts';
@@ -10,10 +11,13 @@ export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
 /** The published reference (Redoc) and the contract itself, outside /api and without a key. */
 export function registerDocs(app: Express, contract: Contract): void {
   const json = JSON.stringify(contract.document, null, 2);
-  app.get('/openapi.yaml', (_req, res) => {
+  // The reference is megabytes of HTML and the contract hundreds of kilobytes: compressed for
+  // clients that accept it (gzip, deflate, br). The /api answers are small and stay as they are.
+  const compressed = compression({ filter: () => true }); // all three are text; YAML is not on compressible's list
+  app.get('/openapi.yaml', compressed, (_req, res) => {
     res.type('application/yaml; charset=utf-8').send(contract.yaml);
   });
-  app.get('/openapi.json', (_req, res) => {
+  app.get('/openapi.json', compressed, (_req, res) => {
     res.type('application/json; charset=utf-8').send(json);
   });
   // The one HTML page: helmet's full default set, with a CSP that lets Redoc's bundle run its
@@ -34,7 +38,7 @@ export function registerDocs(app: Express, contract: Contract): void {
     xFrameOptions: { action: 'deny' },
     xPoweredBy: false,
   });
-  app.get('/docs', htmlHeaders, (_req, res, next) => {
+  app.get('/docs', compressed, htmlHeaders, (_req, res, next) => {
     if (!existsSync(DOCS_FILE)) {
       next(new Error('docs/index.html is missing: run npm run docs'));
       return;
