@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../config.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { connectForCli, type Database } from '../db/client.ts';
+import { databaseLine } from './where.ts';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { KEY_FILE_NAME, openCredentials, type Credentials } from '../db/credentials.ts';
@@ -289,6 +290,7 @@ export async function main(given: readonly string[], io: Io): Promise<number> {
           database = await connectForCli({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
           // A cluster PGlite has just unpacked here keeps its own file modes until narrowed.
           protectDataDir(config.dataDir);
+          io.err(databaseLine(database, config.dataDir));
         }
         return database;
       },

@@ -46,12 +46,25 @@ function json(run: Run): Record<string, unknown> {
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
 
-/** Exit 1, nothing on stdout, one line on stderr matching `pattern`. */
+/** Exit 1, nothing on stdout, one error line on stderr matching `pattern` (after the database line, once it was opened). */
 function failed(run: Run, pattern: RegExp): void {
   assert.equal(run.code, 1, `exit ${run.code}; stdout: ${run.stdout}; stderr: ${run.stderr}`);
   assert.equal(run.stdout, '');
-  assert.match(run.stderr, /^error: [^\n]+\n$/, `one line on stderr: ${JSON.stringify(run.stderr)}`);
+  assert.match(run.stderr, /^(database: [^\n]+\n)?error: [^\n]+\n$/, `one error line on stderr: ${JSON.stringify(run.stderr)}`);
   assert.match(run.stderr, pattern);
+}
+
+/** The database line on stderr: PostgreSQL (without its password), or the embedded one and how it was reached. */
+function usedDatabase(run: Run, embedded: 'opened by this command' | 'through the running server'): void {
+  const line = /^database: [^\n]+$/m.exec(run.stderr)?.[0];
+  assert.ok(line, `a database line on stderr: ${JSON.stringify(run.stderr)}`);
+  if (testDb) {
+    assert.match(line, /^database: PostgreSQL postgres(ql)?:\/\/.* \(DATABASE_URL\)$/);
+    const password = new URL(testDb.databaseUrl ?? "postgresql://x").password;
+    if (password) assert.ok(!line.includes(password));
+  } else {
+    assert.ok(line.startsWith(`database: embedded PGlite in ${path.join(dataDir, 'db')}, ${embedded}`), line);
+  }
 }
 
 let brokerSlug: string;
@@ -71,7 +84,9 @@ after(async () => {
 });
 
 test('brokers create (no server running: the CLI opens the database itself)', async () => {
-  const out = json(await cli('brokers', 'create', '--name', 'Acme Hosting, Inc.', '--email', 'ops@acme.example', '--json'));
+  const run = await cli('brokers', 'create', '--name', 'Acme Hosting, Inc.', '--email', 'ops@acme.example', '--json');
+  const out = json(run);
+  usedDatabase(run, 'opened by this command');
   assert.deepEqual(Object.keys(out), ['id', 'slug', 'name', 'approval']);
   assert.equal(out.slug, 'acme-hosting-inc');
   assert.equal(out.name, 'Acme Hosting, Inc.');
@@ -87,7 +102,9 @@ test('brokers create (no server running: the CLI opens the database itself)', as
 });
 
 test('--json is accepted before the command words too', async () => {
-  const out = json(await cli('--json', 'brokers', 'create', '--name', 'Flag First', '--email', 'ops@flag.example'));
+  const run = await cli('--json', 'brokers', 'create', '--name', 'Flag First', '--email', 'ops@flag.example');
+  const out = json(run);
+  usedDatabase(run, 'through the running server');
   assert.deepEqual(Object.keys(out), ['id', 'slug', 'name', 'approval']);
   assert.equal(out.slug, 'flag-first');
 });
