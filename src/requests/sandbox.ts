@@ -1,6 +1,6 @@
 /** Sandbox (test-mode) rows of the request operations: generated, never stored. */
 import type { RequestData } from '../services/change-requests.ts';
-import { sandboxed, sandboxPage } from '../services/sandbox.ts';
+import { sandboxed, sandboxPage, sandboxRequestRow } from '../services/sandbox.ts';
 import { canonicalRequestId, randomServiceNumber } from '../shared/ids.ts';
 import type { RequestUseCases } from './use-cases.ts';
 
@@ -8,23 +8,17 @@ import type { RequestUseCases } from './use-cases.ts';
 export const SANDBOX_REQUEST_ID = 'REQ-318274';
 
 export function sandboxRequest(now: Date): RequestData {
-  return {
-    request_id: SANDBOX_REQUEST_ID,
-    request_type: 'create',
-    request_status: 'pending',
-    source: 'api',
-    service_number: null,
-    current_plan: null,
-    requested_plan: 'Basic VPS',
-    hostname: 'test-server.example.com',
-    customer_email: 'test.customer@example.com',
-    reason: null,
-    cancel_when: null,
-    denial_reason: null,
-    created_at: now.toISOString(),
-    updated_at: now.toISOString(),
-    decided_at: null,
-  };
+  return sandboxRequestRow(
+    {
+      request_id: SANDBOX_REQUEST_ID,
+      request_type: 'create',
+      request_status: 'pending',
+      requested_plan: 'Basic VPS',
+      hostname: 'test-server.example.com',
+      customer_email: 'test.customer@example.com',
+    },
+    now,
+  );
 }
 
 export interface RequestListFilters {

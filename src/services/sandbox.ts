@@ -65,13 +65,15 @@ export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: 
   return pageOf(matches && offset === 0 && limit >= 1 ? [row] : [], matches ? 1 : 0, limit, offset);
 }
 
-type SandboxRequestFields = Partial<RequestData> & Pick<RequestData, 'request_type'>;
+type RequestFields = Partial<RequestData> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
 
-/** A generated request, shaped like a live one; `REQ-` plus six random digits. */
-function sandboxRequest(caller: Caller, fields: SandboxRequestFields, now = new Date()): RequestData {
-  return sandboxed({
-    request_id: formatRequestId(randomSandboxRequestNumber()),
-    request_status: caller.providerReview ? 'provider_review' : 'pending',
+/** A generated request row, shaped like a live one: what `fields` does not say is empty, made "now". */
+export function sandboxRequestRow(fields: RequestFields, now = new Date()): RequestData {
+  // Keys in the order of a live answer; `fields` then fills in its values.
+  return {
+    request_id: fields.request_id,
+    request_type: fields.request_type,
+    request_status: fields.request_status,
     source: 'api',
     service_number: null,
     current_plan: null,
@@ -85,7 +87,18 @@ function sandboxRequest(caller: Caller, fields: SandboxRequestFields, now = new 
     updated_at: now.toISOString(),
     decided_at: null,
     ...fields,
-  });
+  };
+}
+
+/** A generated request answered to a change, `REQ-` plus six random digits; never stored. */
+function sandboxRequest(caller: Caller, fields: Omit<RequestFields, 'request_id' | 'request_status'>): RequestData {
+  return sandboxed(
+    sandboxRequestRow({
+      request_id: formatRequestId(randomSandboxRequestNumber()),
+      request_status: caller.providerReview ? 'provider_review' : 'pending',
+      ...fields,
+    }),
+  );
 }
 
 async function sandboxCreate(deps: Pick<ServiceDeps, 'catalogue'>, caller: Caller, input: NewService): Promise<CreateOutcome> {
