@@ -69,11 +69,12 @@ type RequestFields = Partial<RequestData> & Pick<RequestData, 'request_id' | 're
 
 /** A generated request row, shaped like a live one: what `fields` does not say is empty, made "now". */
 export function sandboxRequestRow(fields: RequestFields, now = new Date()): RequestData {
-  // Keys in the order of a live answer; `fields` then fills in its values.
+  // Keys in the order of a live answer; the rest of `fields` then fills in its values.
+  const { request_id, request_type, request_status, ...rest } = fields;
   return {
-    request_id: fields.request_id,
-    request_type: fields.request_type,
-    request_status: fields.request_status,
+    request_id,
+    request_type,
+    request_status,
     source: 'api',
     service_number: null,
     current_plan: null,
@@ -86,7 +87,7 @@ export function sandboxRequestRow(fields: RequestFields, now = new Date()): Requ
     created_at: now.toISOString(),
     updated_at: now.toISOString(),
     decided_at: null,
-    ...fields,
+    ...rest,
   };
 }
 
