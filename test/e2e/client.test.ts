@@ -1,0 +1,155 @@
+// The project's TypeScript client (clients/typescript) against a real server: every operation of
+// the contract with a live key and a sandbox key, typed end to end, so the client and the server
+// cannot drift. Then what the client adds: one typed error, Retry-After honoured, the same
+// Idempotency-Key on every retry of a POST.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ClientApiError, createClient } from '../../clients/typescript/src/index.ts';
+import { apiKey, broker } from '../helpers/factories.ts';
+import { service } from '../helpers/service-factories.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+
+let t: TestApp;
+let server: Server;
+let baseUrl: string;
+let brokerId: string;
+
+before(async () => {
+  t = await createTestApp();
+  server = t.app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  brokerId = (await broker(t.prisma, { approval: 'automatic' })).id;
+  await t.prisma.invoice.createMany({
+    data: [
+      { brokerId, number: 'E2E-1', serviceNumber: 100000001, amount: '10.00', currency: 'EUR', status: 'paid', date: new Date('2025-05-02T00:00:00Z') },
+      { brokerId, number: 'E2E-2', serviceNumber: 100000002, amount: '12.00', currency: 'EUR', status: 'pending', date: new Date('2025-05-03T00:00:00Z') },
+    ],
+  });
+});
+after(async () => {
+  server?.close();
+  await t?.close();
+});
+
+async function clientFor(mode: 'live' | 'test') {
+  const key = await apiKey(t.prisma, { brokerId, mode, scopes: ['admin:full'], rateLimit: 1000 });
+  return createClient({ baseUrl, apiKey: key.key });
+}
+
+for (const mode of ['live', 'test'] as const) {
+  describe(`every operation through the client, ${mode} key`, () => {
+    test('auth-check, services, requests and reports answer typed data', async () => {
+      const api = await clientFor(mode);
+      const who = (await api.GET('/api/v1/auth-check')).data!;
+      assert.equal(who.data.mode, mode);
+      assert.equal((await api.POST('/api/v1/auth-check')).data!.data.write_access, true);
+
+      const created = (await api.POST('/api/v1/service-create', {
+        body: { plan: 'Basic VPS', hostname: `e2e-${mode}.example.com`, customer_email: 'e2e@example.com' },
+      })).data!;
+      assert.ok('service_number' in created.data && typeof created.data.service_number === 'number');
+      const listed = (await api.GET('/api/v1/services', { params: { query: { limit: 5 } } })).data!;
+      assert.ok(listed.pagination.total >= 1);
+
+      // Live changes need services of the broker's own; the sandbox echoes any number.
+      const active = mode === 'live' ? (await service(t, { brokerId, plan: 'Standard VPS' })).serviceNumber : 731845206;
+      const other = mode === 'live' ? (await service(t, { brokerId, plan: 'Standard VPS' })).serviceNumber : 731845206;
+      const third = mode === 'live' ? (await service(t, { brokerId, plan: 'Standard VPS' })).serviceNumber : 731845206;
+      const path = { params: { path: { service_number: active } } };
+      assert.equal((await api.GET('/api/v1/services/{service_number}', path)).data!.data.service_number, active);
+      const password = (await api.POST('/api/v1/services/{service_number}/password', { ...path, body: {} })).data!;
+      assert.equal(password.data.password_generated, true);
+      const upgrade = (await api.POST('/api/v1/services/{service_number}/upgrade', { ...path, body: { plan: 'Professional VPS' } })).data!;
+      assert.equal(upgrade.data.request_type, 'upgrade');
+      const downgrade = (await api.POST('/api/v1/services/{service_number}/downgrade', {
+        params: { path: { service_number: other } },
+        body: { plan: 'Basic VPS' },
+      })).data!;
+      assert.equal(downgrade.data.request_type, 'downgrade');
+      const cancel = (await api.POST('/api/v1/services/{service_number}/cancel', {
+        params: { path: { service_number: third } },
+        body: { reason: 'end of project' },
+      })).data!;
+      assert.equal(cancel.data.request_type, 'cancel');
+
+      const requests = (await api.GET('/api/v1/requests', { params: { query: { status: 'pending' } } })).data!;
+      const pending = mode === 'live' ? upgrade.data.request_id : requests.data[0]!.request_id;
+      const decided = (await api.POST('/api/v1/requests/{request_id}/manage', {
+        params: { path: { request_id: pending } },
+        body: { action: 'approve' },
+      })).data!;
+      assert.equal(decided.data.request_status, 'approved');
+
+      const invoices = (await api.POST('/api/v1/reports/invoices', {
+        body: { recipients: ['finance@example.com'], start_date: '2025-05-01', end_date: '2025-05-31' },
+      })).data!;
+      assert.equal(invoices.data.total_invoices, mode === 'live' ? 2 : 12);
+      const services = (await api.POST('/api/v1/reports/services', { body: { recipients: ['ops@example.com'] } })).data!;
+      assert.equal(services.data.report_type, 'services');
+      const run = (await api.GET('/api/v1/reports/{report_id}', { params: { path: { report_id: invoices.data.report_id } } })).data!;
+      assert.equal(run.data.report_id, invoices.data.report_id);
+    });
+
+    test('an error answer is one typed ClientApiError with code, message, details, status and request id', async () => {
+      const api = await clientFor(mode);
+      const missing = await api.GET('/api/v1/requests', { params: { query: { limit: 1000 } } }).then(
+        () => assert.fail('expected an error'),
+        (err: unknown) => err,
+      );
+      assert.ok(missing instanceof ClientApiError);
+      assert.equal(missing.code, 'invalid_parameter');
+      assert.equal(missing.status, 400);
+      assert.equal(missing.details?.field, 'limit');
+      assert.match(missing.requestId ?? '', /\S/);
+    });
+  });
+}
+
+describe('what the client adds to fetch', () => {
+  /** A fetch that answers from `answers` in turn and records each request. */
+  function scripted(answers: Array<() => Response>) {
+    const seen: Request[] = [];
+    const fetch = async (input: Request | string | URL) => {
+      seen.push(input as Request);
+      return answers[seen.length - 1]!();
+    };
+    return { seen, fetch: fetch as typeof globalThis.fetch };
+  }
+  const ok = () => new Response(JSON.stringify({ success: true, data: { write_access: true } }), { status: 200, headers: { 'Content-Type': 'application/json' } });
+  const limited = (retryAfter: string) => () =>
+    new Response(JSON.stringify({ success: false, error: { code: 'rate_limit_exceeded', message: 'slow down', request_id: 'req_1' } }), {
+      status: 429,
+      headers: { 'Content-Type': 'application/json', 'Retry-After': retryAfter },
+    });
+
+  test('a 429 is retried after its Retry-After, with the same Idempotency-Key', async () => {
+    const { seen, fetch } = scripted([limited('0'), limited('0'), ok]);
+    const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch });
+    await api.POST('/api/v1/auth-check');
+    assert.equal(seen.length, 3);
+    const keys = seen.map((r) => r.headers.get('Idempotency-Key'));
+    assert.match(keys[0] ?? '', /^[0-9a-f-]{36}$/);
+    assert.deepEqual(new Set(keys).size, 1);
+    assert.equal(seen[0]!.headers.get('Authorization'), 'Bearer sk_test_x');
+  });
+
+  test('a Retry-After longer than maxRetryDelayMs is not waited for: the 429 is thrown', async () => {
+    const { seen, fetch } = scripted([limited('120')]);
+    const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch, maxRetryDelayMs: 1000 });
+    await assert.rejects(api.POST('/api/v1/auth-check'), (err: unknown) => err instanceof ClientApiError && err.code === 'rate_limit_exceeded' && err.status === 429 && err.requestId === 'req_1');
+    assert.equal(seen.length, 1);
+  });
+
+  test('retries are bounded (maxRetries), and each POST call gets a key of its own', async () => {
+    const { seen, fetch } = scripted([limited('0'), limited('0'), limited('0'), limited('0')]);
+    const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch, maxRetries: 1 });
+    await assert.rejects(api.POST('/api/v1/auth-check'), ClientApiError);
+    assert.equal(seen.length, 2);
+    await assert.rejects(api.POST('/api/v1/auth-check'), ClientApiError);
+    assert.notEqual(seen[0]!.headers.get('Idempotency-Key'), seen[2]!.headers.get('Idempotency-Key'));
+  });
+});
