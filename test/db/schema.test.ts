@@ -222,12 +222,24 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     written.add('ReportRun');
     written.add('ReportRecipient');
 
+    const idem = await t.prisma.idempotencyKey.create({
+      data: { apiKeyId: key.id, key: 'retry-1', fingerprint: 'f'.repeat(64), status: 'done', owner: 'o', responseStatus: 200, responseBody: '{}' },
+    });
+    assert.equal(typeof idem.id, 'bigint');
+    assert.deepEqual(await t.prisma.idempotencyKey.findUniqueOrThrow({ where: { apiKeyId_key: { apiKeyId: key.id, key: 'retry-1' } } }), idem);
+    await assert.rejects(
+      t.prisma.idempotencyKey.create({ data: { apiKeyId: key.id, key: 'retry-1', fingerprint: 'g', status: 'running', owner: 'p' } }),
+      'one row per API key and Idempotency-Key',
+    );
+    written.add('IdempotencyKey');
+
     assert.deepEqual([...written].sort(), Object.values(Prisma.ModelName).sort(), 'every model of the schema is covered');
 
     // Deleting a broker takes its data with it; API log rows stay as written, naming the broker and
     // key they were for (the log has no foreign keys: they tripled the cost of every row).
     await t.prisma.broker.delete({ where: { id: broker.id } });
     assert.equal(await t.prisma.service.count({ where: { brokerId: broker.id } }), 0);
+    assert.equal(await t.prisma.idempotencyKey.count({ where: { apiKeyId: key.id } }), 0, 'a key goes with its API key');
     const kept = await t.prisma.apiLog.findUniqueOrThrow({ where: { id: log.id } });
     assert.equal(kept.brokerId, broker.id);
     assert.equal(kept.apiKeyId, key.id);
