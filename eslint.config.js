@@ -29,6 +29,7 @@ export const importDirection = [
   { target: './src/db', ...allBut('db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'src/db knows no HTTP, resource or job.' },
   { target: './src/jobs', ...allBut('jobs', 'shared', 'config.ts', 'logger.ts', 'redis.ts'), message: 'src/jobs is a generic queue adapter: it is handed processors and imports no resource.' },
   { target: './src/http', ...allBut('http', 'shared', 'ops', 'root.ts', 'logger.ts', 'config.ts'), message: 'HTTP plumbing knows no resource.' },
+  { target: './src/idempotency', ...allBut('idempotency', 'shared'), message: 'src/idempotency keeps the keys: it knows no HTTP and no resource.' },
   { target: './src/ops', ...allBut('ops', 'jobs', 'shared', 'deps.ts', 'config.ts', 'logger.ts'), message: 'src/ops imports no resource.' },
   { target: './src/auth', ...allBut('auth', 'http', 'shared', 'db', 'ops', 'config.ts', 'logger.ts', 'redis.ts', 'deps.ts', 'routes.ts'), message: 'src/auth imports no other resource.' },
   { target: './src/services', ...allBut('services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },

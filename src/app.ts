@@ -11,6 +11,8 @@ import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
 import { createValidator } from './http/validation.ts';
+import { idempotency, type IdempotencyKeys } from './http/idempotency.ts';
+import { idempotencyStore } from './idempotency/store.ts';
 import { registerOps } from './ops/health.ts';
 import { recordHttpRequest } from './ops/metrics.ts';
 import { resourceModules, type RegisterRoutes } from './routes.ts';
@@ -86,6 +88,8 @@ const API_PATH = /^\/api(\/|$)/i;
 export interface AppOptions {
   /** The resource modules to mount (default: all of src/routes.ts). */
   modules?: RegisterRoutes[];
+  /** Where Idempotency-Keys are kept and how long a first request holds its key (tests inject faults here). */
+  idempotency?: { keys?: IdempotencyKeys; leaseMs?: number };
 }
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
@@ -128,6 +132,11 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         emptyBodyAsObject,
         inputHygiene,
         ...createValidator(contract, config.validateResponses),
+        // After every input check (a refused request takes no key); a report may hold its key for
+        // as long as it waits for its e-mails.
+        idempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {
+          leaseMs: options.idempotency?.leaseMs ?? config.reportWaitMs + 60_000,
+        }),
         dispatchOperations(router),
       ],
       // What app.use('/api', …) matched: /api and below, in any letter case.

@@ -11,6 +11,9 @@ export const ERROR_STATUS = {
   insufficient_permissions: 403,
   not_found: 404,
   conflict: 409,
+  idempotency_key_in_use: 409,
+  idempotency_key_answer_lost: 409,
+  idempotency_key_reused: 422,
   rate_limit_exceeded: 429,
   server_error: 500,
 } as const;

@@ -4,6 +4,7 @@ import type { ByMode, Caller } from '../shared/caller.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract } from './contract.ts';
 import { handlersOf, sendReply, type SerializedReply } from './fast-path.ts';
+import { claimIdempotencyKey, effectRecordOf } from './idempotency.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
 
 export { serialized, type SerializedReply } from './fast-path.ts';
@@ -50,7 +51,7 @@ export interface OperationContext<O extends OperationId> {
 }
 
 /** The caller of a request, in the use cases' words. */
-export function callerOf(ctx: Pick<OperationContext<OperationId>, 'auth' | 'scenario'>): Caller {
+export function callerOf(ctx: Pick<OperationContext<OperationId>, 'auth' | 'scenario' | 'res'>): Caller {
   const { auth } = ctx;
   return {
     brokerId: auth.brokerId,
@@ -58,6 +59,7 @@ export function callerOf(ctx: Pick<OperationContext<OperationId>, 'auth' | 'scen
     approval: auth.brokerApproval,
     mayReadCredentials: hasScope(auth, 'admin:full'),
     providerReview: ctx.scenario === 'provider_review',
+    recordEffect: effectRecordOf(ctx.res),
   };
 }
 
@@ -105,6 +107,7 @@ export function operation<O extends OperationId, Input = undefined>(
       // Awaited only when it is a promise: most operations' own checks are synchronous.
       const validated = handler.validate ? handler.validate(ctx) : (undefined as Input);
       const input = validated instanceof Promise ? await validated : (validated as Input);
+      if ((await claimIdempotencyKey(res)) === 'answered') return;
       throwScenarioError(ctx.scenario);
       const reply = await handler.handle(ctx, input);
       sendReply(req, res, reply);

@@ -4,6 +4,7 @@
  * outcomes count as sent or failed; a recipient still under way is pending.
  */
 import { randomUUID } from 'node:crypto';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { admitReportRun, reportLimitsOf } from './limits.ts';
 import { reportBuilders } from './index.ts';
 import { enqueueBuild, type Pipeline } from './pipeline.ts';
@@ -41,7 +42,24 @@ export async function runReport<T extends ReportTotals>(p: Pipeline, spec: Repor
   if (counted.rows === 0 && !spec.allowEmpty) throw new ReportNoDataError(spec);
   const generatedAt = new Date();
   // Counted and created in one transaction: concurrent requests cannot both pass a bound (429).
-  const run = await admitReportRun(p.prisma, reportLimitsOf(p.config), spec.brokerId, (tx) => tx.reportRun.create({
+  const run = await admitReportRun(p.prisma, reportLimitsOf(p.config), spec.brokerId, (tx) => recordRun(tx, spec, counted, generatedAt));
+  await queueOrFail(p, run.id, spec.recipients.length);
+  const known = await waitForOutcomes(p, run.id, spec.recipients.length, deadline);
+  return {
+    runId: run.id,
+    recipientsSent: known.sent,
+    recipientsFailed: known.failed,
+    recipientsPending: known.pending,
+    totals: counted.totals as T,
+    generatedAt: generatedAt.toISOString(),
+  };
+}
+
+type Counted = Awaited<ReturnType<(typeof reportBuilders)[ReportSpec['type']]['count']>>;
+
+/** The run and its recipients, in the admission's transaction (with the effect's record, if any). */
+async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted: Counted, generatedAt: Date) {
+  const run = await tx.reportRun.create({
     data: {
       id: randomUUID(),
       brokerId: spec.brokerId,
@@ -56,17 +74,9 @@ export async function runReport<T extends ReportTotals>(p: Pipeline, spec: Repor
       recipients: { create: spec.recipients.map((email) => ({ email })) },
     },
     select: { id: true },
-  }));
-  await queueOrFail(p, run.id, spec.recipients.length);
-  const known = await waitForOutcomes(p, run.id, spec.recipients.length, deadline);
-  return {
-    runId: run.id,
-    recipientsSent: known.sent,
-    recipientsFailed: known.failed,
-    recipientsPending: known.pending,
-    totals: counted.totals as T,
-    generatedAt: generatedAt.toISOString(),
-  };
+  });
+  await spec.recordEffect?.(tx, { type: 'report', id: run.id });
+  return run;
 }
 
 /** Not queued at all: the run ends failed, so no worker sends what the caller was told failed. */

@@ -1,3 +1,4 @@
+import type { Caller } from '../shared/caller.ts';
 /** What a report is asked for, what it counts and what a run answers. */
 import type { components } from '../../generated/api.ts';
 import { NoDataError } from '../shared/errors.ts';
@@ -23,6 +24,8 @@ export interface ReportSpec {
    * anything is recorded or queued (the invoices report's `no_data`); `true` sends an empty report.
    */
   allowEmpty?: boolean;
+  /** Written in the transaction that records the run (the request's Idempotency-Key, see Caller). */
+  recordEffect?: Caller['recordEffect'];
 }
 
 /** Counts of an invoices report (paid and pending invoices in the range), as openapi.yaml's `InvoicesReport` names them. */

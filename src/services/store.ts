@@ -7,6 +7,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation } from '../shared/db-errors.ts';
+import type { Caller } from '../shared/caller.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import type { BillingCycle, ServiceStatus, ServiceWithPlan } from './present.ts';
 
@@ -232,26 +233,35 @@ export interface NewChangeRequest {
  * The partial unique index (one pending request per service) settles a race between two callers
  * that both passed that check: the loser gets the same 409.
  */
-export async function createChangeRequest(prisma: PrismaClient, service: ServiceWithPlan, input: NewChangeRequest) {
+export async function createChangeRequest(
+  prisma: PrismaClient,
+  service: ServiceWithPlan,
+  input: NewChangeRequest,
+  recordEffect: Caller['recordEffect'],
+) {
   try {
-    return await prisma.serviceRequest.create({
-      data: {
-        brokerId: service.brokerId,
-        serviceId: service.id,
-        type: input.type,
-        status: 'pending',
-        source: 'api',
-        currentPlanId: service.planId,
-        requestedPlanId: input.requestedPlanId ?? null,
-        hostname: service.hostname,
-        customerEmail: service.customerEmail,
-        customerName: service.customerName,
-        billingCycle: service.billingCycle,
-        reason: input.reason ?? null,
-        cancelWhen: input.cancelWhen ?? null,
-        apiKeyId: input.apiKeyId,
-      },
-      include: { service: true, currentPlan: true, requestedPlan: true },
+    return await prisma.$transaction(async (tx) => {
+      const request = await tx.serviceRequest.create({
+        data: {
+          brokerId: service.brokerId,
+          serviceId: service.id,
+          type: input.type,
+          status: 'pending',
+          source: 'api',
+          currentPlanId: service.planId,
+          requestedPlanId: input.requestedPlanId ?? null,
+          hostname: service.hostname,
+          customerEmail: service.customerEmail,
+          customerName: service.customerName,
+          billingCycle: service.billingCycle,
+          reason: input.reason ?? null,
+          cancelWhen: input.cancelWhen ?? null,
+          apiKeyId: input.apiKeyId,
+        },
+        include: { service: true, currentPlan: true, requestedPlan: true },
+      });
+      await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+      return request;
     });
   } catch (err) {
     if (isUniqueViolation(err)) {

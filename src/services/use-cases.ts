@@ -9,6 +9,7 @@ import type { Credentials } from '../db/credentials.ts';
 import type { Logger } from '../logger.ts';
 import type { Caller } from '../shared/caller.ts';
 import { clampInstant } from '../shared/dates.ts';
+import { formatRequestId } from '../shared/ids.ts';
 import { pageOf, type Page } from '../shared/page.ts';
 import { ConflictError } from '../shared/errors.ts';
 import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
@@ -121,9 +122,13 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
     billingCycle: input.billingCycle,
   };
   if (caller.approval === 'manual') {
-    const request = await prisma.serviceRequest.create({
-      data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
-      include: REQUEST_INCLUDE,
+    const request = await prisma.$transaction(async (tx) => {
+      const created = await tx.serviceRequest.create({
+        data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
+        include: REQUEST_INCLUDE,
+      });
+      await caller.recordEffect(tx, { type: 'request', id: formatRequestId(created.id) });
+      return created;
     });
     // A pending create request has no service yet: the contract's 202 says so in its type.
     return { requested: { ...requestData(request), request_type: 'create', service_number: null } };
@@ -148,6 +153,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
           decidedAt: now,
         },
       });
+      await caller.recordEffect(tx, { type: 'service', id: String(created.serviceNumber) });
       return created;
     }),
   );
@@ -191,9 +197,11 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const service = await findService(prisma, caller.brokerId, serviceNumber);
   requireStatus(service, ['pending', 'active', 'suspended'], 'given a new password');
   const password = chosen ?? generatePassword();
-  const updated = await prisma.service.update({
-    where: { id: service.id },
-    data: { passwordEnc: (await deps.credentials()).encrypt(password), updatedAt: now },
+  const passwordEnc = (await deps.credentials()).encrypt(password);
+  const updated = await prisma.$transaction(async (tx) => {
+    const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now } });
+    await caller.recordEffect(tx, { type: 'service', id: String(service.serviceNumber) });
+    return changed;
   });
   await deps.serviceReads.changed(caller.brokerId);
   const notified = await deps
@@ -227,7 +235,7 @@ async function requestPlanChange(deps: ServiceDeps, caller: Caller, serviceNumbe
   requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
   await requireNoOpenRequest(prisma, service);
   const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
-  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId });
+  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId }, caller.recordEffect);
   return requestData(request);
 }
 
@@ -237,7 +245,7 @@ async function requestCancellation(deps: ServiceDeps, caller: Caller, serviceNum
   const service = await findService(prisma, caller.brokerId, serviceNumber);
   if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
   await requireNoOpenRequest(prisma, service);
-  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId });
+  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.recordEffect);
   return requestData(request);
 }
 

@@ -45,6 +45,9 @@ export interface paths {
          *     200 {"success":true,"data":{"write_access":true,"key_id":"key_01hzx3m9q2","mode":"test",
          *          "scopes":["services:write"]}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second check; see *Idempotent retries*.
          */
         post: operations["postAuthCheck"];
         delete?: never;
@@ -94,6 +97,10 @@ export interface paths {
          *     202 {"success":true,"data":{"request_id":"REQ-000043","request_type":"create","request_status":"pending",
          *          "source":"api","service_number":null,"current_plan":null,"requested_plan":"Standard VPS", ...}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second service or request; see
+         *     *Idempotent retries*.
          */
         post: operations["createService"];
         delete?: never;
@@ -208,6 +215,10 @@ export interface paths {
          *     200 {"success":true,"data":{"service_number":482913570,"password_generated":true,
          *          "password":"hV3#kP9!mZ2qR7wX","customer_notified":true,"updated_at":"2025-03-02T11:00:00.000Z"}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second password change (and e-mail); see
+         *     *Idempotent retries*.
          */
         post: operations["updateServicePassword"];
         delete?: never;
@@ -247,6 +258,9 @@ export interface paths {
          *     202 {"success":true,"data":{"request_id":"REQ-000044","request_type":"upgrade","request_status":"pending",
          *          "service_number":482913570,"current_plan":"Standard VPS","requested_plan":"Professional VPS", ...}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second request; see *Idempotent retries*.
          */
         post: operations["upgradeService"];
         delete?: never;
@@ -285,6 +299,9 @@ export interface paths {
          *     202 {"success":true,"data":{"request_id":"REQ-271906","request_type":"downgrade","request_status":"pending",
          *          "current_plan":"Professional VPS","requested_plan":"Basic VPS", ...,"mode":"test","simulated":true}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second request; see *Idempotent retries*.
          */
         post: operations["downgradeService"];
         delete?: never;
@@ -323,6 +340,9 @@ export interface paths {
          *     202 {"success":true,"data":{"request_id":"REQ-000045","request_type":"cancel","request_status":"pending",
          *          "reason":"Customer moved to another provider","cancel_when":"end_of_billing_period", ...}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second request; see *Idempotent retries*.
          */
         post: operations["cancelService"];
         delete?: never;
@@ -407,6 +427,10 @@ export interface paths {
          *     200 {"success":true,"data":{"request_id":"REQ-000043","request_type":"create","request_status":"approved",
          *          "service_number":482913570, ...,"decided_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second decision; see *Idempotent
+         *     retries*.
          */
         post: operations["manageRequest"];
         delete?: never;
@@ -498,6 +522,10 @@ export interface paths {
          *          "services_by_status":{"pending":2,"active":35,"suspended":1,"cancelled":4},"status_filter":null,
          *          "recipients_sent":2,"recipients_failed":0,"recipients_pending":0,"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second report: no e-mail is sent again;
+         *     see *Idempotent retries*.
          */
         post: operations["sendServicesReport"];
         delete?: never;
@@ -554,6 +582,10 @@ export interface paths {
          *          "unpaid_invoices":6,"recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
          *          "date_range":{"start":"2025-01-01","end":"2025-01-31"},"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again
+         *     (`Idempotent-Replayed: true`) instead of a second report: no e-mail is sent again;
+         *     see *Idempotent retries*.
          */
         post: operations["sendInvoicesReport"];
         delete?: never;
@@ -2237,8 +2269,151 @@ export interface components {
                 details?: components["schemas"]["ErrorDetails"];
             };
         };
+        /** @description `conflict`: the action does not fit the record's state; `details.current_status` is always present. */
+        ErrorConflict: {
+            /**
+             * @description The machine-readable code.
+             * @example conflict
+             * @constant
+             */
+            code: "conflict";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            /** @description Always present; names the blocking state. Other keys may be added. */
+            details: {
+                /**
+                 * @description The current status of the record that blocks the action: a service status (`cancelled`) or a request status (`approved`, `denied`, or `pending`/`provider_review` for an open change request).
+                 * @example approved
+                 */
+                current_status: string;
+                /**
+                 * @description A conflict caused by an open change request: that request's id.
+                 * @example REQ-000044
+                 */
+                pending_request_id?: string;
+                /**
+                 * @description A conflict caused by an open change request: the service's own status.
+                 * @example active
+                 */
+                service_status?: string;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** @description `idempotency_key_in_use`: the first request with this Idempotency-Key is still being carried out. */
+        ErrorIdempotencyKeyInUse: {
+            /**
+             * @description The machine-readable code.
+             * @example idempotency_key_in_use
+             * @constant
+             */
+            code: "idempotency_key_in_use";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            /** @description Always present. Other keys may be added. */
+            details: {
+                /**
+                 * @description The Idempotency-Key the request carried.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                idempotency_key: string;
+                /**
+                 * @description Whole seconds to wait, the same as the `Retry-After` header.
+                 * @example 1
+                 */
+                retry_after: number;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** @description `idempotency_key_answer_lost`: the first request with this Idempotency-Key took effect, but its answer was not recorded. */
+        ErrorIdempotencyKeyAnswerLost: {
+            /**
+             * @description The machine-readable code.
+             * @example idempotency_key_answer_lost
+             * @constant
+             */
+            code: "idempotency_key_answer_lost";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            /** @description Always present. Other keys may be added. */
+            details: {
+                /**
+                 * @description The Idempotency-Key the request carried.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                idempotency_key: string;
+                /**
+                 * @description What the first request made or changed: a service (`effect_id` is its `service_number`), a service request (its `request_id`) or a report run (its `report_id`).
+                 * @example request
+                 * @enum {string}
+                 */
+                effect_type?: "service" | "request" | "report";
+                /**
+                 * @description The id of what the first request made or changed.
+                 * @example REQ-000043
+                 */
+                effect_id?: string;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** @description `idempotency_key_reused`: the Idempotency-Key was already used with a different request. */
+        ErrorIdempotencyKeyReused: {
+            /**
+             * @description The machine-readable code.
+             * @example idempotency_key_reused
+             * @constant
+             */
+            code: "idempotency_key_reused";
+            message: components["schemas"]["ErrorMessage"];
+            request_id: components["schemas"]["ErrorRequestId"];
+            /** @description Always present. Other keys may be added. */
+            details: {
+                /**
+                 * @description The Idempotency-Key the request carried.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                idempotency_key: string;
+            } & {
+                [key: string]: unknown;
+            };
+        };
         /**
-         * @description HTTP 409 error body; `details.current_status` is always present.
+         * @description HTTP 409 error body of the Idempotency-Key: the first request is still being carried out, or its answer was lost.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "idempotency_key_in_use",
+         *         "message": "The first request with this Idempotency-Key is still being carried out; retry after 1 second(s) for its answer",
+         *         "details": {
+         *           "idempotency_key": "5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10",
+         *           "retry_after": 1
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "idempotency_key_answer_lost",
+         *         "message": "The first request with this Idempotency-Key took effect (request REQ-000043), but its answer was not recorded; read the result instead of sending the request again",
+         *         "details": {
+         *           "idempotency_key": "5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10",
+         *           "effect_type": "request",
+         *           "effect_id": "REQ-000043"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        IdempotencyConflictError: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
+        };
+        /**
+         * @description HTTP 409 error body of an operation that can conflict with a records state (`conflict`) and takes an Idempotency-Key.
          * @example {
          *       "success": false,
          *       "error": {
@@ -2250,40 +2425,41 @@ export interface components {
          *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
          *       }
          *     }
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "idempotency_key_in_use",
+         *         "message": "The first request with this Idempotency-Key is still being carried out; retry after 1 second(s) for its answer",
+         *         "details": {
+         *           "idempotency_key": "5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10",
+         *           "retry_after": 1
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
          */
         ConflictError: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error. */
-            error: {
-                /**
-                 * @description The machine-readable code: `conflict`.
-                 * @example conflict
-                 * @enum {string}
-                 */
-                code: "conflict";
-                message: components["schemas"]["ErrorMessage"];
-                request_id: components["schemas"]["ErrorRequestId"];
-                /** @description Always present; names the blocking state. Other keys may be added. */
-                details: {
-                    /**
-                     * @description The current status of the record that blocks the action: a service status (`cancelled`) or a request status (`approved`, `denied`, or `pending`/`provider_review` for an open change request).
-                     * @example approved
-                     */
-                    current_status: string;
-                    /**
-                     * @description A conflict caused by an open change request: that request's id.
-                     * @example REQ-000044
-                     */
-                    pending_request_id?: string;
-                    /**
-                     * @description A conflict caused by an open change request: the service's own status.
-                     * @example active
-                     */
-                    service_status?: string;
-                } & {
-                    [key: string]: unknown;
-                };
-            };
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
+        };
+        /**
+         * @description HTTP 422 error body: the Idempotency-Key was already used with a different request.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "idempotency_key_reused",
+         *         "message": "This Idempotency-Key was already used for a different request (method, path or body); send a new request with a new key",
+         *         "details": {
+         *           "idempotency_key": "5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        IdempotencyKeyReusedError: {
+            success: components["schemas"]["ErrorFlag"];
+            error: components["schemas"]["ErrorIdempotencyKeyReused"];
         };
         /**
          * @description HTTP 429 error body (every operation).
@@ -2418,6 +2594,8 @@ export interface components {
          * @description `conflict`: the action does not fit the service's current state - it is already
          *     `cancelled`, or another change request for it is still open. `details.current_status`
          *     names the state. Do not retry unchanged.
+         *     Also `idempotency_key_in_use` (retry after `Retry-After`) and
+         *     `idempotency_key_answer_lost` (see *Idempotent retries*).
          */
         ServiceConflict: {
             headers: {
@@ -2427,6 +2605,7 @@ export interface components {
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Idempotency-Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -2437,8 +2616,47 @@ export interface components {
          * @description `conflict`: the request is already `approved` or `denied`, or approving it does not fit
          *     its service's current state (the service is cancelled, not active for a plan change, or
          *     gone). `details.current_status` names the state. Do not retry unchanged.
+         *     Also `idempotency_key_in_use` (retry after `Retry-After`) and
+         *     `idempotency_key_answer_lost` (see *Idempotent retries*).
          */
         RequestConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Idempotency-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ConflictError"];
+            };
+        };
+        /**
+         * @description `idempotency_key_in_use`: the first request with this `Idempotency-Key` is still being
+         *     carried out; retry after `Retry-After` for its answer. `idempotency_key_answer_lost`: it
+         *     took effect (`details.effect_type`, `details.effect_id`) but its answer was not recorded;
+         *     read the result instead of sending the request again. See *Idempotent retries*.
+         */
+        IdempotencyConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Idempotency-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["IdempotencyConflictError"];
+            };
+        };
+        /** @description `idempotency_key_reused`: this `Idempotency-Key` was already used with a different request (method, path, body or `X-Test-Scenario`). A new request takes a new key. See *Idempotent retries*. */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2449,7 +2667,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ConflictError"];
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
         /** @description `rate_limit_exceeded`: the key's rate limit is used up (the refused request still counts and is logged), or the caller IP is over the optional bound on failed authentications (`details.reason: auth_failures_per_ip`; no rate-limit headers). Retry after `Retry-After` seconds. */
@@ -2734,6 +2952,11 @@ export interface components {
          */
         ClientRequestId: string;
         /**
+         * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+         * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+         */
+        IdempotencyKey: string;
+        /**
          * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
          * @example 25
          */
@@ -2775,6 +2998,10 @@ export interface components {
         RateLimit: string;
         /** @description Whole seconds to wait before retrying (never earlier than the window reset). */
         "Retry-After": number;
+        /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (see *Idempotent retries*); absent on an answer made for this request. */
+        "Idempotent-Replayed": "true";
+        /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
+        "Idempotency-Retry-After": number;
     };
     pathItems: never;
 }
@@ -2844,6 +3071,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -2859,6 +3091,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,6 +3101,8 @@ export interface operations {
             400: components["responses"]["PostAuthCheckBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -2890,6 +3125,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -2909,6 +3149,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2924,6 +3165,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2933,6 +3175,8 @@ export interface operations {
             400: components["responses"]["CreateServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3089,6 +3333,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -3114,6 +3363,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,6 +3375,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ServiceNotFound"];
             409: components["responses"]["ServiceConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3147,6 +3398,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -3172,6 +3428,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3183,6 +3440,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ServiceNotFound"];
             409: components["responses"]["ServiceConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3205,6 +3463,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -3230,6 +3493,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3241,6 +3505,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ServiceNotFound"];
             409: components["responses"]["ServiceConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3263,6 +3528,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -3288,6 +3558,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3299,6 +3570,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ServiceNotFound"];
             409: components["responses"]["ServiceConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3403,6 +3675,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -3428,6 +3705,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3443,6 +3721,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3454,6 +3733,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["RequestNotFound"];
             409: components["responses"]["RequestConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3529,6 +3809,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -3548,6 +3833,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,6 +3843,8 @@ export interface operations {
             400: components["responses"]["SendServicesReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -3579,6 +3867,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -3598,6 +3891,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3607,6 +3901,8 @@ export interface operations {
             400: components["responses"]["SendInvoicesReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
