@@ -144,6 +144,75 @@ describe('what the client adds to fetch', () => {
     assert.equal(seen.length, 1);
   });
 
+  const failed = (status: number, code: string, retryAfter?: string) => () =>
+    new Response(JSON.stringify({ success: false, error: { code, message: code, request_id: 'req_2' } }), {
+      status,
+      headers: { 'Content-Type': 'application/json', ...(retryAfter !== undefined && { 'Retry-After': retryAfter }) },
+    });
+
+  for (const [name, answer] of [
+    ['500 server_error', failed(500, 'server_error')],
+    ['503', failed(503, 'server_error')],
+    ['409 idempotency_key_in_use', failed(409, 'idempotency_key_in_use', '0')],
+  ] as const) {
+    test(`a POST answered ${name} is retried with the same Idempotency-Key`, async () => {
+      const { seen, fetch } = scripted([answer, ok]);
+      const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch, maxRetryDelayMs: 1000 });
+      await api.POST('/api/v1/auth-check');
+      assert.equal(seen.length, 2);
+      assert.equal(seen[0]!.headers.get('Idempotency-Key'), seen[1]!.headers.get('Idempotency-Key'));
+    });
+  }
+
+  for (const [status, code] of [
+    [409, 'conflict'],
+    [409, 'idempotency_key_answer_lost'],
+    [422, 'idempotency_key_reused'],
+    [404, 'not_found'],
+  ] as const) {
+    test(`${status} ${code} is thrown at once, not retried`, async () => {
+      const { seen, fetch } = scripted([failed(status, code), ok]);
+      const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch });
+      await assert.rejects(api.POST('/api/v1/auth-check'), (err: unknown) => err instanceof ClientApiError && err.status === status && err.code === code);
+      assert.equal(seen.length, 1);
+    });
+  }
+
+  test('a failed connection is retried with the same Idempotency-Key', async () => {
+    const seen: Request[] = [];
+    const fetch = (async (input: Request) => {
+      seen.push(input);
+      if (seen.length === 1) throw new TypeError('fetch failed');
+      return ok();
+    }) as typeof globalThis.fetch;
+    const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch });
+    await api.POST('/api/v1/auth-check');
+    assert.equal(seen.length, 2);
+    assert.equal(seen[0]!.headers.get('Idempotency-Key'), seen[1]!.headers.get('Idempotency-Key'));
+  });
+
+  test('against the server: a POST whose answer was lost on the way is retried and replayed, one service made', async () => {
+    const admin = await apiKey(t.prisma, { brokerId, scopes: ['admin:full'], rateLimit: 10_000 });
+    let dropped = 0;
+    // The request reaches the server and is carried out; its answer is lost on the way back once.
+    const losingFetch = (async (input: Request) => {
+      const response = await globalThis.fetch(input);
+      if (dropped++ === 0) {
+        await response.body?.cancel();
+        throw new TypeError('fetch failed: socket hang up');
+      }
+      return response;
+    }) as typeof globalThis.fetch;
+    const api = createClient({ baseUrl, apiKey: admin.key, fetch: losingFetch });
+    const hostname = 'lost-answer.client.example';
+    const { data, response } = await api.POST('/api/v1/service-create', {
+      body: { plan: 'Basic VPS', hostname, customer_email: 'ops@client.example' },
+    });
+    assert.equal(response.headers.get('Idempotent-Replayed'), 'true');
+    assert.equal(data!.success, true);
+    assert.equal(await t.prisma.service.count({ where: { hostname } }), 1);
+  });
+
   test('retries are bounded (maxRetries), and each POST call gets a key of its own', async () => {
     const { seen, fetch } = scripted([limited('0'), limited('0'), limited('0'), limited('0')]);
     const api = createClient({ baseUrl: 'http://api.invalid', apiKey: 'sk_test_x', fetch, maxRetries: 1 });

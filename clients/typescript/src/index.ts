@@ -4,9 +4,11 @@
  * openapi-fetch, with the key and base URL given once.
  *
  * - Every POST carries an `Idempotency-Key` (a random UUID unless you set one), the same on each
- *   retry of that call.
- * - A `429` is retried after its `Retry-After` (bounded by `maxRetryDelayMs`, at most `maxRetries`
- *   times): the server did not run the request. A GET is also retried on `500`/`502`/`503`/`504`.
+ *   retry of that call: the server carries a POST out once and replays its answer to a retry
+ *   (openapi.yaml, "Idempotent retries"), so every call is safe to retry.
+ * - Retried, at most `maxRetries` times, after the answer's `Retry-After` (bounded by
+ *   `maxRetryDelayMs`) or a growing delay: `429`, `409 idempotency_key_in_use` (the first attempt
+ *   is still running), `500`/`502`/`503`/`504`, and a failed connection.
  * - Any other error answer is thrown as one `ClientApiError` with the contract's code, message,
  *   details, HTTP status and request id.
  *
@@ -59,7 +61,17 @@ export class ClientApiError extends Error {
   }
 }
 
-const RETRYABLE_FOR_GET = new Set([429, 500, 502, 503, 504]);
+const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/** Answers that a later attempt with the same Idempotency-Key may turn into the real answer. */
+async function isRetryable(response: Response): Promise<boolean> {
+  if (RETRYABLE_STATUS.has(response.status)) return true;
+  if (response.status !== 409) return false;
+  const body = (await response.clone().json().catch(() => null)) as ErrorEnvelope | null;
+  return body?.error?.code === 'idempotency_key_in_use';
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Seconds of a `Retry-After` (seconds or an HTTP date), in ms; undefined when absent or unreadable. */
 function retryAfterMs(response: Response): number | undefined {
@@ -75,15 +87,24 @@ function retryingFetch(options: ClientOptions): (request: Request) => Promise<Re
   const baseFetch = options.fetch ?? globalThis.fetch;
   const maxRetries = options.maxRetries ?? 2;
   const maxDelay = options.maxRetryDelayMs ?? 30_000;
+  const backoff = (attempt: number) => Math.min(maxDelay, 250 * 2 ** attempt);
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
-      const response = await baseFetch(request.clone());
-      const retryable = response.status === 429 || (request.method === 'GET' && RETRYABLE_FOR_GET.has(response.status));
-      if (!retryable || attempt >= maxRetries) return response;
-      const wait = retryAfterMs(response) ?? Math.min(maxDelay, 250 * 2 ** attempt);
+      let response: Response;
+      try {
+        response = await baseFetch(request.clone());
+      } catch (err) {
+        // No answer at all (connection refused or dropped): the same request again, unless the
+        // caller gave up (an aborted signal) or the retries are used up.
+        if (request.signal.aborted || attempt >= maxRetries) throw err;
+        await sleep(backoff(attempt));
+        continue;
+      }
+      if (attempt >= maxRetries || !(await isRetryable(response))) return response;
+      const wait = retryAfterMs(response) ?? backoff(attempt);
       if (wait > maxDelay) return response;
       await response.body?.cancel();
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
     }
   };
 }
