@@ -136,6 +136,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         // as long as it waits for its e-mails.
         idempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {
           leaseMs: options.idempotency?.leaseMs ?? config.reportWaitMs + 60_000,
+          seal: deps.credentials,
         }),
         dispatchOperations(router),
       ],

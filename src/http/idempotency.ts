@@ -30,9 +30,17 @@ export interface IdempotencyKeys {
   purgeExpired(): Promise<number>;
 }
 
+/** Seals a recorded answer at rest and opens it again (the service-password cipher). */
+export interface AnswerSeal {
+  encrypt(plaintext: string): string;
+  decrypt(stored: string): string;
+}
+
 export interface IdempotencyOptions {
   /** How long the first request holds its key before a retry may take it over (it had no effect then). */
   leaseMs: number;
+  /** Recorded answers may hold a generated password: they are stored sealed, like the passwords themselves. */
+  seal: () => Promise<AnswerSeal>;
   /** How often (at most) this process deletes expired keys. */
   purgeEveryMs?: number;
 }
@@ -96,15 +104,19 @@ async function checkKey(
   key: string,
 ): Promise<'answered' | 'go on'> {
   const auth = res.locals.auth as AuthContext;
+  // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
+  const seal = await options.seal();
   const claim = await keys.claim(auth.keyId, key, fingerprintOf(req), options.leaseMs);
   switch (claim.kind) {
     case 'run':
-      hold(keys, logger, res, claim.id, claim.owner);
+      hold(keys, logger, seal, res, claim.id, claim.owner);
       return 'go on';
-    case 'replay':
+    case 'replay': {
+      const body = claim.body === '' ? '' : seal.decrypt(claim.body);
       res.status(claim.status).setHeader(REPLAYED_HEADER, 'true').setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.end(claim.body);
+      res.end(body);
       return 'answered';
+    }
     case 'reused':
       throw new ApiError(
         'idempotency_key_reused',
@@ -142,7 +154,7 @@ function answerLost(key: string, effect: Effect | null): ApiError {
  * hold. An answer that asks for a retry (429, 5xx) is not kept: without an effect the key is free
  * again; with one, a retry is told the answer was lost.
  */
-function hold(keys: IdempotencyKeys, logger: Logger, res: Response, id: bigint, owner: string): void {
+function hold(keys: IdempotencyKeys, logger: Logger, seal: AnswerSeal, res: Response, id: bigint, owner: string): void {
   const recordEffect: Caller['recordEffect'] = async (tx, effect) => {
     if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(String(res.req.headers[IDEMPOTENCY_HEADER]));
   };
@@ -154,7 +166,7 @@ function hold(keys: IdempotencyKeys, logger: Logger, res: Response, id: bigint, 
     const body = Buffer.isBuffer(chunk) ? chunk.toString('utf8') : typeof chunk === 'string' ? chunk : '';
     const status = res.statusCode;
     const keep = status < 500 && status !== 429;
-    const recorded = keep ? keys.finish(id, owner, status, body) : keys.release(id, owner);
+    const recorded = keep ? Promise.resolve().then(() => keys.finish(id, owner, status, body === '' ? '' : seal.encrypt(body))) : keys.release(id, owner);
     recorded
       .catch((err: unknown) => logger.error({ err, requestId: res.locals.requestId }, 'could not record the answer of an idempotent request'))
       .finally(() => (end as (...a: unknown[]) => Response).apply(this, args));

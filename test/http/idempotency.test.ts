@@ -95,6 +95,22 @@ describe('a retry with the same key and request', () => {
     assert.equal(await t.prisma.serviceRequest.count({ where: { serviceId: s.id } }), 1);
   });
 
+  test('a generated password is replayed, and kept only sealed (never as plain text in the database)', async () => {
+    const s = await service(t, { brokerId: manualAdmin.brokerId, status: 'active', plan: 'Basic VPS' });
+    const key = randomUUID();
+    const first = await post(manualAdmin.key, `/api/v1/services/${s.serviceNumber}/password`, {}, key);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const password = first.body.data.password as string;
+    assert.equal(typeof password, 'string');
+    const [row] = await t.prisma.idempotencyKey.findMany({ where: { key } });
+    assert.ok(row?.responseBody, 'the answer is recorded');
+    assert.ok(!row.responseBody.includes(password), 'the recorded answer does not hold the password in plain text');
+    assert.ok(!row.responseBody.includes(String(s.serviceNumber)), 'nor any other part of the answer');
+    const retry = await post(manualAdmin.key, `/api/v1/services/${s.serviceNumber}/password`, {}, key);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.equal(retry.body.data.password, password);
+  });
+
   test("an operation's 4xx answer is kept and replayed (404 not_found)", async () => {
     const key = randomUUID();
     const first = await post(manualAdmin.key, '/api/v1/services/999999998/cancel', { reason: 'moving out' }, key);
