@@ -72,6 +72,15 @@ describe('x-codeSamples', () => {
     }
   });
 
+  test("every POST's curl sample that changes something sends an Idempotency-Key and retries with it", () => {
+    const posts = Object.values(document.paths).flatMap((item) => (item.post ? [item.post] : []));
+    assert.equal(posts.length, 9);
+    for (const op of posts.filter((o) => o.operationId !== 'postAuthCheck')) {
+      const curl = op['x-codeSamples']!.find((s) => s.lang === 'Shell')!.source;
+      assert.match(curl, /-H "Idempotency-Key: \$\(openssl rand -hex 16\)" --retry \d/, op.operationId);
+    }
+  });
+
   test('the TypeScript samples type-check against the contract', async () => {
     for (const op of operations) tsFile(op.operationId, op['x-codeSamples']!.find((s) => s.lang === 'TypeScript')!.source);
     writeFileSync(
