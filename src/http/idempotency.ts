@@ -10,25 +10,10 @@ import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import stringify from 'safe-stable-stringify';
 import type { Logger } from '../logger.ts';
-import type { Db } from '../shared/db-errors.ts';
 import type { Caller, Effect } from '../shared/caller.ts';
+import type { IdempotencyKeys } from '../shared/idempotency-keys.ts';
 import type { AuthContext } from './auth-context.ts';
 import { ApiError } from './errors.ts';
-
-/** What the step needs of the store (src/idempotency/store.ts). */
-export interface IdempotencyKeys {
-  claim(apiKeyId: string, key: string, fingerprint: string, leaseMs: number): Promise<
-    | { kind: 'run'; id: bigint; owner: string }
-    | { kind: 'replay'; status: number; body: string }
-    | { kind: 'reused' }
-    | { kind: 'in_use' }
-    | { kind: 'answer_lost'; effect: Effect | null }
-  >;
-  recordEffect(tx: Db, id: bigint, owner: string, effect: Effect): Promise<boolean>;
-  finish(id: bigint, owner: string, status: number, body: string): Promise<boolean>;
-  release(id: bigint, owner: string): Promise<void>;
-  purgeExpired(): Promise<number>;
-}
 
 /** Seals a recorded answer at rest and opens it again (the service-password cipher). */
 export interface AnswerSeal {
@@ -109,7 +94,7 @@ async function checkKey(
   const claim = await keys.claim(auth.keyId, key, fingerprintOf(req), options.leaseMs);
   switch (claim.kind) {
     case 'run':
-      hold(keys, logger, seal, res, claim.id, claim.owner);
+      hold(keys, logger, seal, res, key, claim.id, claim.owner);
       return 'go on';
     case 'replay': {
       const body = claim.body === '' ? '' : seal.decrypt(claim.body);
@@ -154,9 +139,9 @@ function answerLost(key: string, effect: Effect | null): ApiError {
  * hold. An answer that asks for a retry (429, 5xx) is not kept: without an effect the key is free
  * again; with one, a retry is told the answer was lost.
  */
-function hold(keys: IdempotencyKeys, logger: Logger, seal: AnswerSeal, res: Response, id: bigint, owner: string): void {
+function hold(keys: IdempotencyKeys, logger: Logger, seal: AnswerSeal, res: Response, key: string, id: bigint, owner: string): void {
   const recordEffect: Caller['recordEffect'] = async (tx, effect) => {
-    if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(String(res.req.headers[IDEMPOTENCY_HEADER]));
+    if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(key);
   };
   res.locals.recordEffect = recordEffect;
   const end = res.end;

@@ -11,24 +11,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Db } from '../shared/db-errors.ts';
 import type { Effect } from '../shared/caller.ts';
+import type { Claim, IdempotencyKeys } from '../shared/idempotency-keys.ts';
 
 /** How long a key is kept: a retry later than this is a new request. */
 export const IDEMPOTENCY_KEY_HOURS = 24;
-
-/** What to do with a request that carries an Idempotency-Key. */
-export type Claim =
-  /** Carry it out: this request holds the key (`owner`). */
-  | { kind: 'run'; id: bigint; owner: string }
-  /** Answer as the first request was answered. */
-  | { kind: 'replay'; status: number; body: string }
-  /** The key was used for another request (method, path, body or test scenario). */
-  | { kind: 'reused' }
-  /** The first request is still being carried out. */
-  | { kind: 'in_use' }
-  /** The first request took effect, but its answer was not recorded. */
-  | { kind: 'answer_lost'; effect: Effect | null };
 
 interface Row {
   id: bigint;
@@ -43,19 +30,7 @@ interface Row {
   lease_over: boolean;
 }
 
-export interface IdempotencyStore {
-  claim(apiKeyId: string, key: string, fingerprint: string, leaseMs: number): Promise<Claim>;
-  /** In the effect's transaction: false when this request no longer holds the key. */
-  recordEffect(tx: Db, id: bigint, owner: string, effect: Effect): Promise<boolean>;
-  /** Records the answer; false when this request no longer holds the key. */
-  finish(id: bigint, owner: string, status: number, body: string): Promise<boolean>;
-  /** No answer to keep: a key without effect is forgotten; one with an effect ends its lease. */
-  release(id: bigint, owner: string): Promise<void>;
-  /** Deletes keys older than IDEMPOTENCY_KEY_HOURS. */
-  purgeExpired(): Promise<number>;
-}
-
-export function idempotencyStore(prisma: PrismaClient): IdempotencyStore {
+export function idempotencyStore(prisma: PrismaClient): IdempotencyKeys {
   return {
     claim: (apiKeyId, key, fingerprint, leaseMs) => claim(prisma, apiKeyId, key, fingerprint, leaseMs),
 

@@ -1,6 +1,6 @@
-import type { Caller } from '../shared/caller.ts';
 /** What a report is asked for, what it counts and what a run answers. */
 import type { components } from '../../generated/api.ts';
+import type { Caller } from '../shared/caller.ts';
 import { NoDataError } from '../shared/errors.ts';
 
 export type ReportType = 'invoices' | 'services';

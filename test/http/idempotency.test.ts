@@ -9,13 +9,14 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { fingerprintOf } from '../../src/http/idempotency.ts';
-import { idempotencyStore, type IdempotencyStore } from '../../src/idempotency/store.ts';
+import { idempotencyStore } from '../../src/idempotency/store.ts';
+import type { IdempotencyKeys } from '../../src/shared/idempotency-keys.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 
 let t: TestApp;
-let keys: IdempotencyStore;
+let keys: IdempotencyKeys;
 let autoAdmin: { key: string; id: string; brokerId: string };
 let manualAdmin: { key: string; id: string; brokerId: string };
 let sandbox: { key: string; id: string };
@@ -323,7 +324,7 @@ describe('kept 24 hours', () => {
 
 describe('the answer could not be recorded (the database failed after the effect)', () => {
   test('the client still gets its success; a retry gets 409 idempotency_key_answer_lost, and nothing is done twice', async () => {
-    const failingFinish: IdempotencyStore = { ...keys, finish: async () => Promise.reject(new Error('connection terminated')) };
+    const failingFinish: IdempotencyKeys = { ...keys, finish: async () => Promise.reject(new Error('connection terminated')) };
     const app = createApp(t.deps, { idempotency: { keys: failingFinish, leaseMs: 200 } });
     const body = newService();
     const key = randomUUID();
@@ -347,7 +348,7 @@ describe('the answer could not be recorded (the database failed after the effect
   test('an operation that failed before its effect leaves the key free (500, then carried out)', async () => {
     let failures = 1;
     // The first attempt's effect transaction fails as a lost connection would; it rolls back whole.
-    const flaky: IdempotencyStore = {
+    const flaky: IdempotencyKeys = {
       ...keys,
       recordEffect: async (tx, id, owner, effect) => {
         if (failures-- > 0) throw new Error('connection terminated');
