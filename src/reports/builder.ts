@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ReportTotals, ReportType } from './types.ts';
 
@@ -21,8 +22,11 @@ export interface ReportCount<T extends ReportTotals = ReportTotals> {
 export interface ReportBuilder<T extends ReportTotals = ReportTotals> {
   type: ReportType;
   count(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<T>>;
-  /** Streams the workbook to `file`, reading rows in batches; returns the counts of the rows written. */
-  write(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot, file: string, generatedAt: Date): Promise<ReportCount<T>>;
+  /**
+   * Streams the workbook's bytes into `out`, reading rows in batches, and ends `out`; resolves
+   * once `out` has taken every byte, with the counts of the rows written.
+   */
+  write(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot, out: Writable, generatedAt: Date): Promise<ReportCount<T>>;
   attachmentName(spec: ReportSpec): string;
   subject(spec: ReportSpec): string;
   text(spec: ReportSpec, totals: T, generatedAt: string): string;

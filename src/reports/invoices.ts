@@ -1,7 +1,8 @@
+import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { InvoiceTotals, ReportSpec } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
-import { addSummarySheet, addTableSheet, dateCell, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
+import { addSummarySheet, addTableSheet, dateCell, commitWorkbook, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 
 /** Invoices read per query while the workbook streams (keyset pagination on date, id). */
 export const INVOICE_BATCH = 2_000;
@@ -103,11 +104,11 @@ async function writeInvoicesWorkbook(
   prisma: PrismaClient,
   spec: ReportSpec,
   snapshot: ReportSnapshot,
-  file: string,
+  out: Writable,
   generatedAt: Date,
 ): Promise<ReportCount<InvoiceTotals>> {
   const { start, end } = rangeOf(spec);
-  const workbook = await openWorkbook(file);
+  const workbook = await openWorkbook(out);
   const sheet = addTableSheet(workbook, 'Invoices', INVOICE_COLUMNS);
   const where = inRange(spec);
   // Each page comes back as one text, one JSON array per line: a row-by-row result costs the
@@ -161,7 +162,7 @@ async function writeInvoicesWorkbook(
 
   const lines = summaryLines({ start, end, generatedAt, paid, pending, sums });
   addSummarySheet(workbook, 'Summary', lines, [22, 14, 12, 16]);
-  await workbook.commit();
+  await commitWorkbook(workbook, out);
   return {
     rows: total,
     totals: { total_invoices: total, paid_invoices: paid, unpaid_invoices: pending },

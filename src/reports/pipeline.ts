@@ -15,7 +15,7 @@
  *   records (run-report.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Job } from 'bullmq';
@@ -151,7 +151,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   let written;
   try {
     await mkdir(path.dirname(file), { recursive: true });
-    written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, partial, run.generatedAt);
+    written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, createWriteStream(partial), run.generatedAt);
     await rename(partial, file);
   } catch (err) {
     await rm(partial, { force: true }).catch(() => undefined);

@@ -1,7 +1,8 @@
+import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
-import { addSummarySheet, addTableSheet, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
+import { addSummarySheet, addTableSheet, commitWorkbook, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 
 export const SERVICE_BATCH = 10_000;
 export const SERVICE_STATUSES: readonly ServiceStatusFilter[] = ['pending', 'active', 'suspended', 'cancelled'];
@@ -56,10 +57,10 @@ async function writeServicesWorkbook(
   prisma: PrismaClient,
   spec: ReportSpec,
   snapshot: ReportSnapshot,
-  file: string,
+  out: Writable,
   generatedAt: Date,
 ): Promise<ReportCount<ServiceTotals>> {
-  const workbook = await openWorkbook(file);
+  const workbook = await openWorkbook(out);
   const sheet = addTableSheet(workbook, 'Services', SERVICE_COLUMNS);
   const where = filterOf(spec);
   // One JSON text per page (json_agg): far cheaper through the driver adapter than row by row.
@@ -109,7 +110,7 @@ async function writeServicesWorkbook(
     { cells: ['Total', total], bold: true, formats: [undefined, FORMAT.integer] },
   ];
   addSummarySheet(workbook, 'Summary', lines, [22, 12]);
-  await workbook.commit();
+  await commitWorkbook(workbook, out);
   return { rows: total, totals: { total_services: total, services_by_status: byStatus }, snapshot };
 }
 

@@ -1,4 +1,5 @@
 import { once, type EventEmitter } from 'node:events';
+import { finished } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import type ExcelJS from 'exceljs';
 import { collectGarbage } from '../gc.ts';
@@ -29,10 +30,10 @@ const HEADER_FILL: ExcelJS.Fill = { type: 'pattern', pattern: 'solid', fgColor: 
  * exceljs is loaded on the first workbook, not at start-up: it is ~25 MB of RSS that only the
  * process building reports needs (an API process apart from the worker never loads it).
  */
-export async function openWorkbook(file: string): Promise<ExcelJS.stream.xlsx.WorkbookWriter> {
+export async function openWorkbook(out: Writable): Promise<ExcelJS.stream.xlsx.WorkbookWriter> {
   const { default: Excel } = await import('exceljs');
   const workbook = new Excel.stream.xlsx.WorkbookWriter({
-    filename: file,
+    stream: out,
     useStyles: true,
     useSharedStrings: false,
     // Fast deflate: the files stay small (repetitive XML) and writing is quicker than the default level.
@@ -170,6 +171,13 @@ export function addSummarySheet(
     row.commit();
   }
   (sheet as unknown as { commit(): void }).commit();
+}
+
+/** Commits the workbook and waits until `out` has taken (and flushed) every byte. */
+export async function commitWorkbook(workbook: ExcelJS.stream.xlsx.WorkbookWriter, out: Writable): Promise<void> {
+  const flushed = finished(out);
+  await workbook.commit();
+  await flushed;
 }
 
 /** `YYYY-MM-DD` as a date cell (midnight UTC, which exceljs stores as that calendar day). */

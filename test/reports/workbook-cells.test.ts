@@ -4,12 +4,12 @@
  * or exported; other text and numbers are written as they are (src/reports/workbook.ts).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import JSZip from 'jszip';
-import { addTableSheet, finishTable, openWorkbook } from '../../src/reports/workbook.ts';
+import { addTableSheet, commitWorkbook, finishTable, openWorkbook } from '../../src/reports/workbook.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-workbook-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,11 +28,12 @@ const CELLS: Array<[string | number, boolean]> = [
 
 test('formula-like text cells carry quotePrefix="1"; others do not', async () => {
   const file = path.join(dir, 'cells.xlsx');
-  const workbook = await openWorkbook(file);
+  const out = createWriteStream(file);
+  const workbook = await openWorkbook(out);
   const table = addTableSheet(workbook, 'Cells', [{ header: 'Value', key: 'value', width: 30 }]);
   for (const [value] of CELLS) table.addRow([value]);
   finishTable(table, 1, CELLS.length);
-  await workbook.commit();
+  await commitWorkbook(workbook, out);
 
   const zip = await JSZip.loadAsync(readFileSync(file));
   const styles = await zip.file('xl/styles.xml')!.async('string');
