@@ -7,6 +7,7 @@ import { hasScope } from '../http/auth-context.ts';
 import type { OperationInfo } from '../http/contract.ts';
 import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
+import { scrubSecrets } from '../ops/redact.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
@@ -62,10 +63,14 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
     'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
   });
 
-/** The URL's path without its query string (queries can hold customer data), at most 2,048 characters. */
+/**
+ * The URL's path without its query string (queries can hold customer data), with key-shaped text
+ * scrubbed as in the log lines (a key sent as a path segment, in any encoding), at most 2,048
+ * characters.
+ */
 function pathOf(url: string): string {
   const query = url.indexOf('?');
-  return (query === -1 ? url : url.slice(0, query)).slice(0, 2048);
+  return scrubSecrets(query === -1 ? url : url.slice(0, query)).slice(0, 2048);
 }
 
 /** The key a request presents: its hash and the mode its prefix claims. */

@@ -75,6 +75,37 @@ describe('API log and last-used time', () => {
     assert.ok(!text.includes(k.key) && !text.includes(k.key.slice(8)), text);
   });
 
+  describe('a key sent in the path is stored redacted, as in the log lines (src/ops/redact.ts)', () => {
+    const everyCharEncoded = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+    const forms: Array<[string, (key: string) => string]> = [
+      ['a report id', (key) => `/api/v1/reports/${key}`],
+      ['a service id', (key) => `/api/v1/services/${key}`],
+      ['a request id', (key) => `/api/v1/requests/${key}/manage`],
+      ['an unknown path', (key) => `/api/v1/${key}`],
+      ['underscores percent-encoded', (key) => `/api/v1/services/${key.replace(/_/g, '%5F')}`],
+      ['every character percent-encoded', (key) => `/api/v1/services/${everyCharEncoded(key)}`],
+      ['percent-encoded twice', (key) => `/api/v1/reports/${encodeURIComponent(everyCharEncoded(key))}`],
+      ['upper-case prefix', (key) => `/api/v1/services/${key.replace(/^sk_live_/, 'SK_LIVE_')}`],
+      ['glued to other text', (key) => `/api/v1/services/svc_${key}`],
+      ['cut at 2,048 characters', (key) => `/api/v1/services/${'a'.repeat(2021)}${key}`],
+    ];
+    for (const [form, pathFor] of forms) {
+      test(`${form}: the secret is not in api_logs.path, the mode is`, async () => {
+        const k = await apiKey(t.prisma, { scopes: ['admin:full'] });
+        await request(t.app).get(pathFor(k.key)).set('Authorization', `Bearer ${k.key}`);
+        await t.flushApiLog();
+        const [log] = await logsOf(k.id);
+        assert.ok(log, 'one entry');
+        const secret = k.key.slice('sk_live_'.length);
+        for (const leaked of [secret, everyCharEncoded(secret), secret.slice(0, 12), `sk_live_${secret.slice(0, 2)}`]) {
+          assert.equal(log.path.includes(leaked), false, log.path);
+        }
+        // Cut after the scrub: a key across the 2,048th character leaves no part of its secret.
+        assert.match(log.path, form.startsWith('cut') ? /sk_live_\[r$/ : /sk_live_\[redacted\]/i);
+      });
+    }
+  });
+
   test('last used never moves backwards, and is coalesced per key', async () => {
     const k = await apiKey(t.prisma);
     const log = createApiLog(t.prisma, t.deps.logger, { flushIntervalMs: 60_000 });
