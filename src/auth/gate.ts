@@ -9,7 +9,7 @@ import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { scrubSecrets } from '../ops/redact.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
-import { displayIp } from './ip-whitelist.ts';
+import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
@@ -204,8 +204,8 @@ function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unk
 }
 
 /**
- * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP over
- * it, a 429. Only g.failures are counted, so a valid key from the same IP still passes. Without
+ * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP (an
+ * IPv6 caller's /64) over it, a 429. Only g.failures are counted, so a valid key from the same IP still passes. Without
  * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
  */
 function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, err: unknown): void {
@@ -213,7 +213,7 @@ function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, e
     next(err);
     return;
   }
-  g.failures.fail(displayIp(req.ip)).then(
+  g.failures.fail(callerBucket(req.ip)).then(
     (state) => {
       if (!state.exceeded) {
         next(err);

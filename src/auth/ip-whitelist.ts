@@ -73,6 +73,19 @@ export function displayIp(ip: string | undefined): string {
   return shown;
 }
 
+/**
+ * What one caller counts as for a per-IP bound: an IPv4 address alone, an IPv6 address by its
+ * /64 (one subscriber or host is usually given a whole /64, so counting each address apart lets
+ * it send 2^64 times the bound). Text that is not an address is one caller of its own.
+ */
+export function callerBucket(ip: string | undefined): string {
+  const caller = parseCallerIp(ip);
+  if (caller === undefined) return 'not-an-address';
+  if (caller.kind() === 'ipv4') return caller.toString();
+  const parts = (caller as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
+}
+
 export function ipMatches(caller: Address, rule: IpRule): boolean {
   return caller.kind() === rule.address.kind() && caller.match(rule.address, rule.bits);
 }

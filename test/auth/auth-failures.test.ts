@@ -78,6 +78,26 @@ describe('failed authentications per IP (AUTH_FAILURES_PER_IP)', () => {
     assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, '203.0.113.12')).status, 401);
   });
 
+  test('IPv6 callers are counted per /64: addresses of one /64 share a count, another /64 does not', async () => {
+    for (let i = 1; i <= LIMIT; i++) {
+      assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, `2001:db8:0:1::${i.toString(16)}`)).status, 401);
+    }
+    // Another address of the same /64, in another spelling: over the bound.
+    const same = await authCheck(app, `Bearer ${generateApiKey('live').key}`, '2001:DB8:0:1:ffff:ffff:ffff:ffff');
+    assert.equal(same.status, 429, JSON.stringify(same.body));
+    assert.equal(same.body.error.details.reason, 'auth_failures_per_ip');
+    // The next /64 has a count of its own.
+    assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, '2001:db8:0:2::1')).status, 401);
+  });
+
+  test('an IPv4-mapped IPv6 caller is counted as its IPv4 address, alone', async () => {
+    for (let i = 0; i < LIMIT; i++) {
+      assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, '::ffff:203.0.113.16')).status, 401);
+    }
+    assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, '203.0.113.16')).status, 429);
+    assert.equal((await authCheck(app, `Bearer ${generateApiKey('live').key}`, '203.0.113.17')).status, 401);
+  });
+
   test('off by default: failures are answered 401 however many there are', async () => {
     const ip = '203.0.113.15';
     const defaults = loadConfig({ NODE_ENV: 'test' });
