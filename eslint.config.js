@@ -16,7 +16,7 @@ const DOMAIN = [
   './src/*/change-requests.ts',
   './src/*/present.ts',
   './src/*/read-cache.ts',
-  './src/reports/{builder,invoices,services,workbook,pipeline,reconcile,run-report,runs,limits,types}.ts',
+  './src/reports/{builder,invoices,services,workbook,pipeline,reconcile,run-report,runs,limits,types,workbook-store,links}.ts',
 ];
 
 /**

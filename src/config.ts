@@ -45,6 +45,14 @@ export interface Config {
   reportsConcurrentPerBroker: number;
   /** Live reports one broker may start in any hour (REPORTS_PER_HOUR_PER_BROKER). */
   reportsPerHourPerBroker: number;
+  /** Largest workbook attached to a report e-mail (REPORT_ATTACHMENT_MAX_BYTES); a larger one goes out as download links. */
+  reportAttachmentMaxBytes: number;
+  /** The address people reach this server at (PUBLIC_BASE_URL, no trailing slash): download links start with it. */
+  publicBaseUrl: string;
+  /** How long a report download link is valid (REPORT_LINK_TTL_HOURS). */
+  reportLinkTtlHours: number;
+  /** Requests to /downloads/reports per caller IP (IPv6: per /64) and minute (REPORT_DOWNLOADS_PER_IP_PER_MINUTE). */
+  reportDownloadsPerIpPerMinute: number;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -75,14 +83,38 @@ export function parseTrustProxy(value: string | undefined): boolean | number | s
   return text;
 }
 
+/**
+ * PUBLIC_BASE_URL: an http(s) address without query or fragment, kept without its trailing slash.
+ * Unset: this server's own `http(s)://HOST:PORT` (https when TLS files are set).
+ */
+export function publicBaseUrlOf(env: NodeJS.ProcessEnv, host: string, port: number): string {
+  const text = optional(env.PUBLIC_BASE_URL);
+  if (text === undefined) {
+    const scheme = optional(env.TLS_CERT_FILE) && optional(env.TLS_KEY_FILE) ? 'https' : 'http';
+    return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`PUBLIC_BASE_URL must be an http or https URL, got "${text}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new Error(`PUBLIC_BASE_URL must be an http or https URL without credentials, query or fragment, got "${text}"`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = optional(env.HOST) ?? '127.0.0.1';
+  const port = integer('PORT', env.PORT, 3000, 0, 65535);
   return {
     databaseUrl: optional(env.DATABASE_URL),
     redisUrl: optional(env.REDIS_URL),
     smtpUrl: optional(env.SMTP_URL),
     dataDir: path.resolve(optional(env.DATA_DIR) ?? './var'),
-    port: integer('PORT', env.PORT, 3000, 0, 65535),
-    host: optional(env.HOST) ?? '127.0.0.1',
+    port,
+    host,
     tlsCertFile: optional(env.TLS_CERT_FILE),
     tlsKeyFile: optional(env.TLS_KEY_FILE),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
@@ -105,6 +137,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresWindowSeconds: integer('AUTH_FAILURES_WINDOW_SECONDS', env.AUTH_FAILURES_WINDOW_SECONDS, 60, 1, 86_400),
     reportsConcurrentPerBroker: integer('REPORTS_CONCURRENT_PER_BROKER', env.REPORTS_CONCURRENT_PER_BROKER, 2, 1, 1000),
     reportsPerHourPerBroker: integer('REPORTS_PER_HOUR_PER_BROKER', env.REPORTS_PER_HOUR_PER_BROKER, 30, 1, 100_000),
+    reportAttachmentMaxBytes: integer('REPORT_ATTACHMENT_MAX_BYTES', env.REPORT_ATTACHMENT_MAX_BYTES, 10 * 1024 * 1024, 0, 2 ** 31 - 1),
+    publicBaseUrl: publicBaseUrlOf(env, host, port),
+    reportLinkTtlHours: integer('REPORT_LINK_TTL_HOURS', env.REPORT_LINK_TTL_HOURS, 168, 1, 8760),
+    reportDownloadsPerIpPerMinute: integer('REPORT_DOWNLOADS_PER_IP_PER_MINUTE', env.REPORT_DOWNLOADS_PER_IP_PER_MINUTE, 30, 1, 100_000),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }

@@ -27,7 +27,24 @@ export interface ReportBuilder<T extends ReportTotals = ReportTotals> {
    * once `out` has taken every byte, with the counts of the rows written.
    */
   write(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot, out: Writable, generatedAt: Date): Promise<ReportCount<T>>;
-  attachmentName(spec: ReportSpec): string;
+  /** The workbook's file name, in the e-mail and on a download; a dated name takes the run's `generatedAt`, so it never changes. */
+  attachmentName(spec: ReportSpec, generatedAt: Date): string;
   subject(spec: ReportSpec): string;
-  text(spec: ReportSpec, totals: T, generatedAt: string): string;
+  /** The e-mail's text: the workbook attached, or (`link`) a download link of the recipient's own. */
+  text(spec: ReportSpec, totals: T, generatedAt: string, link?: MailLink): string;
+}
+
+/** A download link in a report e-mail, and until when it works. */
+export interface MailLink {
+  url: string;
+  expiresAt: Date;
+}
+
+/** The e-mail's opening lines about `what` (e.g. `the invoices report for …`): attached, or a link. */
+export function openingLines(what: string, link?: MailLink): string[] {
+  if (!link) return [`Attached is ${what} (Excel workbook, .xlsx).`];
+  return [
+    `${what.charAt(0).toUpperCase()}${what.slice(1)} (Excel workbook, .xlsx) is too large to attach. Download it with this link of your own, valid until ${link.expiresAt.toISOString()}:`,
+    link.url,
+  ];
 }

@@ -1,0 +1,176 @@
+/**
+ * A run's workbook, stored in the database (PostgreSQL, or the embedded PGlite) as numbered chunks,
+ * so every API and worker process reads the one workbook a run was built with and no process needs
+ * a disk shared with another. Written and read a chunk at a time: a workbook is never whole in memory.
+ *
+ * Chunks are keyed by run and build attempt: a repeated or stalled build job that runs beside
+ * another never mixes its chunks with theirs. The build that records the run `sending` first is the
+ * run's workbook (`report_runs.workbook_build`); the others' chunks are deleted.
+ */
+import { createHash } from 'node:crypto';
+import { Readable, Writable } from 'node:stream';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+
+/** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */
+export const WORKBOOK_CHUNK_BYTES = 512 * 1024;
+
+/** What one build stored: the chunks of `build`, `bytes` long in all, with their SHA-256 (hex). */
+export interface StoredWorkbook {
+  build: string;
+  bytes: number;
+  chunks: number;
+  sha256: string;
+}
+
+/** A stored workbook that could not be read (a chunk missing, the database away): the reader's error. */
+export class WorkbookUnavailableError extends Error {
+  override name = 'WorkbookUnavailableError';
+  /** Read by the mail step: a send that failed because of this is tried again, never failed for good. */
+  readonly code = 'EWORKBOOK';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * The Writable a builder streams a workbook into: it keeps one chunk of bytes, inserts it as a row
+ * and goes on filling the next while that insert runs (at most one in flight); the producer waits
+ * (backpressure) while a full chunk waits for the previous insert. `stored()` tells what was written
+ * once the stream has finished.
+ */
+export class WorkbookWriter extends Writable {
+  private parts: Buffer[] = [];
+  private buffered = 0;
+  private seq = 0;
+  private bytes = 0;
+  private readonly hash = createHash('sha256');
+  private inFlight: Promise<void> | undefined;
+  private sha256: string | undefined;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    readonly runId: string,
+    readonly build: string,
+    private readonly chunkBytes = WORKBOOK_CHUNK_BYTES,
+  ) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    this.parts.push(chunk);
+    this.buffered += chunk.length;
+    if (this.buffered < this.chunkBytes) {
+      callback();
+      return;
+    }
+    this.flushFullChunks().then(() => callback(), callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    (async () => {
+      await this.flushFullChunks();
+      await this.inFlight;
+      if (this.buffered > 0 || this.seq === 0) await this.insert(this.take(this.buffered));
+      this.sha256 = this.hash.digest('hex');
+    })().then(() => callback(), callback);
+  }
+
+  /** What this build stored; only once the stream has finished. */
+  stored(): StoredWorkbook {
+    if (!this.writableFinished || this.sha256 === undefined) throw new Error('the workbook is not written yet');
+    return { build: this.build, bytes: this.bytes, chunks: this.seq, sha256: this.sha256 };
+  }
+
+  private async flushFullChunks(): Promise<void> {
+    while (this.buffered >= this.chunkBytes) {
+      const piece = this.take(this.chunkBytes);
+      await this.inFlight;
+      const inserting = this.insert(piece);
+      // Awaited by the next chunk or by _final; this only keeps a failure from going unhandled meanwhile.
+      inserting.catch(() => undefined);
+      this.inFlight = inserting;
+    }
+  }
+
+  /** The first `size` buffered bytes, as a buffer of their own. */
+  private take(size: number): Uint8Array<ArrayBuffer> {
+    const piece = Buffer.alloc(size) as Buffer<ArrayBuffer>;
+    let filled = 0;
+    while (filled < size) {
+      const part = this.parts[0]!;
+      const n = Math.min(part.length, size - filled);
+      part.copy(piece, filled, 0, n);
+      filled += n;
+      if (n === part.length) this.parts.shift();
+      else this.parts[0] = part.subarray(n);
+    }
+    this.buffered -= size;
+    return piece;
+  }
+
+  private async insert(data: Uint8Array<ArrayBuffer>): Promise<void> {
+    const seq = this.seq++;
+    await this.prisma.reportWorkbookChunk.create({ data: { reportRunId: this.runId, build: this.build, seq, data } });
+  }
+}
+
+/** Where a run's workbook is: its build and how many chunks it has. */
+export interface WorkbookRef {
+  runId: string;
+  build: string;
+  chunks: number;
+}
+
+/** The stored workbook as a stream, one chunk (one query) at a time, read only as the consumer asks. */
+export function readWorkbook(prisma: PrismaClient, ref: WorkbookRef): Readable {
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for (let seq = 0; seq < ref.chunks; seq++) {
+      let row: { data: Uint8Array } | null;
+      try {
+        row = await prisma.reportWorkbookChunk.findUnique({
+          where: { reportRunId_build_seq: { reportRunId: ref.runId, build: ref.build, seq } },
+          select: { data: true },
+        });
+      } catch (err) {
+        throw new WorkbookUnavailableError(`the workbook of report ${ref.runId} could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+      if (!row) throw new WorkbookUnavailableError(`chunk ${seq} of the workbook of report ${ref.runId} is missing`);
+      yield Buffer.from(row.data.buffer, row.data.byteOffset, row.data.byteLength);
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}
+
+/** Deletes the chunks one build stored (a build that failed, or lost the run to another). */
+export async function discardBuild(prisma: PrismaClient, runId: string, build: string): Promise<void> {
+  await prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId, build } });
+}
+
+/** Deletes every chunk of the run that is not of `build` (the winner's). */
+export async function discardOtherBuilds(prisma: PrismaClient, runId: string, build: string): Promise<void> {
+  await prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId, build: { not: build } } });
+}
+
+/** Deletes the run's stored workbook for good and records when. */
+export async function releaseWorkbook(prisma: PrismaClient, runId: string): Promise<void> {
+  await prisma.$transaction([
+    prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId } }),
+    prisma.reportRun.updateMany({ where: { id: runId, workbookDeletedAt: null }, data: { workbookDeletedAt: new Date() } }),
+  ]);
+}
+
+/**
+ * Chunks nobody will read: of builds that lost their run, of a build killed after the winner had
+ * cleaned up, or of a run whose workbook was released. Runs still waiting for a build keep theirs
+ * (a build may be writing them).
+ */
+export async function sweepOrphanChunks(prisma: PrismaClient): Promise<number> {
+  return prisma.$executeRaw`
+    DELETE FROM "report_workbook_chunks" AS c
+    USING "report_runs" AS r
+    WHERE c."report_run_id" = r."id"
+      AND r."status" NOT IN ('queued', 'building')
+      AND (r."workbook_build" IS NULL OR c."build" <> r."workbook_build" OR r."workbook_deleted_at" IS NOT NULL)`;
+}
