@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { InvoiceTotals, ReportSpec } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
+import { openingLines } from './builder.ts';
 import { addSummarySheet, addTableSheet, dateCell, commitWorkbook, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 
 /** Invoices read per query while the workbook streams (keyset pagination on date, id). */
@@ -182,10 +183,10 @@ export const invoicesReport: ReportBuilder<InvoiceTotals> = {
     const { start, end } = rangeOf(spec);
     return `Invoices report ${start} to ${end}`;
   },
-  text: (spec, totals, generatedAt) => {
+  text: (spec, totals, generatedAt, link) => {
     const { start, end } = rangeOf(spec);
     return [
-      `Attached is the invoices report for ${start} to ${end} (Excel workbook, .xlsx).`,
+      ...openingLines(`the invoices report for ${start} to ${end}`, link),
       '',
       `Invoices: ${totals.total_invoices} (paid: ${totals.paid_invoices}, unpaid/pending: ${totals.unpaid_invoices})`,
       `Generated at: ${generatedAt}`,

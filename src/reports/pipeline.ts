@@ -232,7 +232,7 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
     to: recipient.email,
     subject: builder.subject(spec),
     text: builder.text(spec, run.totals as unknown as ReportTotals, run.generatedAt.toISOString()),
-    attachments: [{ filename: builder.attachmentName(spec), path: file, contentType: XLSX_MEDIA_TYPE }],
+    attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), path: file, contentType: XLSX_MEDIA_TYPE }],
     messageId: reportMessageId(config, run.id, recipientId),
   };
   const outcome = await sendOnce(p, recipientId, message, recipient.attempts >= config.mailAttempts);

@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
+import { openingLines } from './builder.ts';
 import { addSummarySheet, addTableSheet, commitWorkbook, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
 
 export const SERVICE_BATCH = 10_000;
@@ -118,11 +119,11 @@ export const servicesReport: ReportBuilder<ServiceTotals> = {
   type: 'services',
   count: countServices,
   write: writeServicesWorkbook,
-  attachmentName: (spec) => `services-${spec.statusFilter ? `${spec.statusFilter}-` : ''}${new Date().toISOString().slice(0, 10)}.xlsx`,
+  attachmentName: (spec, generatedAt) => `services-${spec.statusFilter ? `${spec.statusFilter}-` : ''}${generatedAt.toISOString().slice(0, 10)}.xlsx`,
   subject: (spec) => `Services report${spec.statusFilter ? ` (${spec.statusFilter})` : ''}`,
-  text: (spec, totals, generatedAt) =>
+  text: (spec, totals, generatedAt, link) =>
     [
-      `Attached is the services report${spec.statusFilter ? ` of ${spec.statusFilter} services` : ''} (Excel workbook, .xlsx).`,
+      ...openingLines(`the services report${spec.statusFilter ? ` of ${spec.statusFilter} services` : ''}`, link),
       '',
       `Services: ${totals.total_services} (${SERVICE_STATUSES.map((s) => `${s}: ${totals.services_by_status[s]}`).join(', ')})`,
       `Generated at: ${generatedAt}`,
