@@ -19,6 +19,26 @@ function normalise(address: Address): Address {
 }
 
 /**
+ * An address as RFC 791's dotted quad (four decimal parts) or RFC 4291's IPv6 text (RFC 5952's
+ * form among them), an IPv6 address's IPv4 tail a dotted quad too. ipaddr.js alone also reads
+ * `012.0.0.1`, `167772161`, `0xa000001` or `10.1` as 10.0.0.1, and `::10.0.0.1` (an
+ * IPv4-compatible address) as IPv4-mapped: none of them is an address here.
+ */
+export function parseAddress(text: string): Address | undefined {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+  if (!ipaddr.IPv6.isValid(text)) return undefined;
+  const zone = text.indexOf('%');
+  const address = zone === -1 ? text : text.slice(0, zone);
+  if (!address.includes('.')) return ipaddr.IPv6.parse(text);
+  const colon = address.lastIndexOf(':');
+  const tail = address.slice(colon + 1);
+  if (!ipaddr.IPv4.isValidFourPartDecimal(tail)) return undefined;
+  const [a = 0, b = 0, c = 0, d = 0] = ipaddr.IPv4.parse(tail).octets;
+  const groups = `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  return ipaddr.IPv6.parse(`${address.slice(0, colon + 1)}${groups}${zone === -1 ? '' : text.slice(zone)}`);
+}
+
+/**
  * Parses one whitelist entry: an IPv4 or IPv6 address or CIDR range. IPv4 must be written as
  * four decimal parts (ipaddr.js would otherwise also take `127.1` or `0x7f.1`, which nobody means
  * in an allow-list). An IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) becomes the IPv4 range it
@@ -29,15 +49,18 @@ export function parseIpRule(entry: string): IpRule | undefined {
   if (text === '') return undefined;
   try {
     if (text.includes('/')) {
-      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(text) && !ipaddr.IPv6.isValidCIDR(text)) return undefined;
-      const [address, bits] = ipaddr.parseCIDR(text);
+      const slash = text.lastIndexOf('/');
+      const address = parseAddress(text.slice(0, slash));
+      const bits = /^(0|[1-9]\d{0,2})$/.test(text.slice(slash + 1)) ? Number(text.slice(slash + 1)) : NaN;
+      if (!address || !(bits <= (address.kind() === 'ipv4' ? 32 : 128))) return undefined;
       if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
         return bits >= 96 ? { address: (address as ipaddr.IPv6).toIPv4Address(), bits: bits - 96 } : { address, bits };
       }
       return { address, bits };
     }
-    if (!ipaddr.IPv4.isValidFourPartDecimal(text) && !ipaddr.IPv6.isValid(text)) return undefined;
-    const address = normalise(ipaddr.parse(text));
+    const parsed = parseAddress(text);
+    if (!parsed) return undefined;
+    const address = normalise(parsed);
     return { address, bits: address.kind() === 'ipv4' ? 32 : 128 };
   } catch {
     return undefined;
@@ -47,11 +70,16 @@ export function parseIpRule(entry: string): IpRule | undefined {
 /** True when the text is a whitelist entry the gate understands (for the CLI's input checks). */
 export const isValidIpRule = (entry: string): boolean => parseIpRule(entry) !== undefined;
 
-/** The caller's address, parsed and normalised; undefined when it is missing or not an address. */
+/**
+ * The caller's address (the socket's, or what a trusted proxy forwarded), parsed strictly
+ * (parseAddress) and normalised; undefined when it is missing or not an address, which no
+ * whitelist allows.
+ */
 export function parseCallerIp(ip: string | undefined): Address | undefined {
   if (ip === undefined || ip === '') return undefined;
   try {
-    return normalise(ipaddr.parse(ip));
+    const address = parseAddress(ip);
+    return address && normalise(address);
   } catch {
     return undefined;
   }

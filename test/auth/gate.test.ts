@@ -205,6 +205,18 @@ describe('IP whitelist (403 insufficient_permissions)', () => {
     assert.equal((await viaProxy(['127.0.0.1'], '203.0.113.9', t.app)).status, 200);
   });
 
+  test('a forwarded address is parsed strictly: only a dotted quad or an IPv6 address is one', async () => {
+    // Each names 10.0.0.1 to a lenient parser (octal, one number, hex, short form, IPv4-compatible IPv6).
+    for (const forwarded of ['012.0.0.1', '167772161', '0xa000001', '10.1', '::10.0.0.1', '::ffff:012.0.0.1', '::ffff:0xa.0.0.1']) {
+      const res = await viaProxy(['10.0.0.1'], forwarded);
+      assertError(res, 403, 'insufficient_permissions');
+      // Shown as sent, as it is not an address; ::10.0.0.1 is one (::a00:1), just not 10.0.0.1.
+      assert.equal(res.body.error.details.ip, forwarded === '::10.0.0.1' ? '::a00:1' : forwarded);
+    }
+    assert.equal((await viaProxy(['10.0.0.1'], '10.0.0.1')).status, 200);
+    assert.equal((await viaProxy(['10.0.0.1'], '::ffff:10.0.0.1')).status, 200);
+  });
+
   test('X-Forwarded-For is honoured when TRUST_PROXY is set', async () => {
     assert.equal((await viaProxy(['203.0.113.7'], '203.0.113.7')).status, 200);
     assertError(await viaProxy(['127.0.0.1'], '203.0.113.9'), 403, 'insufficient_permissions');

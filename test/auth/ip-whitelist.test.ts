@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { displayIp, IpWhitelist, isValidIpRule, parseIpRule } from '../../src/auth/ip-whitelist.ts';
+import { displayIp, IpWhitelist, isValidIpRule, parseCallerIp, parseIpRule } from '../../src/auth/ip-whitelist.ts';
 
 const allows = (entries: string[], ip: string | undefined): boolean => new IpWhitelist(entries).allows(ip);
 
@@ -62,6 +62,18 @@ describe('IP whitelist matcher', () => {
     assert.equal(isValidIpRule(' 2001:db8::/32 '), true);
     assert.equal(isValidIpRule('2001:db8::/129'), false);
     assert.equal(parseIpRule('fe80::1%eth0')?.bits, 128);
+  });
+
+  test('a caller address is read strictly: other spellings of an IPv4 address are not addresses', () => {
+    for (const caller of ['012.0.0.1', '167772161', '0xa000001', '10.1', '::10.0.0.1', '::ffff:012.0.0.1', '::ffff:0xa.0.0.1', '10.0.0.1 ', '']) {
+      assert.equal(allows(['10.0.0.1', '10.0.0.0/8'], caller), false, caller);
+      if (caller !== '::10.0.0.1') assert.equal(parseCallerIp(caller), undefined, caller);
+    }
+    // `::10.0.0.1` is the IPv4-compatible IPv6 address ::a00:1, not IPv4-mapped.
+    assert.equal(parseIpRule('::10.0.0.1')?.address.toString(), '::a00:1');
+    assert.equal(parseCallerIp('::ffff:10.0.0.1')?.toString(), '10.0.0.1');
+    assert.equal(parseCallerIp('1:2:3:4:5:6:10.0.0.1')?.toString(), '1:2:3:4:5:6:a00:1');
+    assert.equal(allows(['::a00:1'], '::10.0.0.1'), true);
   });
 
   test('the logged address is the normalised one', () => {
