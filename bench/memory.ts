@@ -107,8 +107,6 @@ try {
   await step('import bullmq, ioredis');
   await import('../src/jobs/index.ts');
   await step('import jobs (+ reports modules)');
-  await import('exceljs');
-  await step('import exceljs');
   await import('../src/app.ts');
   await import('../src/main/runtime.ts');
   await step('import app + runtime (rest of the graph)');

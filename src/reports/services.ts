@@ -3,22 +3,12 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
 import { openingLines } from './builder.ts';
-import { addSummarySheet, addTableSheet, commitWorkbook, finishTable, FORMAT, openWorkbook, type SummaryCell } from './workbook.ts';
+import { buildWorkbook, type BuildOptions } from './build.ts';
+import { SERVICE_STATUSES } from './service-table.ts';
+
+export { SERVICE_STATUSES };
 
 export const SERVICE_BATCH = 10_000;
-export const SERVICE_STATUSES: readonly ServiceStatusFilter[] = ['pending', 'active', 'suspended', 'cancelled'];
-
-interface ServiceRow {
-  id: number;
-  service_number: number;
-  plan: string;
-  status: ServiceStatusFilter;
-  hostname: string;
-  customer_email: string;
-  customer_name: string | null;
-  billing_cycle: string;
-  created_at: string;
-}
 
 function filterOf(spec: ReportSpec): Prisma.Sql {
   return spec.statusFilter
@@ -43,16 +33,36 @@ export async function countServices(prisma: PrismaClient, spec: ReportSpec): Pro
   };
 }
 
-const SERVICE_COLUMNS = [
-  { header: 'Service number', key: 'service_number', width: 16, numFmt: FORMAT.integer },
-  { header: 'Plan', key: 'plan', width: 18 },
-  { header: 'Status', key: 'status', width: 11 },
-  { header: 'Hostname', key: 'hostname', width: 28 },
-  { header: 'Customer e-mail', key: 'customer_email', width: 28 },
-  { header: 'Customer name', key: 'customer_name', width: 22 },
-  { header: 'Billing cycle', key: 'billing_cycle', width: 13 },
-  { header: 'Created (UTC)', key: 'created_at', width: 20, numFmt: FORMAT.dateTime },
-];
+/**
+ * The report's services in id order, a page per query, each page one text: a JSON array of the
+ * rows (json_agg), far cheaper through the driver adapter than row by row. The next page is read
+ * while the caller uses this one.
+ */
+export async function* servicePages(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot): AsyncGenerator<string> {
+  const where = filterOf(spec);
+  type Page = { text: string; lastId: number; rows: number };
+  const fetchAfter = async (id: number): Promise<Page> => {
+    const result = await prisma.$queryRaw<Array<{ page: string | null; last_id: number | null; n: number }>>`
+      SELECT json_agg(p ORDER BY p.id)::text AS page, max(p.id)::int AS last_id, count(*)::int AS n FROM (
+        SELECT s.id, s.service_number, pl.name AS plan, s.status::text AS status, s.hostname, s.customer_email,
+               s.customer_name, s.billing_cycle::text AS billing_cycle,
+               to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
+        FROM services s JOIN plans pl ON pl.id = s.plan_id
+        WHERE ${where} AND s.id <= ${snapshot.maxId} AND s.id > ${id}
+        ORDER BY s.id LIMIT ${SERVICE_BATCH}) p`;
+    const row = result[0];
+    return { text: row?.page ?? '', lastId: Number(row?.last_id ?? 0), rows: row?.page ? Number(row.n) : 0 };
+  };
+  let next: Promise<Page> | undefined = fetchAfter(0);
+  while (next) {
+    const { text, lastId, rows }: Page = await next;
+    if (rows === 0) return;
+    next = rows === SERVICE_BATCH ? fetchAfter(lastId) : undefined;
+    // A caller that stops early never awaits the next page: its failure must not go unhandled.
+    next?.catch(() => undefined);
+    yield text;
+  }
+}
 
 async function writeServicesWorkbook(
   prisma: PrismaClient,
@@ -60,59 +70,11 @@ async function writeServicesWorkbook(
   snapshot: ReportSnapshot,
   out: Writable,
   generatedAt: Date,
+  options?: BuildOptions,
 ): Promise<ReportCount<ServiceTotals>> {
-  const workbook = await openWorkbook(out);
-  const sheet = addTableSheet(workbook, 'Services', SERVICE_COLUMNS);
-  const where = filterOf(spec);
-  // One JSON text per page (json_agg): far cheaper through the driver adapter than row by row.
-  const fetchAfter = async (id: number): Promise<ServiceRow[]> => {
-    const result = await prisma.$queryRaw<Array<{ page: string | null }>>`
-      SELECT json_agg(p ORDER BY p.id)::text AS page FROM (
-        SELECT s.id, s.service_number, pl.name AS plan, s.status::text AS status, s.hostname, s.customer_email,
-               s.customer_name, s.billing_cycle::text AS billing_cycle,
-               to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
-        FROM services s JOIN plans pl ON pl.id = s.plan_id
-        WHERE ${where} AND s.id <= ${snapshot.maxId} AND s.id > ${id}
-        ORDER BY s.id LIMIT ${SERVICE_BATCH}) p`;
-    const page = result[0]?.page;
-    return page ? (JSON.parse(page) as ServiceRow[]) : [];
-  };
-  const byStatus = emptyByStatus();
-  let total = 0;
-  let next: Promise<ServiceRow[]> | undefined = fetchAfter(0);
-  while (next) {
-    const batch: ServiceRow[] = await next;
-    const last = batch.at(-1);
-    next = last && batch.length === SERVICE_BATCH ? fetchAfter(last.id) : undefined;
-    for (const s of batch) {
-      sheet.addRow([
-          Number(s.service_number),
-          s.plan,
-          s.status,
-          s.hostname,
-          s.customer_email,
-          s.customer_name ?? '',
-          s.billing_cycle,
-          new Date(s.created_at),
-        ]);
-      byStatus[s.status] += 1;
-      total += 1;
-    }
-    await sheet.drain();
-  }
-  finishTable(sheet, SERVICE_COLUMNS.length, total);
-  const lines: Array<{ cells: SummaryCell[]; bold?: boolean; header?: boolean; formats?: Array<string | undefined> }> = [
-    { cells: ['Services report'], bold: true },
-    { cells: ['Status filter', spec.statusFilter ?? 'all'] },
-    { cells: ['Generated at (UTC)', generatedAt], formats: [undefined, FORMAT.dateTime] },
-    { cells: [] },
-    { cells: ['Status', 'Services'], header: true },
-    ...SERVICE_STATUSES.map((status) => ({ cells: [status, byStatus[status]], formats: [undefined, FORMAT.integer] })),
-    { cells: ['Total', total], bold: true, formats: [undefined, FORMAT.integer] },
-  ];
-  addSummarySheet(workbook, 'Summary', lines, [22, 12]);
-  await commitWorkbook(workbook, out);
-  return { rows: total, totals: { total_services: total, services_by_status: byStatus }, snapshot };
+  const facts = { generatedAt: generatedAt.getTime(), statusFilter: spec.statusFilter ?? null };
+  const { rows, totals } = await buildWorkbook<ServiceTotals>('services', facts, servicePages(prisma, spec, snapshot), out, options);
+  return { rows, totals, snapshot };
 }
 
 export const servicesReport: ReportBuilder<ServiceTotals> = {

@@ -1,17 +1,18 @@
-import { once, type EventEmitter } from 'node:events';
-import { finished } from 'node:stream/promises';
-import type { Writable } from 'node:stream';
-import type ExcelJS from 'exceljs';
-import { collectGarbage } from '../gc.ts';
+import { once } from 'node:events';
+import { PassThrough, type Readable } from 'node:stream';
+import { ZipFile } from 'yazl';
+import { Styles, type CellLook } from './xlsx/styles.ts';
+import { columnName, escapeXml, FORMULA_LIKE, MAIN_NS, numberCell, REL_NS, serialOfTime, textCell, XML_HEAD } from './xlsx/xml.ts';
 
 /**
- * Shared look of the report workbooks, written with exceljs's streaming writer (`.xlsx`, Office
- * Open XML; exceljs cannot write the legacy binary `.xls`): rows are committed as they are read,
- * so memory stays flat however many rows there are.
+ * The report workbooks (`.xlsx`, Office Open XML), written as text and zipped as they stream:
+ * a narrow writer of the few things the reports use (typed cells, number formats, the bold filled
+ * header, a frozen header row, a filter, column widths, the quote prefix), because exceljs's
+ * streaming writer cost most of a build (bench/README.md, "Report build profile (issue 20)").
+ * Memory stays flat however many rows there are: a sheet's XML goes into the zip a page at a time.
  */
 export interface ColumnSpec {
   header: string;
-  key: string;
   width: number;
   /** Excel number format for the whole column (dates, money, integers). */
   numFmt?: string;
@@ -24,161 +25,273 @@ export const FORMAT = {
   dateTime: 'yyyy-mm-dd hh:mm:ss',
 } as const;
 
-const HEADER_FILL: ExcelJS.Fill = { type: 'pattern', pattern: 'solid', fgColor: { argb: 'FFE8EEF7' } };
+/** Excel's rows per sheet (1,048,576) less the header row: the data rows one table sheet holds. */
+export const EXCEL_DATA_ROWS = 1_048_575;
 
-/**
- * exceljs is loaded on the first workbook, not at start-up: it is ~25 MB of RSS that only the
- * process building reports needs (an API process apart from the worker never loads it).
- */
-export async function openWorkbook(out: Writable): Promise<ExcelJS.stream.xlsx.WorkbookWriter> {
-  const { default: Excel } = await import('exceljs');
-  const workbook = new Excel.stream.xlsx.WorkbookWriter({
-    stream: out,
-    useStyles: true,
-    useSharedStrings: false,
-    // Fast deflate: the files stay small (repetitive XML) and writing is quicker than the default level.
-    zip: { zlib: { level: 1 } },
-  });
-  workbook.creator = 'Client API v1';
-  workbook.created = new Date();
-  return workbook;
-}
+/** Fast deflate: the files stay small (repetitive XML) and writing is several times quicker than the default level. */
+const ZIP_LEVEL = 1;
 
-export interface TableSheet {
-  sheet: ExcelJS.Worksheet;
-  /** Writes (and commits) one data row; values in column order. */
-  addRow(values: Array<string | number | Date | null>): void;
-  /**
-   * Waits until the zip has taken what was written (call after each batch of rows), and after
-   * every GC_EVERY_ROWS rows collects the garbage they left (src/gc.ts).
-   */
-  drain(): Promise<void>;
-}
-
-/**
- * exceljs's streaming writer ignores backpressure: a sheet's XML goes into a PassThrough that feeds
- * the zip, and nothing waits for the deflate behind it, so rows produced faster than they are
- * compressed pile up uncompressed in memory (array buffers reached ~50 MB while building 100,000
- * invoices). Waiting for that PassThrough to drain after each batch bounds the backlog to about
- * one batch. An error of the zip or of the file ends the wait (commit() then reports it).
- */
-async function drainSheet(workbook: ExcelJS.stream.xlsx.WorkbookWriter, sheet: ExcelJS.Worksheet): Promise<void> {
-  const source = (sheet as unknown as { stream?: { pipes?: Writable[] } }).stream;
-  const internals = workbook as unknown as { zip?: EventEmitter; stream?: EventEmitter };
-  for (const destination of source?.pipes ?? []) {
-    if (!destination.writableNeedDrain || destination.destroyed) continue;
-    const done = new AbortController();
-    const failed = [internals.zip, internals.stream]
-      .filter((e): e is EventEmitter => e !== undefined)
-      .map((e) => once(e, 'error', { signal: done.signal }));
-    try {
-      await Promise.race([once(destination, 'drain', { signal: done.signal }), ...failed]);
-    } catch (err) {
-      if (!done.signal.aborted) throw err;
-    } finally {
-      done.abort();
-    }
-  }
-}
-
-/**
- * Rows between two full GCs while a sheet is written: each row leaves ~300 bytes of sheet XML in
- * promoted buffers that only a full GC frees (src/gc.ts); 25,000 rows keep that under ~10 MB for
- * four GCs per 100,000 rows.
- */
-export const GC_EVERY_ROWS = 25_000;
-
-/**
- * Text a spreadsheet program may take for a formula once the cell is edited or the sheet saved as
- * CSV (OWASP's CSV injection list): such cells carry Excel's quote prefix, which keeps them text.
- */
-const FORMULA_LIKE = /^[=+\-@\t\r]/;
-
-/** The same style with Excel's quote prefix (`quotePrefix="1"`, written by the exceljs patch in patches/). */
-const asText = (style: Partial<ExcelJS.Style>): Partial<ExcelJS.Style> => ({ ...style, quotePrefix: true }) as Partial<ExcelJS.Style>;
-
-/**
- * A data sheet: typed columns, bold header row frozen at the top. Call `finishTable` after the rows.
- *
- * Every cell of a column gets the same style object: exceljs dedupes styles per object (a WeakMap),
- * so a shared object costs nothing per cell, while column styles would make exceljs build and
- * serialize a new style for every cell (about three times slower for 100,000 rows).
- */
-export function addTableSheet(workbook: ExcelJS.stream.xlsx.WorkbookWriter, name: string, columns: ColumnSpec[]): TableSheet {
-  const sheet = workbook.addWorksheet(name, { views: [{ state: 'frozen', xSplit: 0, ySplit: 1 }] });
-  sheet.columns = columns.map((c) => ({ header: c.header, key: c.key, width: c.width }));
-  const header = sheet.getRow(1);
-  const headerStyle: Partial<ExcelJS.Style> = { font: { bold: true }, fill: HEADER_FILL, border: { bottom: { style: 'thin' } } };
-  header.eachCell((cell) => {
-    cell.style = headerStyle;
-  });
-  header.commit();
-  const plain: Partial<ExcelJS.Style> = {};
-  let rows = 0;
-  let collectedAt = 0;
-  const styles = columns.map((c) => (c.numFmt ? ({ numFmt: c.numFmt } as Partial<ExcelJS.Style>) : plain));
-  const quoted = styles.map(asText);
-  return {
-    sheet,
-    addRow(values) {
-      const row = sheet.addRow(values);
-      for (let i = 0; i < styles.length; i++) {
-        const value = values[i];
-        row.getCell(i + 1).style = typeof value === 'string' && FORMULA_LIKE.test(value) ? quoted[i]! : styles[i]!;
-      }
-      row.commit();
-      rows += 1;
-    },
-    async drain() {
-      await drainSheet(workbook, sheet);
-      if (rows - collectedAt >= GC_EVERY_ROWS) {
-        collectedAt = rows;
-        collectGarbage();
-      }
-    },
-  };
-}
-
-/** Adds the filter over the whole table (header plus `rows` data rows) and commits the sheet. */
-export function finishTable({ sheet }: TableSheet, columnCount: number, rows: number): void {
-  sheet.autoFilter = { from: { row: 1, column: 1 }, to: { row: rows + 1, column: columnCount } };
-  (sheet as unknown as { commit(): void }).commit();
-}
+/** Characters Excel refuses in a sheet name, and its length limit. */
+const SHEET_NAME_REFUSED = /[[\]:*?/\\]/;
+const SHEET_NAME_MAX = 31;
 
 export type SummaryCell = string | number | Date | null;
+export interface SummaryLine {
+  cells: SummaryCell[];
+  bold?: boolean;
+  header?: boolean;
+  /** Number format per cell (by position). */
+  formats?: Array<string | undefined>;
+}
 
-/** A small sheet of label/value lines and tables; `formats` maps a column (1-based) to a number format per row. */
-export function addSummarySheet(
-  workbook: ExcelJS.stream.xlsx.WorkbookWriter,
-  name: string,
-  lines: Array<{ cells: SummaryCell[]; bold?: boolean; header?: boolean; formats?: Array<string | undefined> }>,
-  widths: number[],
-): void {
-  const sheet = workbook.addWorksheet(name);
-  sheet.columns = widths.map((width) => ({ width }));
-  for (const line of lines) {
-    const row = sheet.addRow(line.cells);
-    line.formats?.forEach((fmt, i) => {
-      if (fmt) row.getCell(i + 1).numFmt = fmt;
-    });
-    if (line.bold || line.header) row.font = { bold: true };
-    if (line.header) {
-      row.eachCell((cell) => {
-        cell.fill = HEADER_FILL;
-        cell.border = { bottom: { style: 'thin' } };
-      });
-    }
-    row.commit();
+/** One sheet's XML part in the zip, written as it streams. */
+class SheetPart {
+  private readonly stream = new PassThrough({ highWaterMark: 1 << 20 });
+
+  constructor(zip: ZipFile, file: string, mtime: Date) {
+    zip.addReadStream(this.stream, file, { compressionLevel: ZIP_LEVEL, mtime });
   }
-  (sheet as unknown as { commit(): void }).commit();
+
+  /** Writes XML; resolves once the zip can take more (its deflate keeps up). */
+  async write(xml: string): Promise<void> {
+    if (!this.stream.write(xml)) await once(this.stream, 'drain');
+  }
+
+  end(xml: string): void {
+    this.stream.end(xml);
+  }
 }
 
-/** Commits the workbook and waits until `out` has taken (and flushed) every byte. */
-export async function commitWorkbook(workbook: ExcelJS.stream.xlsx.WorkbookWriter, out: Writable): Promise<void> {
-  const flushed = finished(out);
-  await workbook.commit();
-  await flushed;
+/** The start of a sheet's XML up to its first row: a frozen header row (table sheets), column widths. */
+function sheetHead(widths: number[], frozenHeader: boolean): string {
+  const view = frozenHeader
+    ? '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>' +
+      '<selection pane="bottomLeft"/></sheetView></sheetViews>'
+    : '';
+  const cols = widths.map((w, i) => `<col min="${i + 1}" max="${i + 1}" width="${w}" customWidth="1"/>`).join('');
+  return `${XML_HEAD}<worksheet xmlns="${MAIN_NS}" xmlns:r="${REL_NS}">${view}<sheetFormatPr defaultRowHeight="15"/><cols>${cols}</cols><sheetData>`;
 }
 
-/** `YYYY-MM-DD` as a date cell (midnight UTC, which exceljs stores as that calendar day). */
-export const dateCell = (ymd: string): Date => new Date(`${ymd}T00:00:00.000Z`);
+function sheetTail(autoFilter: string | undefined): string {
+  const filter = autoFilter ? `<autoFilter ref="${autoFilter}"/>` : '';
+  return `</sheetData>${filter}<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/></worksheet>`;
+}
+
+/** A workbook being written: sheets in order, then `finish()`; its bytes come out of `output`. */
+export class XlsxWriter {
+  readonly styles = new Styles();
+  private readonly zip = new ZipFile();
+  private readonly names: string[] = [];
+
+  constructor(private readonly created: Date) {}
+
+  /** The zip's bytes, as they are made. */
+  get output(): Readable {
+    return this.zip.outputStream as Readable;
+  }
+
+  /** Errors of the zip (a part's stream, its deflate). */
+  onError(listener: (err: Error) => void): void {
+    this.zip.on('error', listener);
+  }
+
+  /** Starts the next sheet (its XML head written); the name must be valid and not yet used. */
+  openSheet(name: string, widths: number[], frozenHeader: boolean): SheetPart {
+    if (!name || name.length > SHEET_NAME_MAX || SHEET_NAME_REFUSED.test(name) || /^'|'$/.test(name)) {
+      throw new Error(`invalid sheet name ${JSON.stringify(name)}`);
+    }
+    if (this.names.some((n) => n.toLowerCase() === name.toLowerCase())) throw new Error(`sheet name ${JSON.stringify(name)} used twice`);
+    this.names.push(name);
+    const part = new SheetPart(this.zip, `xl/worksheets/sheet${this.names.length}.xml`, this.created);
+    void part.write(sheetHead(widths, frozenHeader));
+    return part;
+  }
+
+  /** A small sheet of label/value lines and tables (the Summary), written whole. */
+  addSummarySheet(name: string, lines: SummaryLine[], widths: number[]): void {
+    const part = this.openSheet(name, widths, false);
+    const rows = lines.map((line, i) => summaryRow(this.styles, line, i + 1));
+    part.end(rows.join('') + sheetTail(undefined));
+  }
+
+  /** Writes the workbook's other parts and closes the zip; `output` ends after the last byte. */
+  finish(): void {
+    const add = (file: string, xml: string) => this.zip.addBuffer(Buffer.from(xml), file, { compressionLevel: ZIP_LEVEL, mtime: this.created });
+    const sheets = this.names.map((name, i) => `<sheet name="${escapeXml(name)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('');
+    add('xl/workbook.xml', `${XML_HEAD}<workbook xmlns="${MAIN_NS}" xmlns:r="${REL_NS}"><bookViews><workbookView/></bookViews><sheets>${sheets}</sheets></workbook>`);
+    add('xl/styles.xml', this.styles.xml());
+    add('xl/_rels/workbook.xml.rels', workbookRels(this.names.length));
+    add('[Content_Types].xml', contentTypes(this.names.length));
+    add('_rels/.rels', PACKAGE_RELS);
+    add('docProps/core.xml', coreProperties(this.created));
+    add('docProps/app.xml', APP_PROPERTIES);
+    this.zip.end();
+  }
+}
+
+function summaryRow(styles: Styles, line: SummaryLine, r: number): string {
+  if (line.cells.length === 0) return '';
+  const bold = line.bold || line.header;
+  const cells = line.cells.map((value, i) => {
+    if (value === null) return '';
+    const look: CellLook = { numFmt: line.formats?.[i], bold: !!bold, header: !!line.header };
+    const ref = `${columnName(i + 1)}${r}`;
+    if (typeof value === 'string') return textCell(value, styles.of({ ...look, quote: FORMULA_LIKE.test(value) }), ref);
+    if (typeof value === 'number') return numberCell(value, styles.of(look), ref);
+    return numberCell(serialOfTime(value.getTime()), styles.of(look), ref);
+  });
+  const rowStyle = bold ? ` s="${styles.of({ bold: true })}" customFormat="1"` : '';
+  return `<row r="${r}"${rowStyle}>${cells.join('')}</row>`;
+}
+
+const OFFICE_DOC = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+const PACKAGE_RELS =
+  `${XML_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+  `<Relationship Id="rId1" Type="${OFFICE_DOC}/officeDocument" Target="xl/workbook.xml"/>` +
+  '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties" Target="docProps/core.xml"/>' +
+  `<Relationship Id="rId3" Type="${OFFICE_DOC}/extended-properties" Target="docProps/app.xml"/></Relationships>`;
+
+const APP_PROPERTIES =
+  `${XML_HEAD}<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties">` +
+  '<Application>Client API v1</Application></Properties>';
+
+function workbookRels(sheets: number): string {
+  const rels = Array.from({ length: sheets }, (_, i) => `<Relationship Id="rId${i + 1}" Type="${OFFICE_DOC}/worksheet" Target="worksheets/sheet${i + 1}.xml"/>`);
+  rels.push(`<Relationship Id="rId${sheets + 1}" Type="${OFFICE_DOC}/styles" Target="styles.xml"/>`);
+  return `${XML_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${rels.join('')}</Relationships>`;
+}
+
+function contentTypes(sheets: number): string {
+  const type = (part: string) => `application/vnd.openxmlformats-officedocument.${part}+xml`;
+  const overrides = [
+    `<Override PartName="/xl/workbook.xml" ContentType="${type('spreadsheetml.sheet.main')}"/>`,
+    ...Array.from({ length: sheets }, (_, i) => `<Override PartName="/xl/worksheets/sheet${i + 1}.xml" ContentType="${type('spreadsheetml.worksheet')}"/>`),
+    `<Override PartName="/xl/styles.xml" ContentType="${type('spreadsheetml.styles')}"/>`,
+    '<Override PartName="/docProps/core.xml" ContentType="application/vnd.openxmlformats-package.core-properties+xml"/>',
+    `<Override PartName="/docProps/app.xml" ContentType="${type('extended-properties')}"/>`,
+  ];
+  return (
+    `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>' +
+    `<Default Extension="xml" ContentType="application/xml"/>${overrides.join('')}</Types>`
+  );
+}
+
+function coreProperties(created: Date): string {
+  const at = `${created.toISOString().slice(0, 19)}Z`;
+  return (
+    `${XML_HEAD}<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" ` +
+    'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">' +
+    `<dc:creator>Client API v1</dc:creator><dcterms:created xsi:type="dcterms:W3CDTF">${at}</dcterms:created>` +
+    `<dcterms:modified xsi:type="dcterms:W3CDTF">${at}</dcterms:modified></cp:coreProperties>`
+  );
+}
+
+/**
+ * A data table over as many sheets as it needs (`Invoices`, `Invoices (2)`, …), each of at most
+ * `rowsPerSheet` data rows under its own header row, frozen pane, filter, widths and formats.
+ * Rows are given as their cells' XML (made with `text`/`number`), gathered per page and written
+ * with `flush()`.
+ */
+export class TableWriter {
+  private readonly plain: number[];
+  private readonly quoted: number[];
+  private readonly header: string;
+  private readonly letters: string[];
+  /** The sheet row the next `row()` writes (its cells' references are made before it). */
+  private nextRow = 2;
+  private part: SheetPart | undefined;
+  private pending = '';
+  private rowsInSheet = 0;
+  private sheetCount = 0;
+  rows = 0;
+
+  constructor(
+    private readonly workbook: XlsxWriter,
+    private readonly name: string,
+    private readonly columns: ColumnSpec[],
+    private readonly rowsPerSheet: number = EXCEL_DATA_ROWS,
+  ) {
+    if (!Number.isInteger(rowsPerSheet) || rowsPerSheet < 1 || rowsPerSheet > EXCEL_DATA_ROWS) throw new Error(`rowsPerSheet must be 1..${EXCEL_DATA_ROWS}`);
+    const { styles } = workbook;
+    this.plain = columns.map((c) => styles.of({ numFmt: c.numFmt }));
+    this.quoted = columns.map((c) => styles.of({ numFmt: c.numFmt, quote: true }));
+    const headerStyle = styles.of({ header: true });
+    this.letters = columns.map((_, i) => columnName(i + 1));
+    this.header = `<row r="1">${columns.map((c, i) => textCell(c.header, headerStyle, `${this.letters[i]}1`)).join('')}</row>`;
+    this.nextSheet();
+  }
+
+  /** The sheets holding the table so far. */
+  get sheets(): number {
+    return this.sheetCount;
+  }
+
+  /** A text cell of column `i` (0-based), with the quote prefix when it looks like a formula. */
+  text(i: number, value: string): string {
+    return textCell(value, FORMULA_LIKE.test(value) ? this.quoted[i]! : this.plain[i]!, this.letters[i]! + this.nextRow);
+  }
+
+  /** A number cell of column `i`; `value` may be the number's text. */
+  number(i: number, value: string | number): string {
+    return numberCell(value, this.plain[i]!, this.letters[i]! + this.nextRow);
+  }
+
+  /** Appends a row (its cells' XML, made by `text`/`number` for this row, in column order). */
+  row(cells: string): void {
+    if (this.rowsInSheet === this.rowsPerSheet) this.nextSheet();
+    this.rowsInSheet += 1;
+    this.rows += 1;
+    this.pending += `<row r="${this.rowsInSheet + 1}">${cells}</row>`;
+    this.nextRow = this.rowsInSheet === this.rowsPerSheet ? 2 : this.rowsInSheet + 2;
+  }
+
+  /** Writes the rows appended so far; resolves once the zip can take more. */
+  async flush(): Promise<void> {
+    const xml = this.pending;
+    this.pending = '';
+    if (xml) await this.part!.write(xml);
+  }
+
+  /** Ends the last sheet. */
+  finish(): void {
+    this.endSheet();
+  }
+
+  private nextSheet(): void {
+    if (this.part) this.endSheet();
+    this.sheetCount += 1;
+    const name = this.sheetCount === 1 ? this.name : `${this.name} (${this.sheetCount})`;
+    this.part = this.workbook.openSheet(name, this.columns.map((c) => c.width), true);
+    void this.part.write(this.header);
+    this.rowsInSheet = 0;
+  }
+
+  private endSheet(): void {
+    const filter = `A1:${columnName(this.columns.length)}${this.rowsInSheet + 1}`;
+    this.part!.end(this.pending + sheetTail(filter));
+    this.pending = '';
+  }
+}
+
+/** What a report's build knows besides its rows (passed to the build thread, so plain data). */
+export interface BuildFacts {
+  /** The run's generated_at, as epoch milliseconds. */
+  generatedAt: number;
+  startDate?: string | undefined;
+  endDate?: string | undefined;
+  statusFilter?: string | null | undefined;
+}
+
+/**
+ * One report's table: how a page of rows read from the database (text, as the report's query makes
+ * it) becomes table rows and counts, and what the Summary says about them. `A` holds the counts.
+ */
+export interface TableKind<A, T> {
+  sheetName: string;
+  columns: ColumnSpec[];
+  start(): A;
+  addPage(text: string, table: TableWriter, counts: A): void;
+  summary(counts: A, facts: BuildFacts, sheets: number): { lines: SummaryLine[]; widths: number[] };
+  result(counts: A): { rows: number; totals: T };
+}
