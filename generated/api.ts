@@ -450,7 +450,10 @@ export interface paths {
          * A report run and each recipient's delivery
          * @description Returns a report run of the key's broker, by the `report_id` a report answer carried:
          *     its type and range, its status, when it was created and finished, its counts, and each
-         *     recipient's status, attempts, last error and sent time. Call it to learn the outcome of
+         *     recipient's status, attempts, last error and sent time, how the workbook reached them
+         *     (`delivery`: `attachment`, or `link` for a workbook over the attachment limit, with
+         *     `link_expires_at`) and the downloads through their links (`download_count`, and the 10
+         *     most recent in `downloads`: time and caller IP). Call it to learn the outcome of
          *     recipients that were `pending` when the report answered.
          *
          *     Run status: `queued` (recorded, waiting for a worker), `building` (the workbook is being
@@ -474,7 +477,8 @@ export interface paths {
          *          "recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
          *          "created_at":"2025-03-02T12:00:00.000Z","finished_at":"2025-03-02T12:00:02.250Z","error":null,
          *          "recipients":[{"email":"finance@broker.example","status":"sent","attempts":1,"last_error":null,
-         *          "sent_at":"2025-03-02T12:00:02.200Z"}]}}
+         *          "sent_at":"2025-03-02T12:00:02.200Z","delivery":"attachment","link_expires_at":null,
+         *          "download_count":0,"downloads":[]}]}}
          *     ```
          */
         get: operations["getReport"];
@@ -588,6 +592,45 @@ export interface paths {
          *     see *Idempotent retries*.
          */
         post: operations["sendInvoicesReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/downloads/reports/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a report workbook through its e-mailed link
+         * @description The download link of a report whose workbook was too large to attach (see *Report
+         *     e-mails: attachment or download link*): `{public_base_url}/downloads/reports/{token}`,
+         *     outside `/api`, without an API key: whoever holds the link may download the workbook
+         *     while it is valid, so treat it like the e-mail itself. Each recipient's e-mail carries a
+         *     link of its own, valid for the server's `REPORT_LINK_TTL_HOURS` (168 hours, 7 days, by
+         *     default); a second copy of an e-mail carries another link, and both work.
+         *
+         *     `200` streams the workbook, exactly the bytes every other recipient downloads, as an
+         *     attachment named as the e-mail attachment would have been (`invoices-<start_date>-<end_date>.xlsx`,
+         *     `services[-<status>]-<generated date>.xlsx`), with `Content-Length`, `Cache-Control:
+         *     no-store`, `Referrer-Policy: no-referrer` and the security headers of every answer. `HEAD`
+         *     answers the same headers without the body and is not counted as a download.
+         *
+         *     Every download is recorded (time and caller IP) and shown per recipient by
+         *     `GET /api/v1/reports/{report_id}` (`downloads`, `download_count`).
+         *
+         *     A token that is unknown, expired or not a token at all gets the same `404 not_found`. The
+         *     path is rate-limited per caller IP (30 requests a minute unless the operator set another
+         *     bound; an IPv6 caller counts by its /64): past it, `429 rate_limit_exceeded` with
+         *     `Retry-After`. Sandbox keys make no links: a sandbox report is never stored.
+         */
+        get: operations["downloadReport"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1212,6 +1255,34 @@ export interface components {
              * @example 2025-03-02T12:00:02.200Z
              */
             sent_at: string | null;
+            /**
+             * @description How the workbook reaches the recipient, the same for every recipient of a run: `attachment` (attached to the e-mail), `link` (the workbook is larger than the server's attachment limit, 10 MiB by default, so the e-mail carries a download link of the recipient's own instead; see `downloadReport`), or `null` while the workbook is not built yet.
+             * @example attachment
+             * @enum {string|null}
+             */
+            delivery: "attachment" | "link" | null;
+            /**
+             * Format: date-time
+             * @description `link` delivery: when the link in the e-mail the mail server accepted stops working. `null` for attachments and until the e-mail is sent.
+             * @example null
+             */
+            link_expires_at: string | null;
+            /**
+             * @description Downloads of the workbook through this recipient's links (`GET`, not `HEAD`); always `0` for attachments.
+             * @example 0
+             */
+            download_count: number;
+            /** @description The most recent downloads through this recipient's links, newest first, at most 10 (`download_count` counts them all). */
+            downloads: components["schemas"]["ReportDownload"][];
+        };
+        /** @description One download of a report workbook through a recipient's link. */
+        ReportDownload: {
+            downloaded_at: components["schemas"]["Timestamp"];
+            /**
+             * @description The caller's IP address as the server saw it (behind a trusted proxy, the client's).
+             * @example 203.0.113.7
+             */
+            ip: string;
         };
         /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
         ReportRun: {
@@ -1784,7 +1855,7 @@ export interface components {
              * @example reports_per_hour_per_broker
              * @enum {string}
              */
-            reason?: "reports_concurrent_per_broker" | "reports_per_hour_per_broker" | "auth_failures_per_ip";
+            reason?: "reports_concurrent_per_broker" | "reports_per_hour_per_broker" | "auth_failures_per_ip" | "report_downloads_per_ip";
             /**
              * @description Requests the key may make per window, or the bound named by `reason`.
              * @example 120
@@ -2708,6 +2779,37 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["RateLimitExceededError"];
+            };
+        };
+        /** @description `not_found`: the token is unknown, expired or malformed (one answer for each). Do not retry unchanged; ask the report's sender for a new report. */
+        DownloadNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /** @description `rate_limit_exceeded`: the caller IP (an IPv6 caller: its /64) made more requests to download links in the current minute than the bound (`details.reason: report_downloads_per_ip`). Retry after `Retry-After` seconds. */
+        DownloadTooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RateLimitExceededError"];
+            };
+        };
+        /** @description `server_error`: an internal failure (the database or the rate limiter not answering). May be retried after a delay. */
+        DownloadServerError: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InternalServerError"];
             };
         };
         /** @description `server_error`: an internal failure (also the sandbox `server_error` scenario). May be retried after a delay. */
@@ -3905,6 +4007,41 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+        };
+    };
+    downloadReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The link's token, 43 characters of base64url (256 random bits), as the e-mail gives it. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workbook. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `attachment` with the workbook's file name. */
+                    "Content-Disposition": string;
+                    /** @description The workbook's size in bytes. */
+                    "Content-Length": number;
+                    /** @description `no-store`: no browser or proxy keeps a copy. */
+                    "Cache-Control": "no-store";
+                    /** @description `no-referrer`: the link is never sent on to another site. */
+                    "Referrer-Policy": "no-referrer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                };
+            };
+            404: components["responses"]["DownloadNotFound"];
+            429: components["responses"]["DownloadTooManyRequests"];
+            500: components["responses"]["DownloadServerError"];
         };
     };
 }

@@ -17,6 +17,8 @@ import type { IdempotencyKeys } from './shared/idempotency-keys.ts';
 import { registerOps } from './ops/health.ts';
 import { recordHttpRequest } from './ops/metrics.ts';
 import { resourceModules, type RegisterRoutes } from './routes.ts';
+import { callerBucket } from './auth/ip-whitelist.ts';
+import { registerDownloadRoute } from './reports/downloads.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered
@@ -119,6 +121,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   );
   const router = express.Router();
   for (const register of options.modules ?? resourceModules) register(router, deps);
+  // Outside /api and without a key (its holder has none): served by `app.use(router)` below.
+  registerDownloadRoute(router, deps, callerBucket);
   registerNotImplemented(router, contract);
 
   // The /api steps in the order of checks (openapi.yaml, "Order of checks"), the schema validator, then the

@@ -21,7 +21,7 @@ import {
 import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
-import { processBuild, processReportSend, sweepTmp, type Pipeline, type SendJobData } from './reports/pipeline.ts';
+import { processBuild, processReportSend, type Pipeline, type SendJobData } from './reports/pipeline.ts';
 import { startReconciling } from './reports/reconcile.ts';
 import { runReport } from './reports/run-report.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
@@ -102,7 +102,6 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         [REPORTS_QUEUE]: { process: (job) => processBuild(pipeline, job), concurrency: 2 },
         [MAIL_QUEUE]: { process: processMail, concurrency: 10 },
       });
-      await sweepTmp(config);
       // On start, then periodically: whatever Redis lost or a dead worker left is picked up again.
       reconciler = startReconciling(pipeline);
       log.info({ mail: mailer.describe, prefix: queues.prefix, reconcileMs: config.reportReconcileMs }, 'job workers started');

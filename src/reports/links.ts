@@ -39,7 +39,7 @@ export interface DownloadTarget {
   recipientId: number;
   workbook: WorkbookRef;
   bytes: number;
-  spec: Pick<ReportSpec, 'type' | 'startDate' | 'endDate' | 'statusFilter'>;
+  spec: ReportSpec;
   generatedAt: Date;
 }
 
@@ -55,7 +55,7 @@ export async function findDownload(prisma: PrismaClient, token: string): Promise
       recipientId: true,
       reportRun: {
         select: {
-          id: true, reportType: true, startDate: true, endDate: true, statusFilter: true, generatedAt: true,
+          id: true, brokerId: true, reportType: true, startDate: true, endDate: true, statusFilter: true, generatedAt: true,
           workbookBuild: true, workbookChunks: true, workbookBytes: true, workbookDeletedAt: true,
         },
       },
@@ -70,6 +70,9 @@ export async function findDownload(prisma: PrismaClient, token: string): Promise
     bytes: run.workbookBytes,
     spec: {
       type: run.reportType,
+      brokerId: run.brokerId,
+      apiKeyId: null,
+      recipients: [],
       ...(run.startDate ? { startDate: run.startDate.toISOString().slice(0, 10) } : {}),
       ...(run.endDate ? { endDate: run.endDate.toISOString().slice(0, 10) } : {}),
       statusFilter: run.statusFilter,

@@ -1,23 +1,26 @@
 /**
- * The report pipeline's workers. The database is the record of every report run and recipient;
- * Redis (src/jobs) is only the work queue.
+ * The report pipeline's workers. The database is the record of every report run and recipient,
+ * and the store of its workbook; Redis (src/jobs) is only the work queue.
  *
  *   request ── count rows (400 no_data when none) ── ReportRun (queued) + ReportRecipient rows (pending)
- *      └─ reports:build ── run → building ── streams the .xlsx to $DATA_DIR/tmp/<run>.xlsx ── run → sending
- *            └─ mail:send × recipients: claim (pending → sending) ── SMTP ── record sent / failed
- *                 └─ the last recipient's outcome completes the run (counts, file removed)
+ *      └─ reports:build ── run → building ── streams the .xlsx into the database in chunks (workbook-store.ts)
+ *            └─ run → sending, with its delivery: attachment (≤ REPORT_ATTACHMENT_MAX_BYTES) or link
+ *                 └─ mail:send × recipients: claim (pending → sending) ── SMTP ── record sent / failed
+ *                      └─ the last recipient's outcome completes the run (an attached workbook is deleted;
+ *                         links keep theirs until the last expires: reconcile.ts)
  *
+ * - The workbook is built once: every worker and API process reads the stored one, none needs a
+ *   disk shared with another. Of two builds of one run (a stalled job handed on), the first to
+ *   record `sending` is the run's; the other's chunks are deleted.
  * - A send is claimed in the database before the SMTP conversation and recorded after it; a record
  *   that fails is retried (through a database outage), never the send. Every copy of a recipient's
  *   e-mail carries the same Message-ID, so the one case that can send twice (a worker that dies
- *   between the server's acceptance and the record) is recognisable.
+ *   between the server's acceptance and the record) is recognisable; each copy of a link e-mail has
+ *   a link of its own, and every one works until it expires.
  * - The reconciler (reconcile.ts) resumes what has no live job; the request waits by reading the
  *   records (run-report.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
@@ -25,9 +28,11 @@ import { collectGarbage } from '../gc.ts';
 import { describeMailError, isTransientMailError, type MailMessage, type Mailer } from '../jobs/index.ts';
 import { MAIL_QUEUE, REPORTS_QUEUE, type JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
-import { XLSX_MEDIA_TYPE } from './builder.ts';
+import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { reportBuilders } from './index.ts';
+import { createLink } from './links.ts';
 import type { ReportSpec, ReportTotals, ServiceStatusFilter } from './types.ts';
+import { discardBuild, discardOtherBuilds, readWorkbook, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
 
 export interface BuildJobData {
   runId: string;
@@ -47,9 +52,6 @@ export const sendJobId = (recipientId: number) => `send.${recipientId}`;
 const REPORT_SEND_JOB_ATTEMPTS = 25;
 const BUILD_JOB_ATTEMPTS = 5;
 
-/** Temp workbooks older than this are swept at worker start (a run that never finished). */
-const STALE_TMP_MS = 24 * 3600 * 1000;
-
 /** What every step of the pipeline works with. */
 export interface Pipeline {
   prisma: PrismaClient;
@@ -60,15 +62,6 @@ export interface Pipeline {
   mailer: () => Mailer;
   /** Counters of e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
-}
-
-export function tmpDirOf(config: Config): string {
-  return path.join(config.dataDir, 'tmp');
-}
-
-/** Where a run's workbook is kept while its e-mails go out. */
-function workbookOf(config: Config, runId: string): string {
-  return path.join(tmpDirOf(config), `${runId}.xlsx`);
 }
 
 /** The Message-ID of every copy of one report e-mail, on the domain of MAIL_FROM. */
@@ -136,25 +129,23 @@ function specOf(run: RunRecord): ReportSpec {
   };
 }
 
-/** The `reports` queue's processor: builds a run's workbook, then queues one e-mail per recipient. */
+/** The `reports` queue's processor: builds a run's workbook into the store, then queues one e-mail per recipient. */
 export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise<{ rows: number } | { skipped: string }> {
-  const { prisma, config, log } = p;
+  const { prisma, log } = p;
   const { runId } = job.data;
   // Only a run that still needs its workbook is built; a repeated job finds it past that and stops.
   const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
   if (claimed.count === 0) return { skipped: 'run is not waiting for a build' };
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
   const spec = specOf(run);
-  const file = workbookOf(config, runId);
-  const partial = `${file}.${randomUUID().slice(0, 8)}.partial`;
   const started = Date.now();
+  const out = new WorkbookWriter(prisma, runId, randomUUID());
   let written;
   try {
-    await mkdir(path.dirname(file), { recursive: true });
-    written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, createWriteStream(partial), run.generatedAt);
-    await rename(partial, file);
+    written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, out, run.generatedAt);
   } catch (err) {
-    await rm(partial, { force: true }).catch(() => undefined);
+    out.destroy();
+    await discardBuild(prisma, runId, out.build).catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
     log.error({ err, runId, attempt: job.attemptsMade + 1 }, 'report build failed');
     if (job.attemptsMade + 1 >= BUILD_JOB_ATTEMPTS) await failRun(p, runId, `report could not be generated: ${reason}`);
@@ -162,13 +153,47 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   }
   // The build's garbage goes before the e-mails make theirs (src/gc.ts).
   collectGarbage();
-  await record(p, 'workbook built', () =>
-    prisma.reportRun.updateMany({ where: { id: runId, status: 'building' }, data: { status: 'sending', totals: written.totals as object } }),
-  );
+  const stored = out.stored();
+  if (!(await recordBuilt(p, runId, stored, written.totals))) {
+    await discardBuild(prisma, runId, stored.build);
+    return { skipped: 'another build of the run was recorded first' };
+  }
   const pending = await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } });
   for (const r of pending) await enqueueSend(p, r.id);
-  log.info({ runId, type: spec.type, rows: written.rows, ms: Date.now() - started }, 'report workbook built');
+  log.info({ runId, type: spec.type, rows: written.rows, bytes: stored.bytes, ms: Date.now() - started }, 'report workbook built');
   return { rows: written.rows };
+}
+
+/**
+ * Records the stored workbook as the run's (`sending`, its size, hash and delivery) if no other
+ * build was recorded first, then deletes every other build's chunks. True when this build won:
+ * read back from the record, so a lost answer to the update cannot make a winner discard itself.
+ */
+async function recordBuilt(p: Pipeline, runId: string, stored: StoredWorkbook, totals: ReportTotals): Promise<boolean> {
+  const { prisma, config } = p;
+  const delivery = stored.bytes > config.reportAttachmentMaxBytes ? 'link' : 'attachment';
+  await record(p, 'workbook built', () =>
+    prisma.reportRun.updateMany({
+      where: { id: runId, status: 'building' },
+      data: {
+        status: 'sending',
+        totals: totals as object,
+        workbookBuild: stored.build,
+        workbookBytes: stored.bytes,
+        workbookChunks: stored.chunks,
+        workbookSha256: stored.sha256,
+        delivery,
+      },
+    }),
+  );
+  const recorded = { build: null as string | null };
+  await record(p, 'workbook build read back', async () => {
+    recorded.build = (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { workbookBuild: true } })).workbookBuild;
+  });
+  if (recorded.build !== stored.build) return false;
+  // Best effort: the reconciler's sweep deletes whatever is left (sweepOrphanChunks).
+  await discardOtherBuilds(prisma, runId, stored.build).catch((err: unknown) => p.log.warn({ err, runId }, 'could not delete other builds of a workbook yet'));
+  return true;
 }
 
 /** A run whose workbook cannot be built: it and every recipient still open end failed; nothing was sent. */
@@ -185,6 +210,7 @@ async function failRun(p: Pipeline, runId: string, error: string): Promise<void>
     ]),
   );
   await recount(p, runId);
+  await releaseWorkbook(prisma, runId).catch((err: unknown) => p.log.warn({ err, runId }, 'could not delete a failed run\'s chunks yet'));
 }
 
 /** The run's counts from its recipients' records; completes a `sending` run once none is open. */
@@ -203,7 +229,9 @@ export async function recount(p: Pipeline, runId: string): Promise<void> {
     data: { ...counts, status: 'completed', completedAt: new Date() },
   });
   if (done.count > 0) {
-    await rm(workbookOf(p.config, runId), { force: true });
+    // An attached workbook is not needed once every e-mail has an outcome; links keep theirs until they expire.
+    const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { delivery: true } });
+    if (run.delivery !== 'link' || counts.recipientsSent === 0) await releaseWorkbook(prisma, runId);
     p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
   } else {
     await prisma.reportRun.update({ where: { id: runId }, data: counts });
@@ -224,51 +252,99 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
   if (claimed.count === 0) return { skipped: 'recipient is not waiting for a send' };
   const recipient = await prisma.reportRecipient.findUniqueOrThrow({ where: { id: recipientId }, include: { reportRun: true } });
   const run = recipient.reportRun;
-  const file = workbookOf(config, run.id);
-  if (!existsSync(file)) return rebuildBeforeSending(p, run.id, recipientId);
-  const spec = specOf(run);
-  const builder = reportBuilders[spec.type];
-  const message: MailMessage = {
-    to: recipient.email,
-    subject: builder.subject(spec),
-    text: builder.text(spec, run.totals as unknown as ReportTotals, run.generatedAt.toISOString()),
-    attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), path: file, contentType: XLSX_MEDIA_TYPE }],
-    messageId: reportMessageId(config, run.id, recipientId),
-  };
-  const outcome = await sendOnce(p, recipientId, message, recipient.attempts >= config.mailAttempts);
+  if (run.workbookBuild === null || run.workbookChunks === null) return buildFirst(p, run.id, recipientId);
+  let mail: { message: MailMessage; link?: MailLink };
+  try {
+    mail = await reportMail(p, { ...run, workbookBuild: run.workbookBuild, workbookChunks: run.workbookChunks }, recipient);
+  } catch (err) {
+    // Nothing was sent: the claim goes back (or the reconciler releases it once it is stale).
+    await releaseClaim(p, recipientId).catch(() => undefined);
+    throw err;
+  }
+  const outcome = await sendOnce(p, recipientId, mail.message, recipient.attempts >= config.mailAttempts);
+  return recordOutcome(p, job, run.id, recipientId, recipient.attempts, outcome, mail.link?.expiresAt ?? null);
+}
+
+/** The sent or failed record of one attempt (retried until it is written), and the run's counts. */
+async function recordOutcome(p: Pipeline, job: Job<SendJobData>, runId: string, recipientId: number, attempt: number, outcome: SendOutcome, linkExpiresAt: Date | null): Promise<unknown> {
+  const { prisma } = p;
   if (outcome.sent) {
     p.mailOutcomes.sent();
     const { messageId } = outcome;
     await record(p, 'e-mail sent', () =>
-      prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null } }),
+      prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt } }),
     );
-    await record(p, 'run counts', () => recount(p, run.id));
+    await record(p, 'run counts', () => recount(p, runId));
     return { messageId };
   }
-  p.log.warn({ runId: run.id, recipientId, attempt: recipient.attempts, final: outcome.final, error: outcome.error }, 'e-mail send failed');
+  p.log.warn({ runId, recipientId, attempt, final: outcome.final, error: outcome.error, job: job.id }, 'e-mail send failed');
   const { error, final } = outcome;
   await record(p, 'e-mail failed', () =>
     prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: final ? 'failed' : 'pending', error, claimedAt: null } }),
   );
   if (final) {
     p.mailOutcomes.failed();
-    await record(p, 'run counts', () => recount(p, run.id));
+    await record(p, 'run counts', () => recount(p, runId));
     return { failed: error };
   }
   // A transient failure: the queue tries again after the back-off (MAIL_RETRY_DELAY_MS, doubling).
   throw new Error(error);
 }
 
-/** The workbook is gone (another host's disk, a swept tmp dir): build it again, then send. */
-async function rebuildBeforeSending(p: Pipeline, runId: string, recipientId: number): Promise<unknown> {
+type StoredRun = RunRecord & { id: string; totals: unknown; generatedAt: Date; delivery: 'attachment' | 'link' | null; workbookBuild: string; workbookChunks: number };
+
+/**
+ * The e-mail of one recipient: the stored workbook attached (read from the database as the message
+ * is sent, on whichever host), or a new download link of the recipient's own.
+ */
+async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; email: string }): Promise<{ message: MailMessage; link?: MailLink }> {
+  const spec = specOf(run);
+  const builder = reportBuilders[spec.type];
+  const totals = run.totals as ReportTotals;
+  const base = {
+    to: recipient.email,
+    subject: builder.subject(spec),
+    messageId: reportMessageId(p.config, run.id, recipient.id),
+  };
+  if (run.delivery === 'link') {
+    const link = await createLink(p.prisma, p.config, run.id, recipient.id);
+    return { message: { ...base, text: builder.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
+  }
+  const content = readWorkbook(p.prisma, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
+  return {
+    message: {
+      ...base,
+      text: builder.text(spec, totals, run.generatedAt.toISOString()),
+      attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), content, contentType: XLSX_MEDIA_TYPE }],
+    },
+  };
+}
+
+async function releaseClaim(p: Pipeline, recipientId: number): Promise<void> {
+  await p.prisma.reportRecipient.updateMany({
+    where: { id: recipientId, status: 'sending' },
+    data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } },
+  });
+}
+
+/** A run in `sending` with no stored workbook (recorded before workbooks were stored): build it, then send. */
+async function buildFirst(p: Pipeline, runId: string, recipientId: number): Promise<unknown> {
   const { prisma } = p;
-  p.log.warn({ runId, recipientId }, 'report workbook missing; building it again');
+  p.log.warn({ runId, recipientId }, 'report run has no stored workbook; building it');
   await prisma.$transaction([
     prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
-    prisma.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { status: 'queued' } }),
+    prisma.reportRun.updateMany({ where: { id: runId, status: 'sending', workbookBuild: null }, data: { status: 'queued' } }),
   ]);
   await enqueueBuild(p, runId);
-  return { skipped: 'workbook rebuilt' };
+  return { skipped: 'workbook to be built first' };
+}
+
+/** The send failed because the stored workbook could not be read (the database away): worth another attempt. */
+function fromWorkbookRead(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof WorkbookUnavailableError || (e as { code?: unknown }).code === 'EWORKBOOK') return true;
+  }
+  return false;
 }
 
 /** One SMTP conversation, with the claim renewed while it lasts (a live worker's claim never looks abandoned). */
@@ -282,19 +358,8 @@ async function sendOnce(p: Pipeline, recipientId: number, message: MailMessage, 
     const info = await p.mailer().send(message);
     return { sent: true, messageId: info.messageId };
   } catch (err) {
-    return { sent: false, error: describeMailError(err), final: !isTransientMailError(err) || lastAttempt };
+    return { sent: false, error: describeMailError(err), final: !(isTransientMailError(err) || fromWorkbookRead(err)) || lastAttempt };
   } finally {
     clearInterval(heartbeat);
-  }
-}
-
-/** Removes temp workbooks of runs that never finished. */
-export async function sweepTmp(config: Config): Promise<void> {
-  const dir = tmpDirOf(config);
-  const names = await readdir(dir).catch(() => [] as string[]);
-  for (const name of names) {
-    const file = path.join(dir, name);
-    const info = await stat(file).catch(() => undefined);
-    if (info && Date.now() - info.mtimeMs > STALE_TMP_MS) await rm(file, { force: true });
   }
 }

@@ -1,11 +1,14 @@
 /**
  * The reconciler: each worker, on start and every REPORT_RECONCILE_MS, finds runs and recipients
  * that have no live job (Redis lost them, a worker died, a completion failed) and resumes or
- * finishes them, so no run or recipient stays under way, whatever Redis lost. Safe to run in
- * several workers at once: every step is a conditional update or an enqueue under a fixed job id.
+ * finishes them, so no run or recipient stays under way, whatever Redis lost; and deletes the stored
+ * workbooks no run needs any more (the bound on their storage, README "Report delivery"). Safe to
+ * run in several workers at once: every step is a conditional update, an idempotent delete or an
+ * enqueue under a fixed job id.
  */
 import { MAIL_QUEUE, REPORTS_QUEUE } from '../jobs/index.ts';
 import { buildJobId, enqueueBuild, enqueueSend, recount, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
+import { releaseWorkbook, sweepOrphanChunks } from './workbook-store.ts';
 
 export async function reconcile(p: Pipeline): Promise<void> {
   const before = new Date(Date.now() - staleAfterMs(p.config));
@@ -18,6 +21,33 @@ export async function reconcile(p: Pipeline): Promise<void> {
     take: 100,
   });
   for (const run of unfinished) await recount(p, run.id);
+  await releaseWorkbooks(p);
+}
+
+/**
+ * Deletes stored workbooks nobody can need any more: a failed run's at once, an attached one's once
+ * the run completed (recount does it then; this catches a deletion that failed), a linked one's once
+ * its last link has expired (or when no link e-mail was sent). Then chunks no run reads (sweepOrphanChunks).
+ */
+export async function releaseWorkbooks(p: Pipeline): Promise<void> {
+  const now = new Date();
+  const done = await p.prisma.reportRun.findMany({
+    where: {
+      workbookDeletedAt: null,
+      OR: [
+        { status: 'failed' },
+        { status: 'completed', delivery: { not: 'link' } },
+        { status: 'completed', delivery: null },
+        { status: 'completed', recipientsSent: 0 },
+        { status: 'completed', delivery: 'link', links: { none: { expiresAt: { gt: now } } } },
+      ],
+    },
+    select: { id: true },
+    take: 100,
+  });
+  for (const run of done) await releaseWorkbook(p.prisma, run.id);
+  if (done.length > 0) p.log.info({ runs: done.length }, 'stored report workbooks deleted');
+  await sweepOrphanChunks(p.prisma);
 }
 
 /** Runs waiting for a build that has no job. */

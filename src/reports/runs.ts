@@ -1,6 +1,6 @@
 /**
  * GET /api/v1/reports/{report_id}: a report run of the key's broker as recorded, with each
- * recipient's delivery. The records are written by the report pipeline (pipeline.ts); this only reads.
+ * recipient's delivery (attachment or link) and the downloads through their links. The records are written by the report pipeline (pipeline.ts); this only reads.
  */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { NotFoundError } from '../shared/errors.ts';
@@ -12,12 +12,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
 
+/** Downloads shown per recipient, newest first (`download_count` counts them all). */
+export const RECENT_DOWNLOADS = 10;
+
 /** The run, or `404 not_found` when no run of this broker has that id (another broker's included). */
 export async function findReportRun(prisma: PrismaClient, brokerId: string, reportId: string): Promise<ReportRunData> {
   const run = UUID.test(reportId)
     ? await prisma.reportRun.findFirst({
         where: { id: reportId.toLowerCase(), brokerId },
-        include: { recipients: { orderBy: { id: 'asc' } } },
+        include: {
+          recipients: {
+            orderBy: { id: 'asc' },
+            include: {
+              downloads: { orderBy: [{ downloadedAt: 'desc' }, { id: 'desc' }], take: RECENT_DOWNLOADS, select: { downloadedAt: true, ip: true } },
+              _count: { select: { downloads: true } },
+            },
+          },
+        },
       })
     : null;
   if (!run) throw new NotFoundError(`Report ${reportId} not found`);
@@ -42,6 +53,10 @@ export async function findReportRun(prisma: PrismaClient, brokerId: string, repo
       attempts: r.attempts,
       last_error: r.error,
       sent_at: r.sentAt?.toISOString() ?? null,
+      delivery: run.delivery,
+      link_expires_at: r.linkExpiresAt?.toISOString() ?? null,
+      download_count: r._count.downloads,
+      downloads: r.downloads.map((d) => ({ downloaded_at: d.downloadedAt.toISOString(), ip: d.ip })),
     })),
   };
 }

@@ -71,7 +71,9 @@ export function sandboxReportRun(reportId: string, now: Date): ReportRunData {
     created_at: at,
     finished_at: at,
     error: null,
-    recipients: [{ email: 'recipient@example.com', status: 'sent', attempts: 1, last_error: null, sent_at: at }],
+    recipients: [
+      { email: 'recipient@example.com', status: 'sent', attempts: 1, last_error: null, sent_at: at, delivery: 'attachment', link_expires_at: null, download_count: 0, downloads: [] },
+    ],
     mode: 'test',
     simulated: true,
   };

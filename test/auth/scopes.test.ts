@@ -43,14 +43,21 @@ after(async () => {
 });
 
 describe('scopes', () => {
-  test('openapi.yaml has the 13 operations of the spec and getReport, each with its scopes', () => {
-    const ops = t.deps.contract.operations;
+  test('openapi.yaml has the 13 operations of the spec and getReport under /api, each with its scopes', () => {
+    const ops = t.deps.contract.operations.filter((o) => o.pathTemplate.startsWith('/api/'));
     assert.deepEqual(ops.map((o) => o.operationId).sort(), Object.keys(REQUIRED).sort());
     for (const op of ops) {
       const required = REQUIRED[op.operationId];
       const expected = required === null ? [] : [...new Set([required, 'admin:full'])].sort();
       assert.deepEqual([...op.scopes].sort(), expected, op.operationId);
     }
+  });
+
+  test('outside /api only downloadReport, which takes no key (its link is the credential)', () => {
+    const outside = t.deps.contract.operations.filter((o) => !o.pathTemplate.startsWith('/api/'));
+    assert.deepEqual(outside.map((o) => [o.operationId, o.pathTemplate]), [['downloadReport', '/downloads/reports/{token}']]);
+    const document = t.deps.contract.document as { paths: Record<string, { get: { security?: unknown[] } }> };
+    assert.deepEqual(document.paths['/downloads/reports/{token}']!.get.security, []);
   });
 
   for (const [operationId, required] of Object.entries(REQUIRED)) {

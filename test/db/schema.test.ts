@@ -222,6 +222,32 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     written.add('ReportRun');
     written.add('ReportRecipient');
 
+    // A stored workbook (chunks of one build), a recipient's link and a download through it.
+    const build = '00000000-0000-4000-8000-000000000001';
+    await t.prisma.reportRun.update({ where: { id: run.id }, data: { workbookBuild: build, workbookBytes: 6, workbookChunks: 2, workbookSha256: 'a'.repeat(64), delivery: 'link' } });
+    await t.prisma.reportWorkbookChunk.createMany({
+      data: [
+        { reportRunId: run.id, build, seq: 1, data: Buffer.from('def') },
+        { reportRunId: run.id, build, seq: 0, data: Buffer.from('abc') },
+      ],
+    });
+    const chunks = await t.prisma.reportWorkbookChunk.findMany({ where: { reportRunId: run.id, build }, orderBy: { seq: 'asc' } });
+    assert.equal(Buffer.concat(chunks.map((c) => Buffer.from(c.data))).toString(), 'abcdef');
+    await assert.rejects(
+      t.prisma.reportWorkbookChunk.create({ data: { reportRunId: run.id, build, seq: 0, data: Buffer.from('x') } }),
+      'one chunk per run, build and position',
+    );
+    const recipientId = done.recipients[0]!.id;
+    const expiresAt = new Date(at.getTime() + 3600_000);
+    const link = await t.prisma.reportLink.create({ data: { tokenHash: 'b'.repeat(64), reportRunId: run.id, recipientId, expiresAt } });
+    assert.deepEqual(await t.prisma.reportLink.findUniqueOrThrow({ where: { tokenHash: 'b'.repeat(64) } }), link);
+    const download = await t.prisma.reportDownload.create({ data: { recipientId, tokenHash: link.tokenHash, ip: '2001:db8::1' } });
+    assert.equal(typeof download.id, 'bigint');
+    assert.deepEqual(await t.prisma.reportDownload.findUniqueOrThrow({ where: { id: download.id } }), download);
+    written.add('ReportWorkbookChunk');
+    written.add('ReportLink');
+    written.add('ReportDownload');
+
     const idem = await t.prisma.idempotencyKey.create({
       data: { apiKeyId: key.id, key: 'retry-1', fingerprint: 'f'.repeat(64), status: 'done', owner: 'o', responseStatus: 200, responseBody: '{}' },
     });
@@ -239,6 +265,8 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     // key they were for (the log has no foreign keys: they tripled the cost of every row).
     await t.prisma.broker.delete({ where: { id: broker.id } });
     assert.equal(await t.prisma.service.count({ where: { brokerId: broker.id } }), 0);
+    assert.equal(await t.prisma.reportWorkbookChunk.count({ where: { reportRunId: run.id } }), 0, 'chunks go with their run');
+    assert.equal(await t.prisma.reportDownload.count({ where: { id: download.id } }), 0, 'downloads go with their recipient');
     assert.equal(await t.prisma.idempotencyKey.count({ where: { apiKeyId: key.id } }), 0, 'a key goes with its API key');
     const kept = await t.prisma.apiLog.findUniqueOrThrow({ where: { id: log.id } });
     assert.equal(kept.brokerId, broker.id);

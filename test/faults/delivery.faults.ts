@@ -155,9 +155,9 @@ async function settlesDeliveredOnce(answer: ReportAnswer | Promise<ReportAnswer>
   return settled;
 }
 
-/** Replaces the worker (after it was killed) with a new one. */
-async function restartWorker(): Promise<void> {
-  worker = await startRole('worker', env);
+/** Replaces the worker (after it was killed) with a new one; `over` changes its settings (another host's DATA_DIR). */
+async function restartWorker(over: NodeJS.ProcessEnv = {}): Promise<void> {
+  worker = await startRole('worker', { ...env, ...over });
   children.push(worker);
 }
 
@@ -238,7 +238,7 @@ describe('report delivery under faults', { skip }, () => {
     await settlesDeliveredOnce(answer, recipients);
   });
 
-  test('the worker SIGKILLed during sends: the next worker sends again; extra copies only of what was in flight, one Message-ID each', async () => {
+  test('the worker SIGKILLed during sends: the next worker, on another host (an empty DATA_DIR), sends the stored workbook without building it again; extra copies only of what was in flight, one Message-ID each', async () => {
     await ensureWorker();
     smtp.setDelay(4000);
     const key = await brokerWithInvoices();
@@ -247,9 +247,25 @@ describe('report delivery under faults', { skip }, () => {
     await waitUntil(() => recipients.every((r) => smtp.receivedTo(r).length === 1), 20_000, 'the messages at the SMTP server');
     await worker.kill('SIGKILL');
     smtp.setDelay(0);
-    await restartWorker();
-    await settlesDeliveredOnce(answer, recipients);
-    for (const r of recipients) assert.ok(smtp.receivedTo(r).length <= 2, `${r}: the copy in flight and one more at most`);
+    const [built] = await query<{ id: string; workbook_build: string; workbook_sha256: string }>(
+      "SELECT id, workbook_build::text, workbook_sha256 FROM report_runs WHERE status = 'sending' ORDER BY created_at DESC LIMIT 1",
+    );
+    assert.ok(built?.workbook_build, 'the run recorded its stored workbook before the kill');
+    const otherHost = tmpDir('capi-faults-host-b-');
+    try {
+      await restartWorker({ DATA_DIR: otherHost.dir });
+      const settled = await settlesDeliveredOnce(answer, recipients);
+      assert.equal(settled.body.data!.report_id, built.id);
+      for (const r of recipients) assert.ok(smtp.receivedTo(r).length <= 2, `${r}: the copy in flight and one more at most`);
+      const [after] = await query<{ workbook_build: string }>('SELECT workbook_build::text FROM report_runs WHERE id = $1', [built.id]);
+      assert.equal(after!.workbook_build, built.workbook_build, 'the run kept the workbook built before the kill');
+      assert.equal(worker.logs.records().filter((r) => r.msg === 'report workbook built').length, 0, 'the new worker built nothing');
+      for (const r of recipients) {
+        for (const copy of smtp.receivedTo(r)) assert.equal(copy.attachmentSha256, built.workbook_sha256, `${r}: the stored workbook, byte for byte`);
+      }
+    } finally {
+      otherHost.remove();
+    }
   });
 
   test('API SIGTERM under keep-alive load, a report among the requests: clients following /readyz see no reset, the report is answered', async () => {

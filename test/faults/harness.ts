@@ -4,6 +4,7 @@
  * redis-server that can be restarted empty, an SMTP server that can answer the end of DATA late,
  * and the API and the worker as separate processes (test/ops/helpers.ts `startRole`).
  */
+import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -75,6 +76,8 @@ export async function startPgCluster(): Promise<PgCluster> {
 export interface ReceivedCopy {
   to: string;
   messageId: string;
+  /** Hex SHA-256 of the message's first attachment, if it has one. */
+  attachmentSha256: string | undefined;
   /** The server answered 250 to the end of DATA while the client was still connected. */
   accepted: boolean;
 }
@@ -106,7 +109,9 @@ export async function startFaultySmtp(): Promise<FaultySmtp> {
       const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
       simpleParser(stream).then(
         (parsed) => {
-          const received = to.map((address) => ({ to: address, messageId: parsed.messageId ?? '', accepted: false }));
+          const attachment = parsed.attachments[0]?.content;
+          const attachmentSha256 = attachment ? createHash('sha256').update(attachment).digest('hex') : undefined;
+          const received = to.map((address) => ({ to: address, messageId: parsed.messageId ?? '', attachmentSha256, accepted: false }));
           copies.push(...received);
           setTimeout(() => {
             // Only an answer the client can still read is an acceptance: a closed connection has left the server's set.

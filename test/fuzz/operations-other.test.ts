@@ -8,8 +8,15 @@ import { fuzzOperations, SERVICE_OPERATIONS } from './operations.ts';
 
 const OTHER_OPERATIONS = ['getAuthCheck', 'postAuthCheck', 'listRequests', 'manageRequest', 'sendServicesReport', 'sendInvoicesReport', 'getReport'];
 
+// downloadReport (outside /api, no key) has a property of its own: downloads.test.ts.
+const OWN_FILE = ['downloadReport GET /downloads/reports/{token}'];
+
 it('the fuzz operations are exactly the operations of openapi.yaml, with their methods and paths', () => {
-  const contract = loadContract().operations.map((o) => `${o.operationId} ${o.method} ${o.pathTemplate}`).sort();
+  const contract = loadContract()
+    .operations.map((o) => `${o.operationId} ${o.method} ${o.pathTemplate}`)
+    .filter((o) => !OWN_FILE.includes(o))
+    .sort();
+  assert.equal(loadContract().operations.length, contract.length + OWN_FILE.length);
   assert.deepEqual(OPERATIONS.map((o) => `${o.operationId} ${o.method} ${o.template}`).sort(), contract);
   assert.deepEqual([...SERVICE_OPERATIONS, ...OTHER_OPERATIONS].sort(), OPERATIONS.map((o) => o.operationId).sort());
 });

@@ -3,6 +3,10 @@
  * GET /api/v1/reports/{report_id} shows it: the records are the truth, Redis only the work queue.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';
@@ -201,5 +205,42 @@ describe('SMTP timeouts are settings of their own (RFC 5321 minutes by default)'
     const set = loadConfig({ SMTP_SOCKET_TIMEOUT_MS: '1234', REPORT_WAIT_MS: '500', MAIL_RETRY_DELAY_MS: '75', REPORT_RECONCILE_MS: '900' });
     assert.deepEqual([set.smtpSocketTimeoutMs, set.reportWaitMs, set.mailRetryDelayMs, set.reportReconcileMs], [1234, 500, 75, 900]);
     assert.throws(() => loadConfig({ SMTP_GREETING_TIMEOUT_MS: 'soon' }), /SMTP_GREETING_TIMEOUT_MS/);
+  });
+});
+
+describe('one workbook, every host: the workbook is stored in the database, not on a disk', () => {
+  test('a send job on a worker whose DATA_DIR is empty sends the stored workbook without building it again', async () => {
+    const recipients = ['host.one@broker.example', 'host.two@broker.example'];
+    // Host A's mail server defers every first attempt; its retry would come only after a minute.
+    const deferring = await startTestSmtp({ tempFail: Object.fromEntries(recipients.map((r) => [r, 1])) });
+    const hostA = await h.withJobs({ smtpUrl: deferring.url, reportWaitMs: 300, mailRetryDelayMs: 60_000, mailAttempts: 3 });
+    const res = await report(hostA.app, live.key, recipients);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const runId: string = res.body.data.report_id;
+    const built = await eventually(async () => {
+      const run = await h.t.prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, include: { recipients: true } });
+      return run.status === 'sending' && run.recipients.every((r) => r.status === 'pending' && r.attempts === 1) ? run : undefined;
+    });
+    assert.ok(built.workbookBuild);
+    await hostA.jobs.close();
+    await deferring.stop();
+
+    // Host B: another data directory (empty), other queues; its reconciler finds the waiting sends.
+    const emptyDataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-host-b-'));
+    try {
+      await h.withJobs({ smtpUrl: smtp.url, dataDir: emptyDataDir, reportReconcileMs: 200 }, 'worker');
+      const run = await completed(runId);
+      assert.deepEqual(run.recipients.map((r) => r.status), ['sent', 'sent']);
+      assert.equal(run.workbookBuild, built.workbookBuild, 'the run kept the workbook built on host A');
+      for (const address of recipients) {
+        const mail = smtp.to(address);
+        assert.equal(mail.length, 1, `one e-mail to ${address}`);
+        const attachment = mail[0]!.parsed.attachments[0]!;
+        assert.equal(createHash('sha256').update(attachment.content).digest('hex'), built.workbookSha256, 'the stored workbook, byte for byte');
+      }
+      assert.deepEqual(readdirSync(emptyDataDir), [], 'host B wrote nothing to its data directory');
+    } finally {
+      rmSync(emptyDataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -72,3 +72,7 @@ ALTER TABLE "report_workbook_chunks" ALTER COLUMN "data" SET STORAGE EXTERNAL;
 -- Hand-written: runs that ended before workbooks were stored kept theirs in a temporary file,
 -- removed when the run ended.
 UPDATE "report_runs" SET "workbook_deleted_at" = COALESCE("completed_at", "updated_at") WHERE "status" IN ('completed', 'failed');
+
+-- Hand-written: the reconciler looks for runs whose stored workbook is not deleted yet, few among
+-- all runs ever made.
+CREATE INDEX "report_runs_workbook_kept_idx" ON "report_runs"("status") WHERE "workbook_deleted_at" IS NULL;
