@@ -254,7 +254,7 @@ async function benchLayout(layout: 'one' | 'split', key: string, sink: Sink, sav
     HOST: '127.0.0.1',
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     REPORTS_PER_HOUR_PER_BROKER: '1000',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     NODE_ENV: 'production',
   };
   if (process.env.BENCH_REPORT_WAIT_MS) env.REPORT_WAIT_MS = process.env.BENCH_REPORT_WAIT_MS;

@@ -18,16 +18,25 @@ export interface BuildOptions {
   rowsPerSheet?: number;
 }
 
+/**
+ * The thread's heap: a young generation far smaller than V8's default, because everything a build
+ * allocates dies within a page and a large nursery only adds to the process's RSS
+ * (bench/README.md, "Report build profile"). BUILD_THREAD_YOUNG_MB overrides it, for the bench.
+ */
+function threadLimits(): { maxYoungGenerationSizeMb: number } {
+  return { maxYoungGenerationSizeMb: Number(process.env.BUILD_THREAD_YOUNG_MB ?? 8) };
+}
+
 /** Starts the thread from its file beside this one, by this module's own extension (.ts under tsx, .js from dist/). */
 function startThread(workerData: ThreadInit): Worker {
   const extension = path.extname(fileURLToPath(import.meta.url));
   const file = new URL(`./build-thread${extension}`, import.meta.url);
-  if (extension !== '.ts') return new Worker(file, { workerData });
+  if (extension !== '.ts') return new Worker(file, { workerData, resourceLimits: threadLimits() });
   // Under tsx (tests, the CLI, benches) on Node 20 tsx's loader does not reach worker threads, so
   // the thread registers it before it loads its TypeScript.
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const code = `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`;
-  return new Worker(code, { eval: true, workerData });
+  return new Worker(code, { eval: true, workerData, resourceLimits: threadLimits() });
 }
 
 /** Pages handed to the thread and not yet taken: one being written, one waiting. */

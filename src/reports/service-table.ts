@@ -37,15 +37,17 @@ export const serviceTable: TableKind<Record<ServiceStatusFilter, number>, Servic
   start: emptyByStatus,
   addPage(text, table, byStatus) {
     for (const s of JSON.parse(text) as ServiceRow[]) {
+      const created = serialOfTime(Date.parse(s.created_at));
       table.row(
-        table.number(0, s.service_number) +
-          table.text(1, s.plan) +
-          table.text(2, s.status) +
-          table.text(3, s.hostname) +
-          table.text(4, s.customer_email) +
-          table.text(5, s.customer_name ?? '') +
-          table.text(6, s.billing_cycle) +
-          table.number(7, serialOfTime(Date.parse(s.created_at))),
+        (r) =>
+          table.number(0, s.service_number, r) +
+          table.repeatedText(1, s.plan, r) +
+          table.repeatedText(2, s.status, r) +
+          table.text(3, s.hostname, r) +
+          table.text(4, s.customer_email, r) +
+          table.text(5, s.customer_name ?? '', r) +
+          table.repeatedText(6, s.billing_cycle, r) +
+          table.number(7, created, r),
       );
       byStatus[s.status] += 1;
     }

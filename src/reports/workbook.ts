@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { ZipFile } from 'yazl';
 import { Styles, type CellLook } from './xlsx/styles.ts';
-import { columnName, escapeXml, FORMULA_LIKE, MAIN_NS, numberCell, REL_NS, serialOfTime, textCell, XML_HEAD } from './xlsx/xml.ts';
+import { columnName, escapeXml, FORMULA_LIKE, MAIN_NS, numberCell, numberCellHead, REL_NS, serialOfTime, textCell, textCellTail, XML_HEAD } from './xlsx/xml.ts';
 
 /**
  * The report workbooks (`.xlsx`, Office Open XML), written as text and zipped as they stream:
@@ -27,6 +27,9 @@ export const FORMAT = {
 
 /** Excel's rows per sheet (1,048,576) less the header row: the data rows one table sheet holds. */
 export const EXCEL_DATA_ROWS = 1_048_575;
+
+/** Distinct values per column whose cells `repeatedText` keeps (a bound, should a column not repeat after all). */
+const REPEATED_VALUES_KEPT = 1000;
 
 /** Fast deflate: the files stay small (repetitive XML) and writing is several times quicker than the default level. */
 const ZIP_LEVEL = 1;
@@ -53,12 +56,52 @@ class SheetPart {
   }
 
   /** Writes XML; resolves once the zip can take more (its deflate keeps up). */
-  async write(xml: string): Promise<void> {
+  async write(xml: string | Buffer): Promise<void> {
     if (!this.stream.write(xml)) await once(this.stream, 'drain');
   }
 
-  end(xml: string): void {
-    this.stream.end(xml);
+  /** Writes the last of the XML: `rows` (bytes), then `tail`. */
+  end(rows: Buffer[], tail: string): void {
+    for (const piece of rows) this.stream.write(piece);
+    this.stream.end(tail);
+  }
+}
+
+/** Bytes per piece of Utf8Pieces: about a page of rows. */
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * Text gathered as UTF-8 bytes, a string at a time. Writing each row's text into a buffer costs a
+ * fraction of joining the rows' texts and encoding the whole page: V8 flattens a page-long string of
+ * thousands of parts slowly (bench/README.md, "Report build profile").
+ */
+class Utf8Pieces {
+  private pieces: Buffer[] = [];
+  private current = Buffer.allocUnsafe(PIECE_BYTES);
+  private used = 0;
+
+  add(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit.
+    if (this.used + text.length * 3 > this.current.length) this.next(text.length * 3);
+    this.used += this.current.write(text, this.used);
+  }
+
+  /** The bytes gathered so far (each piece a buffer of its own, never written again), and a fresh start. */
+  take(): Buffer[] {
+    this.next(0);
+    const pieces = this.pieces;
+    this.pieces = [];
+    return pieces;
+  }
+
+  private next(atLeast: number): void {
+    if (this.used > 0) {
+      this.pieces.push(this.current.subarray(0, this.used));
+      this.current = Buffer.allocUnsafe(Math.max(PIECE_BYTES, atLeast));
+    } else if (this.current.length < atLeast) {
+      this.current = Buffer.allocUnsafe(atLeast);
+    }
+    this.used = 0;
   }
 }
 
@@ -111,7 +154,7 @@ export class XlsxWriter {
   addSummarySheet(name: string, lines: SummaryLine[], widths: number[]): void {
     const part = this.openSheet(name, widths, false);
     const rows = lines.map((line, i) => summaryRow(this.styles, line, i + 1));
-    part.end(rows.join('') + sheetTail(undefined));
+    part.end([], rows.join('') + sheetTail(undefined));
   }
 
   /** Writes the workbook's other parts and closes the zip; `output` ends after the last byte. */
@@ -196,12 +239,13 @@ function coreProperties(created: Date): string {
 export class TableWriter {
   private readonly plain: number[];
   private readonly quoted: number[];
+  private readonly numberHeads: string[];
+  /** Per column, the text cells already made for values that repeat (statuses, currencies, plans). */
+  private readonly repeated: Array<Map<string, string>>;
   private readonly header: string;
   private readonly letters: string[];
-  /** The sheet row the next `row()` writes (its cells' references are made before it). */
-  private nextRow = 2;
   private part: SheetPart | undefined;
-  private pending = '';
+  private readonly pending = new Utf8Pieces();
   private rowsInSheet = 0;
   private sheetCount = 0;
   rows = 0;
@@ -216,6 +260,8 @@ export class TableWriter {
     const { styles } = workbook;
     this.plain = columns.map((c) => styles.of({ numFmt: c.numFmt }));
     this.quoted = columns.map((c) => styles.of({ numFmt: c.numFmt, quote: true }));
+    this.numberHeads = this.plain.map(numberCellHead);
+    this.repeated = columns.map(() => new Map());
     const headerStyle = styles.of({ header: true });
     this.letters = columns.map((_, i) => columnName(i + 1));
     this.header = `<row r="1">${columns.map((c, i) => textCell(c.header, headerStyle, `${this.letters[i]}1`)).join('')}</row>`;
@@ -227,30 +273,39 @@ export class TableWriter {
     return this.sheetCount;
   }
 
-  /** A text cell of column `i` (0-based), with the quote prefix when it looks like a formula. */
-  text(i: number, value: string): string {
-    return textCell(value, FORMULA_LIKE.test(value) ? this.quoted[i]! : this.plain[i]!, this.letters[i]! + this.nextRow);
+  /** A text cell of column `i` (0-based) in sheet row `r`, with the quote prefix when it looks like a formula. */
+  text(i: number, value: string, r: number): string {
+    return `<c r="${this.letters[i]!}${r}"${textCellTail(value, FORMULA_LIKE.test(value) ? this.quoted[i]! : this.plain[i]!)}`;
   }
 
-  /** A number cell of column `i`; `value` may be the number's text. */
-  number(i: number, value: string | number): string {
-    return numberCell(value, this.plain[i]!, this.letters[i]! + this.nextRow);
+  /** `text` for a column of few distinct values: each value's cell is made once. */
+  repeatedText(i: number, value: string, r: number): string {
+    const made = this.repeated[i]!;
+    let tail = made.get(value);
+    if (tail === undefined) {
+      tail = textCellTail(value, FORMULA_LIKE.test(value) ? this.quoted[i]! : this.plain[i]!);
+      if (made.size < REPEATED_VALUES_KEPT) made.set(value, tail);
+    }
+    return `<c r="${this.letters[i]!}${r}"${tail}`;
   }
 
-  /** Appends a row (its cells' XML, made by `text`/`number` for this row, in column order). */
-  row(cells: string): void {
+  /** A number cell of column `i` in sheet row `r`; `value` may be the number's text. */
+  number(i: number, value: string | number, r: number): string {
+    return `<c r="${this.letters[i]!}${r}"${this.numberHeads[i]!}${value}</v></c>`;
+  }
+
+  /** Appends a row: `cells(r)` makes its cells' XML (with `text`/`number`) for sheet row `r`, in column order. */
+  row(cells: (r: number) => string): void {
     if (this.rowsInSheet === this.rowsPerSheet) this.nextSheet();
     this.rowsInSheet += 1;
     this.rows += 1;
-    this.pending += `<row r="${this.rowsInSheet + 1}">${cells}</row>`;
-    this.nextRow = this.rowsInSheet === this.rowsPerSheet ? 2 : this.rowsInSheet + 2;
+    const r = this.rowsInSheet + 1;
+    this.pending.add(`<row r="${r}">${cells(r)}</row>`);
   }
 
   /** Writes the rows appended so far; resolves once the zip can take more. */
   async flush(): Promise<void> {
-    const xml = this.pending;
-    this.pending = '';
-    if (xml) await this.part!.write(xml);
+    for (const piece of this.pending.take()) await this.part!.write(piece);
   }
 
   /** Ends the last sheet. */
@@ -269,8 +324,7 @@ export class TableWriter {
 
   private endSheet(): void {
     const filter = `A1:${columnName(this.columns.length)}${this.rowsInSheet + 1}`;
-    this.part!.end(this.pending + sheetTail(filter));
-    this.pending = '';
+    this.part!.end(this.pending.take(), sheetTail(filter));
   }
 }
 

@@ -11,7 +11,7 @@ import { buffer } from 'node:stream/consumers';
 import { describe, test } from 'node:test';
 import ExcelJS from 'exceljs';
 import { buildWorkbook } from '../../src/reports/build.ts';
-import type { InvoiceTuple } from '../../src/reports/invoice-table.ts';
+import { invoiceLine, type InvoiceLine } from '../../src/reports/invoice-table.ts';
 import type { InvoiceTotals, ServiceTotals } from '../../src/reports/types.ts';
 import { EXCEL_DATA_ROWS } from '../../src/reports/workbook.ts';
 import { readWorkbook, sheetOf, valuesOf, type CellDump } from '../helpers/openpyxl.ts';
@@ -19,20 +19,20 @@ import { readWorkbook, sheetOf, valuesOf, type CellDump } from '../helpers/openp
 const GENERATED_AT = Date.UTC(2025, 5, 30, 12, 34, 56, 789);
 
 /** One invoice as the report's query makes it. */
-const invoice = (id: number, over: Partial<{ number: string; date: string; status: 'paid' | 'pending'; amount: string; currency: string }> = {}): InvoiceTuple => [
+const invoice = (id: number, over: Partial<Omit<InvoiceLine, 'id'>> = {}): InvoiceLine => ({
   id,
-  over.number ?? `INV-${String(id).padStart(5, '0')}`,
-  700_000_000 + id,
-  over.date ?? '2025-06-02',
-  over.status ?? 'paid',
-  over.amount ?? '10.00',
-  over.currency ?? 'EUR',
-];
+  number: over.number ?? `INV-${String(id).padStart(5, '0')}`,
+  serviceNumber: 700_000_000 + id,
+  date: over.date ?? '2025-06-02',
+  status: over.status ?? 'paid',
+  amount: over.amount ?? '10.00',
+  currency: over.currency ?? 'EUR',
+});
 
-/** Invoices as pages of the report's query: JSON arrays, one per line, comma-separated. */
-function invoicePages(invoices: InvoiceTuple[], perPage = 2): string[] {
+/** Invoices as pages of the report's query: a line each. */
+function invoicePages(invoices: InvoiceLine[], perPage = 2): string[] {
   const pages: string[] = [];
-  for (let i = 0; i < invoices.length; i += perPage) pages.push(invoices.slice(i, i + perPage).map((t) => JSON.stringify(t)).join(',\n'));
+  for (let i = 0; i < invoices.length; i += perPage) pages.push(invoices.slice(i, i + perPage).map(invoiceLine).join('\n'));
   return pages;
 }
 
@@ -40,7 +40,7 @@ async function* each(pages: string[]): AsyncGenerator<string> {
   yield* pages;
 }
 
-async function invoicesWorkbook(invoices: InvoiceTuple[], rowsPerSheet?: number): Promise<{ xlsx: Buffer; rows: number; totals: InvoiceTotals; sheets: number }> {
+async function invoicesWorkbook(invoices: InvoiceLine[], rowsPerSheet?: number): Promise<{ xlsx: Buffer; rows: number; totals: InvoiceTotals; sheets: number }> {
   const out = new PassThrough();
   const bytes = buffer(out);
   const facts = { generatedAt: GENERATED_AT, startDate: '2025-06-01', endDate: '2025-06-30' };

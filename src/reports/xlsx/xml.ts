@@ -38,16 +38,24 @@ export const FORMULA_LIKE = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
  * place, but some readers (exceljs among them) fail on a cell without one.
  */
 
-/** An inline-string cell (`t="inlineStr"`) at `ref`; `style` is the cell's xf index (0: none). */
-export function textCell(text: string, style: number, ref: string): string {
+/** What follows `<c r="…"` in an inline-string cell (`t="inlineStr"`); `style` is its xf index (0: none). */
+export function textCellTail(text: string, style: number): string {
   const s = style === 0 ? '' : ` s="${style}"`;
   const t = EDGE_SPACE.test(text) ? '<t xml:space="preserve">' : '<t>';
-  return `<c r="${ref}"${s} t="inlineStr"><is>${t}${escapeXml(text)}</t></is></c>`;
+  return `${s} t="inlineStr"><is>${t}${escapeXml(text)}</t></is></c>`;
 }
+
+/** An inline-string cell at `ref`. */
+export function textCell(text: string, style: number, ref: string): string {
+  return `<c r="${ref}"${textCellTail(text, style)}`;
+}
+
+/** What follows `<c r="…"` in a number cell, up to its value. */
+export const numberCellHead = (style: number): string => (style === 0 ? '><v>' : ` s="${style}"><v>`);
 
 /** A number cell at `ref`; `value` is already the number's text (a JS number's or the database's decimal). */
 export function numberCell(value: string | number, style: number, ref: string): string {
-  return style === 0 ? `<c r="${ref}"><v>${value}</v></c>` : `<c r="${ref}" s="${style}"><v>${value}</v></c>`;
+  return `<c r="${ref}"${numberCellHead(style)}${value}</v></c>`;
 }
 
 /** Days from Excel's day 0 (1899-12-30, the 1900 date system) to 1970-01-01. */
