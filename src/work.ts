@@ -23,6 +23,7 @@ import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
 import { processBuild, processReportSend, type Pipeline, type SendJobData } from './reports/pipeline.ts';
 import { startReconciling } from './reports/reconcile.ts';
+import { WorkbookCache } from './reports/workbook-store.ts';
 import { runReport } from './reports/run-report.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 
@@ -82,6 +83,8 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     queues,
     mailer: mailerOf,
     mailOutcomes: { sent: () => recordMailSent('report'), failed: () => recordMailFailed('report') },
+    // Room for the attachments of the runs a worker sends at once (2 builds at a time).
+    workbooks: new WorkbookCache(2 * config.reportAttachmentMaxBytes),
   };
   const notice = noticeProcessor(mailerOf, log, { sent: () => recordMailSent('notice'), failed: () => recordMailFailed('notice') });
   // One `mail` queue carries report e-mails (by recipient record) and notices (the message itself).

@@ -11,8 +11,8 @@ export interface MailAttachment {
   filename: string;
   /** A file readable by the mail worker (same host / same $DATA_DIR). Never put big content into Redis. */
   path?: string;
-  /** Small inline text (a few KB), or a stream read once as the message is sent (one per send: a retry needs a new one). */
-  content?: string | Readable;
+  /** Inline content (text or bytes), or a stream read once as the message is sent (one per send: a retry needs a new one). */
+  content?: string | Buffer | Readable;
   contentType?: string;
 }
 

@@ -32,7 +32,7 @@ import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { reportBuilders } from './index.ts';
 import { createLink } from './links.ts';
 import type { ReportSpec, ReportTotals, ServiceStatusFilter } from './types.ts';
-import { discardBuild, discardOtherBuilds, readWorkbook, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
+import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
 
 export interface BuildJobData {
   runId: string;
@@ -62,6 +62,8 @@ export interface Pipeline {
   mailer: () => Mailer;
   /** Counters of e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
+  /** Attached workbooks this process holds whole, so a run's e-mails read them once (workbook-store.ts). */
+  workbooks: WorkbookCache;
 }
 
 /** The Message-ID of every copy of one report e-mail, on the domain of MAIL_FROM. */
@@ -139,7 +141,8 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
   const spec = specOf(run);
   const started = Date.now();
-  const out = new WorkbookWriter(prisma, runId, randomUUID());
+  // A workbook small enough to attach is kept whole for this process's own sends of it.
+  const out = new WorkbookWriter(prisma, runId, randomUUID(), undefined, p.config.reportAttachmentMaxBytes);
   let written;
   try {
     written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, out, run.generatedAt);
@@ -158,6 +161,8 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
     await discardBuild(prisma, runId, stored.build);
     return { skipped: 'another build of the run was recorded first' };
   }
+  const kept = out.kept();
+  if (kept) p.workbooks.put({ runId, build: stored.build }, kept);
   const pending = await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } });
   for (const r of pending) await enqueueSend(p, r.id);
   log.info({ runId, type: spec.type, rows: written.rows, bytes: stored.bytes, ms: Date.now() - started }, 'report workbook built');
@@ -231,7 +236,10 @@ export async function recount(p: Pipeline, runId: string): Promise<void> {
   if (done.count > 0) {
     // An attached workbook is not needed once every e-mail has an outcome; links keep theirs until they expire.
     const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { delivery: true } });
-    if (run.delivery !== 'link' || counts.recipientsSent === 0) await releaseWorkbook(prisma, runId);
+    if (run.delivery !== 'link' || counts.recipientsSent === 0) {
+      p.workbooks.dropRun(runId);
+      await releaseWorkbook(prisma, runId);
+    }
     p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
   } else {
     await prisma.reportRun.update({ where: { id: runId }, data: counts });
@@ -310,7 +318,7 @@ async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; 
     const link = await createLink(p.prisma, p.config, run.id, recipient.id);
     return { message: { ...base, text: builder.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
   }
-  const content = readWorkbook(p.prisma, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
+  const content = await p.workbooks.get(p.prisma, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
   return {
     message: {
       ...base,

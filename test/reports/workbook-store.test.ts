@@ -1,0 +1,92 @@
+/**
+ * The stored workbook (src/reports/workbook-store.ts): written in chunks and read back byte for
+ * byte, whatever its size against the chunk size; a missing chunk is WorkbookUnavailableError (a
+ * send tries again); and the per-process cache of attachments reads a workbook once and holds no
+ * more than its bound.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
+import { after, before, describe, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { broker } from '../helpers/factories.ts';
+import { readWorkbook, WorkbookCache, WorkbookUnavailableError, WorkbookWriter, type WorkbookRef } from '../../src/reports/workbook-store.ts';
+
+let db: TestDatabase;
+let brokerId: string;
+
+before(async () => {
+  db = await createTestDatabase();
+  brokerId = (await broker(db.prisma)).id;
+});
+after(async () => {
+  await db?.drop();
+});
+
+async function store(bytes: Buffer, chunkBytes: number, keepUpTo = 0): Promise<{ ref: WorkbookRef; writer: WorkbookWriter }> {
+  const run = await db.prisma.reportRun.create({ data: { brokerId, reportType: 'invoices' } });
+  const writer = new WorkbookWriter(db.prisma, run.id, randomUUID(), chunkBytes, keepUpTo);
+  await new Promise<void>((resolve, reject) => {
+    writer.on('finish', resolve).on('error', reject);
+    // In uneven pieces, as the build thread hands them over.
+    for (let at = 0; at < bytes.length; at += 777) writer.write(bytes.subarray(at, at + 777));
+    writer.end();
+  });
+  const { chunks } = writer.stored();
+  return { ref: { runId: run.id, build: writer.build, chunks }, writer };
+}
+
+describe('a stored workbook', () => {
+  for (const [size, chunkBytes] of [[0, 1000], [1, 1000], [999, 1000], [1000, 1000], [1001, 1000], [25_000, 4096]] as const) {
+    test(`${size} bytes in chunks of ${chunkBytes}: read back byte for byte, its size and SHA-256 recorded`, async () => {
+      const bytes = randomBytes(size);
+      const { ref, writer } = await store(bytes, chunkBytes);
+      assert.equal(ref.chunks, Math.max(1, Math.ceil(size / chunkBytes)));
+      const stored = writer.stored();
+      assert.equal(stored.bytes, size);
+      assert.equal(stored.sha256, (await import('node:crypto')).createHash('sha256').update(bytes).digest('hex'));
+      assert.deepEqual(await buffer(readWorkbook(db.prisma, ref)), bytes);
+    });
+  }
+
+  test('a missing chunk is WorkbookUnavailableError, not a short workbook', async () => {
+    const { ref } = await store(randomBytes(3000), 1000);
+    await db.prisma.reportWorkbookChunk.delete({ where: { reportRunId_build_seq: { reportRunId: ref.runId, build: ref.build, seq: 1 } } });
+    await assert.rejects(buffer(readWorkbook(db.prisma, ref)), WorkbookUnavailableError);
+  });
+
+  test('the writer keeps a copy only while the workbook is no larger than keepUpTo', async () => {
+    const small = randomBytes(1500);
+    assert.deepEqual((await store(small, 1000, 2000)).writer.kept(), small);
+    assert.equal((await store(randomBytes(2500), 1000, 2000)).writer.kept(), undefined);
+    assert.equal((await store(small, 1000)).writer.kept(), undefined);
+  });
+});
+
+describe('the cache of attached workbooks', () => {
+  test('reads a workbook from the database once, then serves it from memory', async () => {
+    const bytes = randomBytes(5000);
+    const { ref } = await store(bytes, 1000);
+    const cache = new WorkbookCache(10_000);
+    assert.deepEqual(await cache.get(db.prisma, ref), bytes);
+    // Gone from the database: the cached copy still answers.
+    await db.prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: ref.runId } });
+    assert.deepEqual(await cache.get(db.prisma, ref), bytes);
+    cache.dropRun(ref.runId);
+    await assert.rejects(cache.get(db.prisma, ref), WorkbookUnavailableError);
+  });
+
+  test('holds at most its bound: the least recently used goes first; a workbook over the bound is not kept', () => {
+    const cache = new WorkbookCache(10);
+    const a = { runId: 'a', build: '1' };
+    const b = { runId: 'b', build: '1' };
+    const c = { runId: 'c', build: '1' };
+    cache.put(a, Buffer.alloc(4));
+    cache.put(b, Buffer.alloc(4));
+    cache.put(c, Buffer.alloc(4));
+    const kept = (ref: { runId: string; build: string }) => (cache as unknown as { entries: Map<string, Buffer> }).entries.has(`${ref.runId}/${ref.build}`);
+    assert.deepEqual([kept(a), kept(b), kept(c)], [false, true, true]);
+    cache.put({ runId: 'd', build: '1' }, Buffer.alloc(11));
+    assert.equal(kept({ runId: 'd', build: '1' }), false);
+  });
+});
