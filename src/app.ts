@@ -5,6 +5,7 @@ import { registerDocs } from './http/docs.ts';
 import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
+import { jsonBody } from './http/json-body.ts';
 import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './http/fast-path.ts';
 import { operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
@@ -129,7 +130,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         noStore,
         resolveOperation(contract),
         deps.gate,
-        postOnly(express.json({ limit: '1mb', strict: true })),
+        postOnly(jsonBody()),
         emptyBodyAsObject,
         inputHygiene,
         ...createValidator(contract, config.validateResponses),

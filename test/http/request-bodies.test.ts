@@ -117,3 +117,41 @@ describe('compressed bodies', () => {
     });
   }
 });
+
+describe('a body that is not a JSON object, on every POST (openapi.yaml, "Order of checks", step 5)', () => {
+  const bodies: Array<[string, Buffer]> = [
+    ['an empty array', Buffer.from('[]')],
+    ['an array of an object', Buffer.from('[{"reason":"x"}]')],
+    ['a string', Buffer.from('"x"')],
+    ['a number', Buffer.from('1')],
+    ['null', Buffer.from('null')],
+    ['true', Buffer.from('true')],
+    ['whitespace only', Buffer.from('  \n ')],
+    ['a 10,000-deep array', Buffer.from(`${'['.repeat(10_000)}${']'.repeat(10_000)}`)],
+  ];
+  for (const [what, body] of bodies) {
+    test(`${what}: 400 invalid_request`, async () => {
+      for (const path of POSTS) {
+        const res = await send(path, { 'Content-Type': 'application/json' }, body);
+        assert.equal(res.status, 400, `${path}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error?.code, 'invalid_request', path);
+        assert.equal(res.body.error?.message, 'Request body must be a JSON object', path);
+      }
+    });
+  }
+
+  test('a body that is not valid UTF-8: 400 invalid_request', async () => {
+    const body = Buffer.concat([Buffer.from('{"reason":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
+    for (const path of POSTS) {
+      const res = await send(path, { 'Content-Type': 'application/json' }, body);
+      assert.equal(res.status, 400, `${path}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error?.code, 'invalid_request', path);
+      assert.equal(res.body.error?.message, 'Request body must be UTF-8 encoded JSON', path);
+    }
+  });
+
+  test('an object is still read, on POST /auth-check too', async () => {
+    const res = await send('/api/v1/auth-check', { 'Content-Type': 'application/json' }, Buffer.from(' {} '));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+});

@@ -2939,7 +2939,8 @@ export interface components {
     parameters: {
         /**
          * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-         *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+         *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+         *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
          *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
          *     with `request_status: "provider_review"` on createService, upgradeService,
          *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3013,7 +3014,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3059,7 +3061,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3113,7 +3116,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3222,7 +3226,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3268,7 +3273,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3321,7 +3327,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3386,7 +3393,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3451,7 +3459,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3516,7 +3525,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3617,7 +3627,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3663,7 +3674,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3744,7 +3756,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3797,7 +3810,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3855,7 +3869,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
