@@ -554,7 +554,7 @@ export interface paths {
          *
          *     Checks, in order, after authentication, IP whitelist, rate limit and scope:
          *
-         *     1. body is valid JSON (`400 invalid_request`, message `Invalid JSON in request body`), a JSON object, at most 1 MiB, sent as `application/json`;
+         *     1. body is valid JSON (`400 invalid_request`, message `Invalid JSON in request body`), a JSON object within the body bounds (64 KiB, 64 keys, 1,000 array items, 16 levels; see *Order of checks*), sent as `application/json`;
          *     2. `recipients` present and not `null` (`400 missing_parameter`, `details.required` lists `recipients`);
          *     3. `recipients` is an array of strings, every non-empty item a valid address, at least one left (`400 invalid_parameter`, `details.max_recipients: 10`);
          *     4. at most 10 unique normalized addresses (`400 too_many_recipients`);
