@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config.ts';
-import { answerClientErrorsInEnvelope } from '../http/client-errors.ts';
+import { answerClientErrorsInEnvelope, requireHost } from '../http/client-errors.ts';
 
 /**
  * Bounds that stop a client from holding a socket forever. Node checks the header and request
@@ -109,12 +109,14 @@ export async function listen(
     requestTimeout: t.requestTimeoutMs,
     keepAliveTimeout: t.keepAliveTimeoutMs,
     connectionsCheckingInterval: t.checkIntervalMs,
+    // A request without Host is refused by requireHost (the envelope), not by Node (a bare 400).
+    requireHostHeader: false,
     ...(hasMessagePrototypes(app) ? expressMessageClasses(app) : undefined),
   };
   const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
   const server = tls
-    ? https.createServer({ ...options, cert: readFileSync(config.tlsCertFile!), key: readFileSync(config.tlsKeyFile!) }, app)
-    : http.createServer(options, app);
+    ? https.createServer({ ...options, cert: readFileSync(config.tlsCertFile!), key: readFileSync(config.tlsKeyFile!) }, requireHost(app))
+    : http.createServer(options, requireHost(app));
   answerClientErrorsInEnvelope(server);
   // A client that connects and sends nothing is cut by the header bound too (Node answers 408).
   // No socket idle timeout: a report request legitimately waits up to REPORT_WAIT_MS in silence.
