@@ -70,12 +70,6 @@ function registerNotImplemented(router: Router, contract: Contract): void {
 
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Once shutdown has begun, every answer ends its connection: keep-alive clients reconnect (elsewhere). */
-const closeWhileDraining: RequestHandler = (req, res, next) => {
-  if (req.app.locals.draining === true) res.setHeader('Connection', 'close');
-  next();
-};
-
 
 /**
  * Every /api answer holds one key's own data (a new service's password, say): no browser or
@@ -107,7 +101,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
     chain([
       // Probes and scrapes every few seconds would drown the request log (they are still counted).
       requestLog(logger, OPS_PATHS, recordHttpRequest),
-      closeWhileDraining,
       requestId,
       // Security headers on every response: the set OWASP's REST Security Cheat Sheet names for
       // API responses (no framing, no sniffing, HTTPS only, no referrer). Headers that only
