@@ -26,13 +26,14 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import express from 'express';
 import { runAdminSql } from '../src/db/client.ts';
+import { buildBase } from './base.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(SELF), '..');
@@ -304,40 +305,12 @@ async function createBenchDatabase(serverUrl: string, suffix = ''): Promise<{ ur
 }
 
 /**
- * A checkout of `rev` under var/bench-base/ with its own build (node_modules shared with this
- * checkout), for an A/B of the API before and after a change.
- */
-function buildBase(rev: string): string {
-  const sha = spawnSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
-  if (!sha) throw new Error(`BENCH_BASE: no commit ${rev}`);
-  const dir = path.join(ROOT, 'var', 'bench-base', sha.slice(0, 12));
-  const step = (command: string, args: string[], cwd: string) => {
-    const r = spawnSync(command, args, { cwd, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed in ${cwd}`);
-  };
-  if (!existsSync(path.join(dir, 'dist', 'src', 'main', 'runtime.js'))) {
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
-    // git archive: the commit's files only, no worktree bookkeeping left in this repository.
-    const tar = spawnSync('git', ['archive', '--format=tar', sha], { cwd: ROOT, maxBuffer: 1 << 30 });
-    if (tar.status !== 0) throw new Error(`git archive ${sha} failed`);
-    const untar = spawnSync('tar', ['-x', '-C', dir], { input: tar.stdout });
-    if (untar.status !== 0) throw new Error('tar failed');
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-    step(process.execPath, ['scripts/generate.mjs', '--prisma'], dir);
-    step(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], dir);
-  }
-  console.error(`bench: base ${rev} (${sha.slice(0, 12)}) built in ${path.relative(ROOT, dir)}`);
-  return dir;
-}
-
-/**
  * BENCH_BASE=<rev>: the API of this checkout (B) against the API of commit <rev> (A), both up at
  * once and measured in alternating rounds (A B B A A B …), so a change in the host's load falls
  * on both alike. Prints each round and the medians of throughput and CPU per request.
  */
 async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string | undefined): Promise<void> {
-  const baseDir = buildBase(baseRev);
+  const baseDir = buildBase(ROOT, baseRev);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
   const sides = [
     { name: `A ${baseRev}`, root: baseDir, flags: [] as string[] },

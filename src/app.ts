@@ -5,6 +5,7 @@ import { registerDocs } from './http/docs.ts';
 import { errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
+import { jsonBody } from './http/json-body.ts';
 import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './http/fast-path.ts';
 import { operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
@@ -71,12 +72,6 @@ function registerNotImplemented(router: Router, contract: Contract): void {
 
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Once shutdown has begun, every answer ends its connection: keep-alive clients reconnect (elsewhere). */
-const closeWhileDraining: RequestHandler = (req, res, next) => {
-  if (req.app.locals.draining === true) res.setHeader('Connection', 'close');
-  next();
-};
-
 
 /**
  * Every /api answer holds one key's own data (a new service's password, say): no browser or
@@ -108,7 +103,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
     chain([
       // Probes and scrapes every few seconds would drown the request log (they are still counted).
       requestLog(logger, OPS_PATHS, recordHttpRequest),
-      closeWhileDraining,
       requestId,
       // Security headers on every response: the set OWASP's REST Security Cheat Sheet names for
       // API responses (no framing, no sniffing, HTTPS only, no referrer). Headers that only
@@ -133,7 +127,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         noStore,
         resolveOperation(contract),
         deps.gate,
-        postOnly(express.json({ limit: '1mb', strict: true })),
+        postOnly(jsonBody()),
         emptyBodyAsObject,
         inputHygiene,
         ...createValidator(contract, config.validateResponses),

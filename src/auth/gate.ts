@@ -79,8 +79,21 @@ interface PresentedKey {
   claimedMode: KeyMode;
 }
 
-/** Step 1a: a well-formed `Authorization: Bearer <key>` header, or a 401. */
+/** How many `Authorization` headers came (Node keeps only the first in `req.headers`). */
+function authorizationHeaders(raw: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+  }
+  return count;
+}
+
+/** Step 1a: one well-formed `Authorization: Bearer <key>` header, or a 401. */
 function presentedKey(req: Request): PresentedKey {
+  if (authorizationHeaders(req.rawHeaders) > 1) {
+    throw authFailed('Ambiguous credentials: send exactly one Authorization header', 'invalid_request');
+  }
   const header = req.headers.authorization;
   if (header === undefined || header.trim() === '') {
     throw authFailed('Missing API key: send it as "Authorization: Bearer <API_KEY>"');

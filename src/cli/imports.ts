@@ -196,6 +196,8 @@ export function validateServiceRows(rows: readonly unknown[], planNames: readonl
     const password = field(row, 'password', () => {
       if (typeof r.password !== 'string') throw new InvalidValue('must be text');
       if (r.password.length > 128) throw new InvalidValue('is longer than 128 characters');
+      // As the API's password: a CR/LF would reach the e-mail that sends it, and every API answer.
+      if (hasControlCharacters(r.password)) throw new InvalidValue(CONTROL_CHARACTERS_REASON);
       return r.password; // kept exactly as given: spaces can be part of a password
     });
     const createdAt =

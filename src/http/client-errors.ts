@@ -11,7 +11,7 @@ function envelope(message: string, requestId: string): string {
 
 /**
  * Requests Node refuses before Express sees them (headers over 16 KiB, malformed HTTP, a client
- * too slow to send its headers, an `Expect` other than `100-continue`) still get the envelope and
+ * too slow to send its headers, an `Expect` other than `100-continue`; no Host, see requireHost) still get the envelope and
  * the headers of every other answer, not Node's bare status line.
  */
 export function answerClientErrorsInEnvelope(server: Server): void {
@@ -42,15 +42,35 @@ export function answerClientErrorsInEnvelope(server: Server): void {
   // Node answers an unknown expectation with a bare 417 unless the server takes it: it is a
   // client error like any other here, 400 invalid_request (the statuses the contract uses).
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = requestIdOf(undefined);
-    const body = envelope(`Expect: ${String(req.headers.expect ?? '').slice(0, 40)} is not supported (only 100-continue)`, requestId);
-    res.writeHead(400, [
-      ['Content-Type', 'application/json; charset=utf-8'],
-      ['Content-Length', String(Buffer.byteLength(body))],
-      ['X-Request-Id', requestId],
-      ...rawAnswerHeaders,
-      ['Connection', 'close'],
-    ].flat());
-    res.end(body);
+    refuse(res, `Expect: ${String(req.headers.expect ?? '').slice(0, 40)} is not supported (only 100-continue)`);
   });
+}
+
+/** A `400 invalid_request` written without Express, with the headers of every other answer. */
+function refuse(res: ServerResponse, message: string): void {
+  const requestId = requestIdOf(undefined);
+  const body = envelope(message, requestId);
+  res.writeHead(400, [
+    ['Content-Type', 'application/json; charset=utf-8'],
+    ['Content-Length', String(Buffer.byteLength(body))],
+    ['X-Request-Id', requestId],
+    ...rawAnswerHeaders,
+    ['Connection', 'close'],
+  ].flat());
+  res.end(body);
+}
+
+/**
+ * An HTTP/1.1 request must name its Host (RFC 9112, section 3.2). Node's own check answers a bare
+ * 400 with no way to change it, so the server is made with `requireHostHeader: false` and this
+ * answers such a request instead, as the other parser refusals are answered.
+ */
+export function requireHost(app: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      refuse(res, 'Missing Host header (required in HTTP/1.1)');
+      return;
+    }
+    app(req, res);
+  };
 }

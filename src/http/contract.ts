@@ -31,6 +31,8 @@ export interface OperationInfo {
   pathParameters: string[];
   /** Path and query parameters typed integer, number or boolean. */
   scalarParameters: ScalarParameter[];
+  /** Names of the query parameters (a log line shows only their values). */
+  queryParameters: ReadonlySet<string>;
 }
 
 export interface Contract {
@@ -82,6 +84,11 @@ function scalarParametersOf(item: Json, operation: Json, document: Json): Scalar
   return result;
 }
 
+function queryParametersOf(item: Json, operation: Json, document: Json): Set<string> {
+  const list = [...((item.parameters ?? []) as unknown[]), ...((operation.parameters ?? []) as unknown[])];
+  return new Set(list.map((raw) => resolveRef(raw, document)).filter((p) => p.in === 'query').map((p) => String(p.name)));
+}
+
 let cached: Contract | undefined;
 
 /** openapi.yaml, read and indexed once per process: the single source of routes and scopes. */
@@ -107,6 +114,7 @@ export function loadContract(file = OPENAPI_PATH): Contract {
         matcher: new RegExp(`^${pattern}/?$`),
         pathParameters: [...pathTemplate.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
         scalarParameters: scalarParametersOf(item, operation, document),
+        queryParameters: queryParametersOf(item, operation, document),
       });
     }
   }

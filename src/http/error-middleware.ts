@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
 import { ApiError, fromDomainError } from './errors.ts';
+import { BODY_TOO_LARGE } from './json-body.ts';
 import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
 
 interface BodyParserError {
@@ -36,7 +37,7 @@ function toApiError(
       case 'entity.parse.failed':
         return new ApiError('invalid_request', 'Invalid JSON in request body');
       case 'entity.too.large':
-        return new ApiError('invalid_request', 'Request body is larger than 1 MiB');
+        return new ApiError('invalid_request', BODY_TOO_LARGE);
       case 'encoding.unsupported':
         return new ApiError(
           'invalid_request',

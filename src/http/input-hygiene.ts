@@ -25,9 +25,20 @@ function pathValuesOf(op: OperationInfo, urlPath: string): Map<string, string> {
   return pathValues;
 }
 
+/**
+ * The longest `X-Test-Scenario` value: the known ones are short, and an unknown value behaves as
+ * `success`, so a longer one is a mistake (or a probe) that would otherwise be logged and hashed.
+ * Checked here rather than by a schema `maxLength`, which the released contract does not carry.
+ */
+export const MAX_TEST_SCENARIO_LENGTH = 64;
+
 export const inputHygiene: RequestHandler = (req, res, next) => {
   const op = res.locals.operation as OperationInfo | undefined;
   if (!op) return next();
+  const scenario = req.headers['x-test-scenario'];
+  if (typeof scenario === 'string' && scenario.length > MAX_TEST_SCENARIO_LENGTH) {
+    return next(invalidParameter('x-test-scenario', 'headers', 'maxLength', `must be at most ${MAX_TEST_SCENARIO_LENGTH} characters`));
+  }
   const pathValues = op.pathParameters.length > 0 ? pathValuesOf(op, req.baseUrl + req.path) : undefined;
 
   for (const parameter of op.scalarParameters) {

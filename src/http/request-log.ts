@@ -1,10 +1,12 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { scrubSecrets } from '../ops/redact.ts';
+import { scrubUrl } from '../ops/redact.ts';
+import type { OperationInfo } from './contract.ts';
 
 /**
  * One structured line per request when its response is finished (or the client went away):
- * request id, method, URL (any key-shaped text scrubbed), status and response time; and
+ * request id, method, URL (values of unknown query parameters left out, any key-shaped text
+ * scrubbed: src/ops/redact.ts scrubUrl), status and response time; and
  * `onFinished` for every request whose response was sent in full (the metrics), from the same
  * listener: a listener pair per concern per response showed in the profile.
  *
@@ -36,7 +38,7 @@ export function requestLog(
       lines[level](
         {
           requestId: res.locals.requestId as string,
-          req: { method: req.method, url: scrubSecrets(req.originalUrl) },
+          req: { method: req.method, url: scrubUrl(req.originalUrl, (res.locals.operation as OperationInfo | undefined)?.queryParameters) },
           res: { statusCode: res.statusCode },
           responseTime: Math.round(ms),
         },

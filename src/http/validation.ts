@@ -3,6 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import { resolveRef, type Contract } from './contract.ts';
 import { ApiError, invalidParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
+import { BODY_TOO_LARGE } from './json-body.ts';
 
 interface ValidatorErrorItem {
   path: string;
@@ -190,7 +191,7 @@ export function mapValidatorError(
   if (err.status === 415) {
     return new ApiError('invalid_request', 'Content-Type must be application/json for a request with a body');
   }
-  if (err.status === 413) return new ApiError('invalid_request', 'Request body is larger than 1 MiB');
+  if (err.status === 413) return new ApiError('invalid_request', BODY_TOO_LARGE);
   if (err.status === 404 || err.status === 405) return new ApiError('not_found', 'No such endpoint');
   if (err.status >= 500) {
     // A response that drifted from the contract: a bug of ours, never the client's fault.

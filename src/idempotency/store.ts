@@ -9,7 +9,7 @@
  * and the key may run again; a row left `applied` (its answer was never recorded) never runs again.
  * `done` rows hold the answer as it was sent, replayed to every retry.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Effect } from '../shared/caller.ts';
 import type { Claim, IdempotencyKeys } from '../shared/idempotency-keys.ts';
@@ -30,9 +30,18 @@ interface Row {
   lease_over: boolean;
 }
 
+/**
+ * What the `key` column holds: the SHA-256 (hex) of the header's value, never the value itself.
+ * A client may put anything in the header (an order number, a customer's name), and the table is
+ * read by more people than the client's own requests; a retry still finds its row by the hash.
+ */
+export function storedKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
 export function idempotencyStore(prisma: PrismaClient): IdempotencyKeys {
   return {
-    claim: (apiKeyId, key, fingerprint, leaseMs) => claim(prisma, apiKeyId, key, fingerprint, leaseMs),
+    claim: (apiKeyId, key, fingerprint, leaseMs) => claim(prisma, apiKeyId, storedKey(key), fingerprint, leaseMs),
 
     async recordEffect(tx, id, owner, effect) {
       const changed = await tx.$executeRaw`
@@ -65,16 +74,16 @@ export function idempotencyStore(prisma: PrismaClient): IdempotencyKeys {
  * Takes the key, or says how the request that took it first was answered. A few rounds at most:
  * each round ends unless another request changed the row in between.
  */
-async function claim(prisma: PrismaClient, apiKeyId: string, key: string, fingerprint: string, leaseMs: number): Promise<Claim> {
+async function claim(prisma: PrismaClient, apiKeyId: string, keyHash: string, fingerprint: string, leaseMs: number): Promise<Claim> {
   for (let round = 0; ; round++) {
     const owner = randomUUID();
     const inserted = await prisma.$queryRaw<Array<{ id: bigint }>>`
       INSERT INTO "idempotency_keys" ("api_key_id", "key", "fingerprint", "status", "owner", "locked_until")
-      VALUES (${apiKeyId}, ${key}, ${fingerprint}, 'running', ${owner}, now() + make_interval(secs => ${leaseMs / 1000}))
+      VALUES (${apiKeyId}, ${keyHash}, ${fingerprint}, 'running', ${owner}, now() + make_interval(secs => ${leaseMs / 1000}))
       ON CONFLICT ("api_key_id", "key") DO NOTHING
       RETURNING "id"`;
     if (inserted[0]) return { kind: 'run', id: inserted[0].id, owner };
-    const row = await readRow(prisma, apiKeyId, key);
+    const row = await readRow(prisma, apiKeyId, keyHash);
     const decided = row ? await decide(prisma, row, fingerprint, owner, leaseMs) : undefined;
     if (decided) return decided;
     // The row changed under us (deleted, taken over): look again; never loops for long.
@@ -82,13 +91,13 @@ async function claim(prisma: PrismaClient, apiKeyId: string, key: string, finger
   }
 }
 
-function readRow(prisma: PrismaClient, apiKeyId: string, key: string): Promise<Row | undefined> {
+function readRow(prisma: PrismaClient, apiKeyId: string, keyHash: string): Promise<Row | undefined> {
   return prisma.$queryRaw<Row[]>`
     SELECT "id", "fingerprint", "status"::text AS "status", "owner", "effect_type", "effect_id",
            "response_status", "response_body",
            "created_at" <= now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS}) AS "expired",
            COALESCE("locked_until" <= now(), true) AS "lease_over"
-      FROM "idempotency_keys" WHERE "api_key_id" = ${apiKeyId} AND "key" = ${key}`.then((rows) => rows[0]);
+      FROM "idempotency_keys" WHERE "api_key_id" = ${apiKeyId} AND "key" = ${keyHash}`.then((rows) => rows[0]);
 }
 
 async function decide(prisma: PrismaClient, row: Row, fingerprint: string, owner: string, leaseMs: number): Promise<Claim | undefined> {

@@ -3,11 +3,12 @@
  * start:api` and `npm run start:worker` (the two halves apart, sharing one PostgreSQL and Redis).
  *
  * Shutdown (SIGTERM or SIGINT; a second signal exits at once) runs in this order, each step bounded:
- *   1. `/readyz` answers 503 (`app.locals.draining`) and every answer carries `Connection: close`;
- *      on SIGTERM the server goes on accepting and serving for SHUTDOWN_DELAY_MS (the pre-stop
- *      delay a load balancer needs to stop sending), then stops accepting connections;
+ *   1. `/readyz` answers 503 (`app.locals.draining`); on SIGTERM the server goes on accepting and
+ *      serving, keeping connections alive, for SHUTDOWN_DELAY_MS (the pre-stop delay a load
+ *      balancer needs to stop sending), then stops accepting connections;
  *   2. in-flight requests finish (a report request keeps waiting for its outcome, up to
- *      `REPORT_WAIT_MS`), keep-alive connections close as they go idle; after
+ *      `REPORT_WAIT_MS`), each connection closes after its next answer (`Connection: close`) or
+ *      once idle (src/main/server.ts, no reset of a request being sent); after
  *      `shutdownTimeoutMs` (default REPORT_WAIT_MS + 5 s) the rest are cut;
  *   3. buffered API log entries and key last-used times are written;
  *   4. the job workers stop taking jobs and finish the running ones (bounded in src/jobs, 10 s),
@@ -121,9 +122,9 @@ async function serveWorkerMetrics(
 }
 
 /**
- * Load balancers see /readyz 503 and stop sending while this server still answers (every answer
- * now with `Connection: close`, so keep-alive clients reconnect elsewhere); only then does the
- * listener close.
+ * Load balancers see /readyz 503 and stop sending while this server still answers, keeping its
+ * connections alive (closing them then would only bring their clients back on new connections,
+ * right up to the listener's close); only then does the listener close.
  */
 async function drainThenClose(
   app: Express,

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config.ts';
-import { answerClientErrorsInEnvelope } from '../http/client-errors.ts';
+import { answerClientErrorsInEnvelope, requireHost } from '../http/client-errors.ts';
 
 /**
  * Bounds that stop a client from holding a socket forever. Node checks the header and request
@@ -34,9 +34,9 @@ export interface ListeningServer {
   url: string;
   tls: boolean;
   /**
-   * Stops accepting, lets in-flight requests finish (closing each keep-alive connection as soon as
-   * it is idle), and after `boundMs` cuts whatever is still open. Resolves with the number of
-   * connections that had to be cut.
+   * Stops accepting, lets in-flight requests finish (each connection closes after its next answer,
+   * or once idle; see trackConnections), and after `boundMs` cuts whatever is still open. Resolves
+   * with the number of connections that had to be cut.
    */
   close(boundMs: number): Promise<number>;
 }
@@ -109,20 +109,18 @@ export async function listen(
     requestTimeout: t.requestTimeoutMs,
     keepAliveTimeout: t.keepAliveTimeoutMs,
     connectionsCheckingInterval: t.checkIntervalMs,
+    // A request without Host is refused by requireHost (the envelope), not by Node (a bare 400).
+    requireHostHeader: false,
     ...(hasMessagePrototypes(app) ? expressMessageClasses(app) : undefined),
   };
   const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
   const server = tls
-    ? https.createServer({ ...options, cert: readFileSync(config.tlsCertFile!), key: readFileSync(config.tlsKeyFile!) }, app)
-    : http.createServer(options, app);
+    ? https.createServer({ ...options, cert: readFileSync(config.tlsCertFile!), key: readFileSync(config.tlsKeyFile!) }, requireHost(app))
+    : http.createServer(options, requireHost(app));
   answerClientErrorsInEnvelope(server);
   // A client that connects and sends nothing is cut by the header bound too (Node answers 408).
   // No socket idle timeout: a report request legitimately waits up to REPORT_WAIT_MS in silence.
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
+  const sockets = trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -137,20 +135,67 @@ export async function listen(
   let closing: Promise<number> | undefined;
   const close = (boundMs: number): Promise<number> =>
     (closing ??= new Promise<number>((resolve) => {
-      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      sockets.stopping = true;
+      const sweep = setInterval(() => sockets.endIdle(), 50);
       const timer = setTimeout(() => {
-        const cut = sockets.size;
+        const cut = sockets.open.size;
         server.closeAllConnections();
-        for (const s of sockets) s.destroy();
+        for (const s of sockets.open.keys()) s.destroy();
         clearInterval(sweep);
         resolve(cut);
       }, boundMs);
-      server.close(() => {
+      // net.Server's close, not http.Server's: that one also closes every idle keep-alive connection
+      // at once, and a client sending its next request on one at that instant gets a reset.
+      net.Server.prototype.close.call(server, () => {
         clearInterval(sweep);
         clearTimeout(timer);
         resolve(0);
       });
-      server.closeIdleConnections();
     }));
   return { server, url, tls, close };
+}
+
+/** A connection idle this long while the server stops is closed: its client is not sending. */
+export const IDLE_CLOSE_MS = 250;
+
+interface Connections {
+  /** Each open connection: requests in flight on it, and since when it has had none. */
+  open: Map<Socket, { busy: number; idleSince: number }>;
+  /** Set when the server stops accepting: every answer from then on closes its connection. */
+  stopping: boolean;
+  /** Ends the connections idle for IDLE_CLOSE_MS or more. */
+  endIdle(): void;
+}
+
+/**
+ * Shutdown without resets (issue 21 row 11). Once the server stops accepting, each connection
+ * closes after its next answer (`Connection: close`, so its client knows) or once it has been idle
+ * for IDLE_CLOSE_MS; one idle only for an instant is left alone, since its client may be sending
+ * its next request right then, and closing under that request would reset it.
+ */
+function trackConnections(server: http.Server | https.Server): Connections {
+  const connections: Connections = {
+    open: new Map(),
+    stopping: false,
+    endIdle() {
+      const now = Date.now();
+      for (const [socket, c] of this.open) if (c.busy === 0 && now - c.idleSince >= IDLE_CLOSE_MS) socket.end();
+    },
+  };
+  server.on(server instanceof https.Server ? 'secureConnection' : 'connection', (socket: Socket) => {
+    connections.open.set(socket, { busy: 0, idleSince: Date.now() });
+    socket.once('close', () => connections.open.delete(socket));
+  });
+  // Before the app's listener, so the header is set before any answer is written.
+  server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const c = connections.open.get(req.socket);
+    if (connections.stopping) res.setHeader('Connection', 'close');
+    if (!c) return;
+    c.busy++;
+    res.once('close', () => {
+      c.busy--;
+      c.idleSince = Date.now();
+    });
+  });
+  return connections;
 }

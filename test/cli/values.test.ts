@@ -171,4 +171,19 @@ describe('service rows', () => {
     assert.throws(() => validateServiceRows([good, { ...second, password: '' }], plans), rowError(2, 'password', /missing/));
     assert.throws(() => validateServiceRows([good, { ...good }], plans), rowError(2, 'service_number', /already appears in row 1/));
   });
+
+  test('a password with CR/LF or another control character is refused with its row and field (issue 21 row 5)', () => {
+    const second = { ...good, service_number: '123456790' };
+    for (const password of ['pw\r\nX-Evil: 1', 'pw\nx', 'pw\rx', 'pw\tx', 'pw\u0000x', 'pw\u0085x', '\u202eterces', 'pw\u2028x']) {
+      assert.throws(() => validateServiceRows([good, { ...second, password }], plans), rowError(2, 'password', /control characters/), JSON.stringify(password));
+    }
+  });
+
+  test('bidirectional controls and line/paragraph separators are refused in every text field (issue 21 row 9)', () => {
+    const second = { ...good, service_number: '123456790' };
+    for (const c of ['\u202e', '\u202a', '\u2066', '\u2069', '\u200e', '\u200f', '\u061c', '\u2028', '\u2029']) {
+      assert.throws(() => validateServiceRows([good, { ...second, customer_name: `Client${c}Ltd` }], plans), rowError(2, 'customer_name', /bidirectional/), JSON.stringify(c));
+      assert.throws(() => validateServiceRows([good, { ...second, username: `ro${c}ot` }], plans), rowError(2, 'username', /bidirectional/), JSON.stringify(c));
+    }
+  });
 });

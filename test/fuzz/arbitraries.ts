@@ -168,14 +168,34 @@ const recipients: FieldSpec = {
 export const withControlCharacter: fc.Arbitrary<Val> = fc
   .tuple(
     fc.string({ maxLength: 20 }),
-    fc.oneof(fc.constantFrom('\r\n', '\n', '\r', '\t', '\u007f', '\u0085', '\u009b'), fc.integer({ min: 1, max: 0x1f }).map((c) => String.fromCharCode(c))),
+    fc.oneof(
+      fc.constantFrom('\r\n', '\n', '\r', '\t', '\u007f', '\u0085', '\u009b'),
+      fc.integer({ min: 1, max: 0x1f }).map((c) => String.fromCharCode(c)),
+      // Issue 21 row 9: bidirectional controls and the line and paragraph separators.
+      fc.constantFrom('\u061c', '\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u2028', '\u2029'),
+    ),
     fc.string({ maxLength: 20 }),
   )
   .map(([a, control, b]) => `Aa1!${a}${control}Bcc: x@y.example${b}`);
 
-/** Text that shows nothing: white space and invisible (format, filler) characters only. */
+/** Every default-ignorable code point (Unicode's property, as the server reads it). */
+const DEFAULT_IGNORABLE = Array.from({ length: 0x110000 }, (_, cp) => cp)
+  .filter((cp) => (cp < 0xd800 || cp > 0xdfff) && /\p{Default_Ignorable_Code_Point}/u.test(String.fromCodePoint(cp)))
+  .map((cp) => String.fromCodePoint(cp));
+
+/**
+ * Text that shows nothing: white space and invisible characters only (issue 21 row 4: any
+ * default-ignorable code point, unassigned and private-use ones, lone surrogates, U+FFFC).
+ */
 export const invisibleOnly: fc.Arbitrary<Val> = fc
-  .array(fc.constantFrom('\u200b', '\u200c', '\u200d', '\u2060', '\u00ad', '\u3164', '\ufeff', '\u115f', '\u1160', '\uffa0', '\u2800', '\u200e', ' '), { minLength: 1, maxLength: 12 })
+  .array(
+    fc.oneof(
+      fc.constantFrom('\u200b', '\u200c', '\u200d', '\u2060', '\u00ad', '\u3164', '\ufeff', '\u115f', '\u1160', '\uffa0', '\u2800', '\u200e', ' '),
+      fc.constantFrom(...DEFAULT_IGNORABLE),
+      fc.constantFrom('\ufffc', '\ud800', '\udfff', '\u0378', '\u{e0080}', '\ue000', '\uf8ff', '\u{f0000}', '\u{10fffd}'),
+    ),
+    { minLength: 1, maxLength: 12 },
+  )
   .map((parts) => parts.join(''));
 
 const freeText = (name: string, required: boolean, max: number, nullable = false): FieldSpec => ({

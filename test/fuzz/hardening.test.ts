@@ -6,14 +6,17 @@
  * - a body under any Content-Encoding (gzip, deflate, br or an unknown coding) that does not
  *   decompress to JSON is `400 invalid_request`, never a 5xx, and changes nothing.
  *
- * (Control characters and invisible-only reasons are in the per-operation properties,
+ * - free text with a bidirectional control or U+2028/U+2029 is `400 invalid_parameter`, and a
+ *   reason made only of invisible characters `400 missing_parameter` (issue 21 rows 4 and 9).
+ *
+ * (Control characters and invisible-only reasons are also in the per-operation properties,
  * test/fuzz/operations-*.test.ts, as invalid values of each free-text field.)
  * Replay a failure with FUZZ_SEED=<seed printed by fast-check>.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { OPERATIONS } from './arbitraries.ts';
+import { invisibleOnly, OPERATIONS } from './arbitraries.ts';
 import { assertApiAnswer, assertUnchanged, describeRequest, fcParams, startFuzzWorld, type FuzzWorld, type RawRequest } from './harness.ts';
 
 let w: FuzzWorld;
@@ -82,6 +85,64 @@ describe('fuzz: bodies the JSON parser cannot read, live key, every POST', () =>
           headers: { Authorization: `Bearer ${w.keys.live}`, 'Content-Type': 'application/json', 'Content-Encoding': coding },
           body: Buffer.from(bytes),
         });
+      }),
+      fcParams(RUNS),
+    );
+  });
+});
+
+/** The free-text fields of the live POSTs, with the body around them (issue 21 rows 4 and 9). */
+const FREE_TEXT: Array<{ operationId: string; field: string; body: (text: string) => object; blankIsMissing: boolean }> = [
+  { operationId: 'cancelService', field: 'reason', body: (reason) => ({ reason }), blankIsMissing: true },
+  { operationId: 'manageRequest', field: 'denial_reason', body: (denial_reason) => ({ action: 'deny', denial_reason }), blankIsMissing: true },
+  { operationId: 'createService', field: 'customer_name', body: (customer_name) => ({ ...ACCEPTED.createService, customer_name }), blankIsMissing: false },
+  { operationId: 'updateServicePassword', field: 'password', body: (password) => ({ password: `Aa1-long-enough-${password}` }), blankIsMissing: false },
+];
+
+async function answer(operationId: string, body: object): Promise<{ code: string; details: { field?: string; rule?: string; missing?: string[] } }> {
+  const op = POSTS.find((o) => o.operationId === operationId)!;
+  const req: RawRequest = {
+    method: 'POST',
+    path: pathOf(op.template),
+    headers: { Authorization: `Bearer ${w.keys.live}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+  const what = describeRequest(req);
+  const before = await w.snapshot();
+  const res = await w.send(req);
+  assertApiAnswer(res, { kind: 'live', scenario: undefined }, what);
+  assert.equal(res.status, 400, `${what} → ${res.status} ${res.text.slice(0, 200)}`);
+  assertUnchanged(before, await w.snapshot(), what);
+  const error = (res.json as { error: { code: string; details: { field?: string; rule?: string; missing?: string[] } } }).error;
+  return { code: error.code, details: error.details };
+}
+
+describe('fuzz: free text, live key', () => {
+  it('a bidirectional control or U+2028/U+2029 anywhere in free text is 400 invalid_parameter (rule characters), nothing changed', async () => {
+    const arb = fc.record({
+      target: fc.constantFrom(...FREE_TEXT),
+      before: fc.string({ maxLength: 20 }),
+      refused: fc.constantFrom('\u061c', '\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u2028', '\u2029'),
+      after: fc.string({ maxLength: 20 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ target, before: a, refused: c, after: b }) => {
+        const { code, details } = await answer(target.operationId, target.body(`x${a}${c}${b}x`));
+        assert.equal(code, 'invalid_parameter');
+        assert.equal(details.field, target.field);
+      }),
+      fcParams(RUNS),
+    );
+  });
+
+  it('a reason made only of invisible characters is 400 missing_parameter, nothing changed', async () => {
+    const arb = fc.record({ target: fc.constantFrom(...FREE_TEXT.filter((t) => t.blankIsMissing)), text: invisibleOnly });
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ target, text }) => {
+        const { code, details } = await answer(target.operationId, target.body(text as string));
+        // A bidirectional mark among the invisible characters is refused as a character first.
+        if (code === 'invalid_parameter') assert.equal(details.rule, 'characters');
+        else assert.deepEqual([code, details.missing], ['missing_parameter', [target.field]]);
       }),
       fcParams(RUNS),
     );

@@ -276,15 +276,17 @@ export function requestFor(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitra
       if (scenario !== undefined) headers['X-Test-Scenario'] = scenario;
       if (requestId !== undefined) headers['X-Request-Id'] = requestId;
       const normalized = scenario?.trim().toLowerCase();
+      // Issue 21 row 8: a scenario over 64 characters is 400 invalid_parameter, with any key.
+      const scenarioTooLong = scenario !== undefined && scenario.length > 64;
       const mustSucceed =
-        kind === 'sandbox' && bs.length === 0 && !baseQuery.edge && noise.every((n) => HARMLESS.has(n.kind)) &&
+        kind === 'sandbox' && bs.length === 0 && !baseQuery.edge && noise.every((n) => HARMLESS.has(n.kind)) && !scenarioTooLong &&
         normalized !== 'validation_error' && normalized !== 'server_error' && Object.keys(extra).length === 0;
       const label = `${op.operationId} ${kind} breakers=${JSON.stringify(bs.map((b) => b.kind))} noise=${JSON.stringify(noise.map((n) => n.kind))}`;
       const req: RawRequest = { method: op.method, path, headers, ...(body !== undefined ? { body } : {}) };
       return {
         req,
         sent: { kind, scenario },
-        mustReject: bs.length > 0,
+        mustReject: bs.length > 0 || scenarioTooLong,
         mustSucceed,
         label,
         // fast-check prints a counterexample with this: short, and without the key.

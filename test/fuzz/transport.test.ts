@@ -1,7 +1,7 @@
 /**
  * Property-based tests below the operations: any method on any path under /api (known templates
  * with hostile parameters, invalid percent-encoding, dot segments, case changes), any query, raw
- * body bytes (invalid UTF-8, deep nesting, over 1 MiB) and any Authorization header.
+ * body bytes (invalid UTF-8, deep nesting, over 1 MiB, past the body bounds) and any Authorization header.
  *
  * - never a 5xx, always the envelope, never a stack trace, no data changed (live and sandbox);
  * - without a valid key nothing gets past the gate: 404 (unknown path) or 401.
@@ -147,6 +147,53 @@ describe('fuzz: any method, path, query, raw body and Authorization under /api',
         assertUnchanged(before, await w.snapshot(), what);
       }),
       fcParams(Number(process.env.FUZZ_HEADER_RUNS ?? 60)),
+    );
+  });
+
+  /** Issue 21 rows 1 and 8: bodies past a bound of src/http/json-body.ts, or not a JSON object. */
+  const boundBreaker: fc.Arbitrary<{ body: Buffer; message: RegExp }> = fc.oneof(
+    fc.tuple(fc.integer({ min: 65, max: 5000 }), fc.integer({ min: 1, max: 8 })).map(([n, per]) => ({
+      // n keys spread over objects of `per` keys in an array (each object under 64 keys alone)
+      body: Buffer.from(JSON.stringify({ a: Array.from({ length: Math.ceil(n / per) }, (_, i) => Object.fromEntries(Array.from({ length: per }, (_, j) => [`k${i}_${j}`, 0]))) })),
+      message: /more than 64 object keys|more than 1000 array items|larger than 64 KiB/,
+    })),
+    fc.tuple(fc.integer({ min: 1001, max: 20_000 }), fc.integer({ min: 1, max: 50 })).map(([n, per]) => ({
+      body: Buffer.from(JSON.stringify({ recipients: Array.from({ length: Math.ceil(n / per) }, () => Array.from({ length: per }, () => 0)) })),
+      message: /more than 1000 array items|larger than 64 KiB/,
+    })),
+    fc.tuple(fc.integer({ min: 17, max: 20_000 }), fc.boolean()).map(([depth, arrays]) => ({
+      body: Buffer.from(arrays ? `{"a":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
+      message: /nested more than 16 levels|larger than 64 KiB/,
+    })),
+    fc.integer({ min: 64 * 1024 + 1, max: 1536 * 1024 }).map((n) => ({ body: Buffer.from(`{"reason":"${'A'.repeat(n)}"}`), message: /larger than 64 KiB/ })),
+    fc.oneof(fc.json(), fc.constantFrom('[]', '[{}]', '"{}"', '1', 'null', ' [ {"a":1} ] ')).filter((t) => !t.trimStart().startsWith('{') && t.trim() !== '').map((t) => ({
+      body: Buffer.from(t),
+      message: /must be a JSON object/,
+    })),
+  );
+
+  it('a body past a bound (size, keys, items, depth) or not a JSON object: 400 invalid_request on every POST, nothing changed', async () => {
+    const arb = fc.record({
+      op: fc.constantFrom(...OPERATIONS.filter((o) => o.method === 'POST')),
+      kind: fc.constantFrom('live' as const, 'sandbox' as const),
+      breaker: boundBreaker,
+    });
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ op, kind, breaker }) => {
+        const path = op.template.replace(/\{service_number\}/, w.serviceNumbers[0]!.toString()).replace(/\{request_id\}/, w.requestIds[0] ?? 'REQ-1');
+        const headers: Record<string, string> = { Authorization: `Bearer ${w.keys[kind]}`, 'Content-Type': 'application/json' };
+        const req: RawRequest = { method: 'POST', path, headers, body: breaker.body };
+        const what = describeRequest(req);
+        const before = await w.snapshot();
+        const res = await w.send(req);
+        assertApiAnswer(res, { kind }, what);
+        assert.equal(res.status, 400, `${what} → ${res.status} ${res.text.slice(0, 200)}`);
+        const error = (res.json as { error: { code: string; message: string } }).error;
+        assert.equal(error.code, 'invalid_request', what);
+        assert.match(error.message, breaker.message, what);
+        assertUnchanged(before, await w.snapshot(), what);
+      }),
+      fcParams(Number(process.env.FUZZ_TRANSPORT_RUNS ?? 300) / 3),
     );
   });
 });

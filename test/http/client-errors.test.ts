@@ -55,6 +55,9 @@ const CASES: Array<[string, string, number, RegExp]> = [
   ['headers over 16 KiB', `GET /api/v1/auth-check HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, 400, /larger than 16 KiB/],
   ['malformed HTTP', 'GARBAGE / NOT-HTTP\r\n\r\n', 400, /Malformed HTTP request/],
   ['Expect: bogus', 'POST /api/v1/auth-check HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nContent-Length: 2\r\n\r\n{}', 400, /Expect: bogus is not supported/],
+  // Issue 21 row 6: Node's own answer was a bare 400.
+  ['no Host (ops path)', 'GET /healthz HTTP/1.1\r\n\r\n', 400, /Missing Host header/],
+  ['no Host (API path)', 'GET /api/v1/auth-check HTTP/1.1\r\nAuthorization: Bearer sk_live_x\r\n\r\n', 400, /Missing Host header/],
 ];
 
 describe("answers Node's parser gives", () => {

@@ -26,12 +26,14 @@ after(async () => t.close());
 const post = (path: string, body: object) => request(t.app).post(path).set('Authorization', `Bearer ${key}`).send(body);
 
 const CONTROLS = ['\r\n', '\n', '\r', '\t', '\u0007', '\u001b', '\u007f', '\u0085', '\u009b'];
+/** Issue 21 row 9: bidirectional controls and the line and paragraph separators. */
+const BIDI_AND_SEPARATORS = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c', '\u2028', '\u2029'];
 
 describe('control characters are refused (invalid_parameter), nothing changes', () => {
   test('password: "Aa1!\\r\\nBcc: x@y" and every other control character', async () => {
     const s = await service(t, { brokerId });
     const before = await t.prisma.service.findUniqueOrThrow({ where: { id: s.id } });
-    for (const control of CONTROLS) {
+    for (const control of [...CONTROLS, ...BIDI_AND_SEPARATORS]) {
       const res = await post(`/api/v1/services/${s.serviceNumber}/password`, { password: `Aa1!${control}Bcc: x@y.example${control}Subject: hi` });
       assert.equal(res.status, 400, JSON.stringify(res.body));
       assert.equal(res.body.error.code, 'invalid_parameter');
@@ -51,7 +53,7 @@ describe('control characters are refused (invalid_parameter), nothing changes', 
     test(name, async () => {
       const services = await t.prisma.service.count();
       const requests = await t.prisma.serviceRequest.count();
-      for (const control of ['\r\n', '\t', '\u0000'.replace('\u0000', '\u0001'), '\u009b']) {
+      for (const control of ['\r\n', '\t', '\u0000'.replace('\u0000', '\u0001'), '\u009b', ...BIDI_AND_SEPARATORS]) {
         const res = await call(control);
         assert.equal(res.status, 400, `${JSON.stringify(control)}: ${JSON.stringify(res.body)}`);
         assert.equal(res.body.error.code, 'invalid_parameter');
@@ -64,10 +66,15 @@ describe('control characters are refused (invalid_parameter), nothing changes', 
 });
 
 describe('a reason made only of invisible characters is missing', () => {
-  const INVISIBLE = ['\u200b\u200b', '\u200c', '\u2060', '\u00ad', '\u3164', '\ufeff', ' \u200b\t'.replace('\t', ' '), '\u115f\u1160', '\uffa0', '\u2800', '\u200e\u200f'];
+  const INVISIBLE = [
+    '\u200b\u200b', '\u200c', '\u2060', '\u00ad', '\u3164', '\ufeff', ' \u200b\t'.replace('\t', ' '), '\u115f\u1160', '\uffa0', '\u2800',
+    // Issue 21 row 4: the six that passed (default-ignorable, object replacement, a lone surrogate),
+    // unassigned and private-use code points.
+    '\u034f\u034f\u034f', '\ufe0f', '\u17b4', '\u{e01ef}', '\ufffc', '\ud800', '\udc00 \ud800', '\u0378', '\ue000', '\u{f0000}\u{10fffd}',
+  ];
   test('isBlank, one row per character', () => {
     for (const text of INVISIBLE) assert.equal(isBlank(text), true, JSON.stringify(text));
-    for (const text of ['a', 'é', '\u200bx', '-']) assert.equal(isBlank(text), false, JSON.stringify(text));
+    for (const text of ['a', 'é', '\u200bx', '-', 'e\u0301', '\u{1f600}', '\ufffd', '\u034fa']) assert.equal(isBlank(text), false, JSON.stringify(text));
   });
 
   test('cancel reason: 400 missing_parameter', async () => {

@@ -9,7 +9,9 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { fingerprintOf } from '../../src/http/idempotency.ts';
-import { idempotencyStore } from '../../src/idempotency/store.ts';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { idempotencyStore, storedKey } from '../../src/idempotency/store.ts';
 import type { IdempotencyKeys } from '../../src/shared/idempotency-keys.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
@@ -103,7 +105,7 @@ describe('a retry with the same key and request', () => {
     assert.equal(first.status, 200, JSON.stringify(first.body));
     const password = first.body.data.password as string;
     assert.equal(typeof password, 'string');
-    const [row] = await t.prisma.idempotencyKey.findMany({ where: { key } });
+    const [row] = await t.prisma.idempotencyKey.findMany({ where: { key: storedKey(key) } });
     assert.ok(row?.responseBody, 'the answer is recorded');
     assert.ok(!row.responseBody.includes(password), 'the recorded answer does not hold the password in plain text');
     assert.ok(!row.responseBody.includes(String(s.serviceNumber)), 'nor any other part of the answer');
@@ -311,14 +313,14 @@ describe('kept 24 hours', () => {
     const body = newService();
     const key = randomUUID();
     await post(autoAdmin.key, '/api/v1/service-create', body, key);
-    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "created_at" = now() - interval '25 hours' WHERE "key" = ${key}`;
+    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "created_at" = now() - interval '25 hours' WHERE "key" = ${storedKey(key)}`;
     const again = await post(autoAdmin.key, '/api/v1/service-create', body, key);
     assert.equal(again.status, 200);
     assert.equal(again.headers['idempotent-replayed'], undefined);
     assert.equal(await servicesNamed(body.hostname), 2);
-    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "created_at" = now() - interval '25 hours' WHERE "key" = ${key}`;
+    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "created_at" = now() - interval '25 hours' WHERE "key" = ${storedKey(key)}`;
     assert.ok((await keys.purgeExpired()) >= 1);
-    assert.equal(await t.prisma.idempotencyKey.count({ where: { key } }), 0);
+    assert.equal(await t.prisma.idempotencyKey.count({ where: { key: storedKey(key) } }), 0);
   });
 });
 
@@ -335,7 +337,7 @@ describe('the answer could not be recorded (the database failed after the effect
     assert.equal(early.body.error.code, 'idempotency_key_in_use');
     // The lease runs out (moved into the past rather than waited for: a slow machine must not
     // let it run out before the check above).
-    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "locked_until" = now() - interval '1 second' WHERE "key" = ${key}`;
+    await t.prisma.$executeRaw`UPDATE "idempotency_keys" SET "locked_until" = now() - interval '1 second' WHERE "key" = ${storedKey(key)}`;
     const retry = await post(autoAdmin.key, '/api/v1/service-create', body, key, app);
     assert.equal(retry.status, 409);
     assert.equal(retry.body.error.code, 'idempotency_key_answer_lost');
@@ -368,5 +370,41 @@ describe('the answer could not be recorded (the database failed after the effect
     assert.equal(retry.status, 202, JSON.stringify(retry.body));
     assert.equal(retry.headers['idempotent-replayed'], undefined);
     assert.equal(await t.prisma.serviceRequest.count({ where: { serviceId: s.id } }), 1);
+  });
+});
+
+describe('the header value is never stored (issue 21 row 10)', () => {
+  test('the row holds its SHA-256; a retry finds it; the value appears nowhere in the table', async () => {
+    const key = `order-4711-${randomUUID()}`;
+    const body = newService();
+    assert.equal((await post(autoAdmin.key, '/api/v1/service-create', body, key)).status, 200);
+    const retry = await post(autoAdmin.key, '/api/v1/service-create', body, key);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.equal(await t.prisma.idempotencyKey.count({ where: { key } }), 0);
+    const [row] = await t.prisma.idempotencyKey.findMany({ where: { key: storedKey(key) } });
+    assert.ok(row);
+    assert.match(row.key, /^[0-9a-f]{64}$/);
+    const rows = await t.prisma.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM "idempotency_keys" WHERE "idempotency_keys"::text LIKE ${`%${key}%`}`;
+    assert.equal(Number(rows[0]!.n), 0);
+  });
+
+  test("the migration hashes rows written before it, so their retries still replay", async () => {
+    const dir = path.join('prisma', 'migrations', readdirSync(path.join('prisma', 'migrations')).find((d) => d.endsWith('_idempotency_key_hash'))!);
+    const sql = readFileSync(path.join(dir, 'migration.sql'), 'utf8');
+    const key = `before-the-upgrade-${randomUUID()}`;
+    // A key of its own: the migration's statement is run on its rows only.
+    const fresh = await apiKey(t.prisma, { scopes: ['admin:full'] });
+    const hashed = await t.prisma.$transaction(async (tx) => {
+      // A row as the server wrote it before: the value verbatim, its answer recorded.
+      await tx.$executeRaw`
+        INSERT INTO "idempotency_keys" ("api_key_id", "key", "fingerprint", "status", "owner", "response_status", "response_body")
+        VALUES (${fresh.id}, ${key}, 'f', 'done', 'o', 200, '{}')`;
+      await tx.$executeRawUnsafe(sql.replace(/;\s*$/, ` WHERE "api_key_id" = '${fresh.id}'`));
+      return tx.$queryRaw<Array<{ key: string }>>`SELECT "key" FROM "idempotency_keys" WHERE "api_key_id" = ${fresh.id}`;
+    });
+    assert.deepEqual(hashed.map((r) => r.key), [storedKey(key)]);
+    // The client's retry with the same key now finds that row.
+    const claim = await keys.claim(fresh.id, key, 'f', 60_000);
+    assert.equal(claim.kind, 'replay');
   });
 });

@@ -381,6 +381,12 @@ describe('logs', () => {
     await send(`/api/v1/auth-check?api_key=${valid.key.replace(/_/g, '%5F')}`, { Authorization: `Bearer ${valid.key}` });
     await send(`/api/v1/auth-check?api_key=_${valid.key}`, { Authorization: `Bearer ${valid.key}` });
     await send(`/api/v1/auth-check?k=${encodeURIComponent(encodeURIComponent(valid.key))}`, { Authorization: `Bearer ${valid.key}` });
+    // Issue 21 row 10: base64 and base64url of the key, in an unknown parameter and in a known one.
+    const b64 = Buffer.from(valid.key).toString('base64');
+    const b64url = Buffer.from(`x${valid.key}`).toString('base64url');
+    await send(`/api/v1/auth-check?token=${encodeURIComponent(b64)}`, { Authorization: `Bearer ${valid.key}` });
+    await send(`/api/v1/services?limit=25&search=${b64url}&t=${b64url}`, { Authorization: `Bearer ${valid.key}` });
+    await send(`/api/v1/services?limit=25&search=web01&status=active`, { Authorization: `Bearer ${valid.key}` });
     await gate.apiLog.close();
     await sleep(50);
 
@@ -389,6 +395,7 @@ describe('logs', () => {
       // The 32 random characters are the secret; the sk_live_ prefix alone is harmless.
       assert.equal(text.includes(secret.slice(8)), false, 'a key reached the logs');
     }
+    for (const encoded of [b64, encodeURIComponent(b64), b64url]) assert.equal(text.includes(encoded), false, `an encoded key reached the logs: ${encoded}`);
     assert.doesNotMatch(text, /Bearer sk_|authorization":"[^[]/i);
     const records = capture.records();
     for (const id of sent) {
@@ -397,7 +404,12 @@ describe('logs', () => {
       assert.equal(typeof line.time, 'string');
       assert.equal(typeof line.level, 'number');
     }
+    // An unknown parameter's value is left out; the operation's own parameters stay readable.
     const withQuery = records.find((r) => r.requestId === sent[4]);
-    assert.match(JSON.stringify(withQuery), /api_key=sk_live_\[redacted\]/);
+    assert.match(JSON.stringify(withQuery), /api_key=\[redacted\]/);
+    const url = (i: number) => (records.find((r) => r.requestId === sent[i]) as { req: { url: string } }).req.url;
+    assert.equal(url(sent.length - 3), '/api/v1/auth-check?token=[redacted]');
+    assert.equal(url(sent.length - 2), '/api/v1/services?limit=25&search=[redacted]&t=[redacted]');
+    assert.equal(url(sent.length - 1), '/api/v1/services?limit=25&search=web01&status=active');
   });
 });

@@ -1,7 +1,7 @@
 /** No key material in a log line, however it was written into a URL (src/ops/redact.ts). One row per form. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { scrubSecrets } from '../../src/ops/redact.ts';
+import { scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
 
 const SECRET = 'AbCdEf0123456789GhIjKlMnOpQrStUv';
 const KEY = `sk_live_${SECRET}`;
@@ -34,6 +34,23 @@ describe('scrubSecrets', () => {
   test('a URL without key material is logged as it was sent', () => {
     for (const url of ['/api/v1/services?limit=25', '/api/v1/services?search=a%2Bb&modified_since=2025-03-01T10%3A30%3A00%2B01%3A00', '/x?q=100%']) {
       assert.equal(scrubSecrets(url), url);
+    }
+  });
+});
+
+describe('scrubUrl (issue 21 row 10)', () => {
+  const known = new Set(['limit', 'search']);
+  test("an unknown parameter's value is left out, whatever it holds; known ones stay", () => {
+    assert.equal(scrubUrl('/api/v1/services?limit=25&token=abc&search=web', known), '/api/v1/services?limit=25&token=[redacted]&search=web');
+    assert.equal(scrubUrl('/healthz?x=1&y'), '/healthz?x=[redacted]&y');
+    assert.equal(scrubUrl('/api/v1/services?li%6Dit=25', known), '/api/v1/services?li%6Dit=25');
+  });
+
+  test('a known value that decodes from base64, base64url or percent-encoding to a key is left out', () => {
+    for (const value of [Buffer.from(KEY).toString('base64'), encodeURIComponent(Buffer.from(KEY).toString('base64')), Buffer.from(`?${KEY}`).toString('base64url'), everyCharEncoded(KEY)]) {
+      const logged = scrubUrl(`/api/v1/services?limit=25&search=${value}`, known);
+      assert.equal(logged.includes(SECRET), false, logged);
+      assert.equal(logged.includes(value), false, logged);
     }
   });
 });

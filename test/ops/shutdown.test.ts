@@ -67,14 +67,14 @@ test('SIGTERM during a report: readiness withdrawn while still serving, then no 
 
   await sleep(200);
   // The pre-stop delay: /readyz says 503 so a load balancer stops sending, but new connections are
-  // still served, each answer closing its connection.
+  // still served and kept alive (closing them would only make clients reconnect, here).
   const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
   assert.equal(ready.status, 503);
   assert.equal(((await ready.json()) as { error: { details: { reason: string } } }).error.details.reason, 'shutting_down');
-  assert.equal(ready.headers.get('connection'), 'close');
+  assert.notEqual(ready.headers.get('connection'), 'close');
   const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
   assert.equal(health.status, 200, 'still serving during the pre-stop delay');
-  assert.equal(health.headers.get('connection'), 'close');
+  assert.notEqual(health.headers.get('connection'), 'close');
   await sleep(PRE_STOP_MS + 300 - (Date.now() - signalled));
   await assert.rejects(fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }), 'a new connection after the pre-stop delay is refused');
 
@@ -170,9 +170,63 @@ test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; t
     agent.destroy();
     assert.equal(await server.exited, 0, server.stderr());
     assert.ok(draining, 'the balancer saw /readyz 503 before the listener closed');
-    assert.equal(readyzClose, 'close', 'answers while draining close their connection');
+    assert.notEqual(readyzClose, 'close', 'connections are kept alive during the pre-stop delay');
     assert.deepEqual(outcomes.failures, [], 'every request that was sent got its answer: no reset, no refusal');
     assert.ok(outcomes.ok > 0, 'requests were served');
+  } finally {
+    await server?.kill('SIGKILL');
+    loadData.remove();
+  }
+});
+
+/**
+ * Issue 21 row 11: clients that ignore /readyz and keep sending on keep-alive connections. During
+ * the pre-stop delay their connections stay open; once the listener closes, each gets its next
+ * answer with `Connection: close` and reconnects, which is refused (ECONNREFUSED, fine: nothing was
+ * sent). No request that was sent is reset.
+ */
+test('SIGTERM under keep-alive load, clients ignoring /readyz: every request sent is answered, no reset; then ECONNREFUSED', async () => {
+  const loadData = tmpDir('capi-ops-shutdown-ignore-');
+  let server: RoleProcess | undefined;
+  try {
+    server = await startRole('all', { DATA_DIR: loadData.dir, SHUTDOWN_DELAY_MS: '1500', ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+    const url = new URL(server.url!);
+    const db = await connectForCli({ dataDir: loadData.dir, databaseUrl: pgdb?.url });
+    const key = await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 1_000_000 }).finally(() => db.close());
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    const outcomes = { ok: 0, closeAnswers: 0, refused: 0, failures: [] as string[] };
+    const once = () =>
+      new Promise<boolean>((resolve) => {
+        const req = http.request({ host: url.hostname, port: url.port, path: '/api/v1/auth-check', agent, headers: { Authorization: `Bearer ${key.key}` } }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode === 200) outcomes.ok++;
+            else outcomes.failures.push(`status ${res.statusCode}`);
+            if (res.headers.connection === 'close') outcomes.closeAnswers++;
+            resolve(true);
+          });
+        });
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          if (err.code === 'ECONNREFUSED') outcomes.refused++;
+          else outcomes.failures.push(err.code ?? err.message);
+          resolve(false);
+        });
+        req.end();
+      });
+    // Each client sends until the server refuses its connection (or 20 s pass).
+    const loop = async () => {
+      for (const until = Date.now() + 20_000; Date.now() < until; ) if (!(await once())) return;
+    };
+    const loops = Array.from({ length: 8 }, loop);
+    await sleep(500);
+    server.proc.kill('SIGTERM');
+    await Promise.all(loops);
+    agent.destroy();
+    assert.equal(await server.exited, 0, server.stderr());
+    assert.deepEqual(outcomes.failures, [], 'requests that were sent and got no answer (a reset) or an error status');
+    assert.equal(outcomes.refused, 8, 'each client ends on a refused connection');
+    assert.ok(outcomes.closeAnswers > 0, 'answers after the listener closed said Connection: close');
+    assert.ok(outcomes.ok > 0);
   } finally {
     await server?.kill('SIGKILL');
     loadData.remove();

@@ -558,7 +558,7 @@ export interface paths {
          *
          *     Checks, in order, after authentication, IP whitelist, rate limit and scope:
          *
-         *     1. body is valid JSON (`400 invalid_request`, message `Invalid JSON in request body`), a JSON object, at most 1 MiB, sent as `application/json`;
+         *     1. body is valid JSON (`400 invalid_request`, message `Invalid JSON in request body`), a JSON object within the body bounds (64 KiB, 64 keys, 1,000 array items, 16 levels; see *Order of checks*), sent as `application/json`;
          *     2. `recipients` present and not `null` (`400 missing_parameter`, `details.required` lists `recipients`);
          *     3. `recipients` is an array of strings, every non-empty item a valid address, at least one left (`400 invalid_parameter`, `details.max_recipients: 10`);
          *     4. at most 10 unique normalized addresses (`400 too_many_recipients`);
@@ -3041,7 +3041,8 @@ export interface components {
     parameters: {
         /**
          * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-         *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+         *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+         *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
          *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
          *     with `request_status: "provider_review"` on createService, upgradeService,
          *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3115,7 +3116,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3161,7 +3163,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3215,7 +3218,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3324,7 +3328,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3370,7 +3375,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3423,7 +3429,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3488,7 +3495,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3553,7 +3561,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3618,7 +3627,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3719,7 +3729,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3765,7 +3776,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3846,7 +3858,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3899,7 +3912,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
@@ -3957,7 +3971,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value behaves as `success`. Values: `success` (default), `validation_error`
+                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
+                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
                  *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
                  *     with `request_status: "provider_review"` on createService, upgradeService,
                  *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
