@@ -7,6 +7,7 @@
  * page's rows are in the zip's input (the caller's credit to send another), and `{ type: 'done',
  * rows, totals, sheets }` after the last byte. Any error is thrown out of the thread.
  */
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { invoiceTable } from './invoice-table.ts';
 import { serviceTable } from './service-table.ts';
@@ -93,4 +94,22 @@ function run(port: NonNullable<typeof parentPort>, init: ThreadInit): void {
   });
 }
 
-if (parentPort) run(parentPort, workerData as ThreadInit);
+/**
+ * Below the API's priority: on Linux a thread has a nice value of its own, so this lowers only the
+ * build thread, and while builds keep the cores busy other brokers' requests are served first.
+ * Where it cannot be set (another system, a container that forbids it) the build runs as it is.
+ */
+function yieldToRequests(): void {
+  try {
+    os.setPriority(BUILD_NICE);
+  } catch {
+    // Not permitted here: no harm, only no precedence for requests.
+  }
+}
+
+const BUILD_NICE = 10;
+
+if (parentPort) {
+  yieldToRequests();
+  run(parentPort, workerData as ThreadInit);
+}
