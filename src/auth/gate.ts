@@ -209,7 +209,7 @@ function afterCount(g: GateParts, req: Request, res: Response, next: NextFunctio
 
 function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unknown): void {
   if (err instanceof RateLimitUnavailableError) {
-    g.logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate g.limiter unavailable');
+    g.logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
     next(serverError());
     return;
   }
@@ -218,7 +218,7 @@ function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unk
 
 /**
  * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP (an
- * IPv6 caller's /64) over it, a 429. Only g.failures are counted, so a valid key from the same IP still passes. Without
+ * IPv6 caller's /64) over it, a 429. Only failures are counted, so a valid key from the same IP still passes. Without
  * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
  */
 function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, err: unknown): void {

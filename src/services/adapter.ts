@@ -32,7 +32,6 @@ export function serviceNumberParam(params: { service_number?: unknown }): number
  * offset; one without either is read as UTC). The validator has already checked the form.
  */
 export function parseInstant(value: string): Date {
-  // A date of year 0000 passes the format; as a lower bound it means "since always" (clampInstant).
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
   const instant = isoInstant(value);
   if (!instant) throw invalidParameter('modified_since', 'query', 'format', DATE_OR_DATE_TIME_REASON);
