@@ -100,6 +100,8 @@ function run(port: NonNullable<typeof parentPort>, init: ThreadInit): void {
  * Where it cannot be set (another system, a container that forbids it) the build runs as it is.
  */
 function yieldToRequests(): void {
+  // Elsewhere (macOS) the same call would lower the whole process, the API with it.
+  if (process.platform !== 'linux') return;
   try {
     os.setPriority(BUILD_NICE);
   } catch {
