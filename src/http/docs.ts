@@ -1,25 +1,98 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Express } from 'express';
-import compression from 'compression';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import type { Express, RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Contract } from './contract.ts';
 import { ROOT_DIR } from '../root.ts';
 
 export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
 
+/** The codings offered, in the server's order of preference. */
+const CODINGS = ['br', 'gzip', 'deflate'] as const;
+type Coding = (typeof CODINGS)[number];
+
+/**
+ * A published document, made once: its bytes, a strong validator per representation and, the first
+ * time a client asks for a coding, that coding of it, kept (the reference is megabytes of HTML:
+ * compressing it again for every request cost 50-165 ms of the server's CPU). Compression runs in
+ * libuv's thread pool, never on the event loop.
+ */
+export class PublishedDocument {
+  readonly etag: string;
+  readonly lastModified: string;
+  private readonly coded = new Map<Coding, Promise<Buffer>>();
+
+  constructor(
+    readonly body: Buffer,
+    readonly type: string,
+    modified: Date,
+  ) {
+    this.etag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
+    this.lastModified = new Date(Math.floor(modified.getTime() / 1000) * 1000).toUTCString();
+  }
+
+  /** The document in `coding`, compressed the first time it is asked for. */
+  encoded(coding: Coding): Promise<Buffer> {
+    let done = this.coded.get(coding);
+    if (!done) {
+      done = compress(coding, this.body);
+      // A failed compression is tried again by the next request, not kept.
+      done.catch(() => this.coded.delete(coding));
+      this.coded.set(coding, done);
+    }
+    return done;
+  }
+}
+
+function compress(coding: Coding, body: Buffer): Promise<Buffer> {
+  if (coding === 'br') {
+    return brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  }
+  return coding === 'gzip' ? gzip(body, { level: 9 }) : deflate(body, { level: 9 });
+}
+
+const brotli = promisify(zlib.brotliCompress);
+const gzip = promisify(zlib.gzip);
+const deflate = promisify(zlib.deflate);
+
+/**
+ * Serves a published document: the client's preferred coding of it (or as it is), with `ETag` (one
+ * per representation), `Last-Modified`, `Vary: Accept-Encoding` and `Cache-Control: no-cache`
+ * (a cache may keep it and asks again), and `304 Not Modified` to a request whose validators match.
+ */
+export function servePublished(document: () => PublishedDocument): RequestHandler {
+  return (req, res, next) => {
+    const doc = document();
+    res.vary('Accept-Encoding');
+    const accepted = req.acceptsEncodings([...CODINGS, 'identity']);
+    const coding = typeof accepted === 'string' && accepted !== 'identity' ? (accepted as Coding) : undefined;
+    res.setHeader('Content-Type', doc.type);
+    res.setHeader('ETag', coding ? `"${doc.etag}-${coding}"` : `"${doc.etag}"`);
+    res.setHeader('Last-Modified', doc.lastModified);
+    res.setHeader('Cache-Control', 'no-cache');
+    if (req.fresh) {
+      res.status(304).end();
+      return;
+    }
+    const body = coding ? doc.encoded(coding) : Promise.resolve(doc.body);
+    body.then((bytes) => {
+      if (coding) res.setHeader('Content-Encoding', coding);
+      res.setHeader('Content-Length', String(bytes.length));
+      res.end(req.method === 'HEAD' ? undefined : bytes);
+    }, next);
+  };
+}
+
 /** The published reference (Redoc) and the contract itself, outside /api and without a key. */
 export function registerDocs(app: Express, contract: Contract): void {
-  const json = JSON.stringify(contract.document, null, 2);
-  // The reference is megabytes of HTML and the contract hundreds of kilobytes: compressed for
-  // clients that accept it (gzip, deflate, br). The /api answers are small and stay as they are.
-  const compressed = compression({ filter: () => true }); // all three are text; YAML is not on compressible's list
-  app.get('/openapi.yaml', compressed, (_req, res) => {
-    res.type('application/yaml; charset=utf-8').send(contract.yaml);
-  });
-  app.get('/openapi.json', compressed, (_req, res) => {
-    res.type('application/json; charset=utf-8').send(json);
-  });
+  const started = new Date();
+  const yaml = new PublishedDocument(Buffer.from(contract.yaml, 'utf8'), 'application/yaml; charset=utf-8', started);
+  const json = new PublishedDocument(Buffer.from(JSON.stringify(contract.document, null, 2), 'utf8'), 'application/json; charset=utf-8', started);
+  app.get('/openapi.yaml', servePublished(() => yaml));
+  app.get('/openapi.json', servePublished(() => json));
   // The one HTML page: helmet's full default set, with a CSP that lets Redoc's bundle run its
   // inline scripts and its web workers from blob: URLs.
   const htmlHeaders = helmet({
@@ -38,11 +111,21 @@ export function registerDocs(app: Express, contract: Contract): void {
     xFrameOptions: { action: 'deny' },
     xPoweredBy: false,
   });
-  app.get('/docs', compressed, htmlHeaders, (_req, res, next) => {
-    if (!existsSync(DOCS_FILE)) {
-      next(new Error('docs/index.html is missing: run npm run docs'));
-      return;
+  // Read once, when first asked for (a server without docs/ still serves the API).
+  let docs: PublishedDocument | undefined;
+  const docsDocument = (): PublishedDocument => {
+    if (!docs) {
+      if (!existsSync(DOCS_FILE)) throw new Error('docs/index.html is missing: run npm run docs');
+      docs = new PublishedDocument(readFileSync(DOCS_FILE), 'text/html; charset=utf-8', statSync(DOCS_FILE).mtime);
     }
-    res.sendFile(DOCS_FILE);
+    return docs;
+  };
+  const serveDocs = servePublished(docsDocument);
+  app.get('/docs', htmlHeaders, (req, res, next) => {
+    try {
+      serveDocs(req, res, next);
+    } catch (err) {
+      next(err);
+    }
   });
 }

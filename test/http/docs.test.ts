@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { get, type IncomingHttpHeaders } from 'node:http';
+import { request as request_, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
 import { parse } from 'yaml';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { PublishedDocument } from '../../src/http/docs.ts';
 
 let t: TestApp;
 before(async () => {
@@ -72,6 +73,52 @@ describe('published contract and docs (no key needed)', () => {
     assert.deepEqual(JSON.parse(gunzipSync(res.body).toString('utf8')), parse(readFileSync('openapi.yaml', 'utf8')));
   });
 
+  // Compressed once, revalidated cheaply (issue 24): validators per representation, 304 when they match.
+  for (const path of ['/docs', '/openapi.yaml', '/openapi.json']) {
+    it(`GET ${path}: ETag per coding, Last-Modified, Cache-Control: no-cache; If-None-Match and If-Modified-Since answer 304`, async () => {
+      const plain = await request(t.app).get(path).set('Accept-Encoding', 'identity');
+      const br = await rawGet(path, 'br');
+      for (const res of [plain, br]) {
+        assert.match(String(res.headers.etag), /^"[A-Za-z0-9_-]+(-br)?"$/);
+        assert.ok(!Number.isNaN(Date.parse(String(res.headers['last-modified']))));
+        assert.equal(res.headers['cache-control'], 'no-cache');
+        assert.match(String(res.headers.vary), /Accept-Encoding/i);
+      }
+      assert.notEqual(plain.headers.etag, br.headers.etag, 'each representation has its own validator');
+      assert.equal(br.headers.etag, `${String(plain.headers.etag).slice(0, -1)}-br"`);
+
+      const revalidated = await request(t.app).get(path).set('Accept-Encoding', 'identity').set('If-None-Match', String(plain.headers.etag));
+      assert.equal(revalidated.status, 304);
+      assert.equal(revalidated.text, '');
+      const brRevalidated = await rawGet(path, 'br', { 'If-None-Match': String(br.headers.etag) });
+      assert.equal(brRevalidated.status, 304);
+      assert.equal(brRevalidated.body.length, 0);
+      // The identity validator does not match the br representation.
+      assert.equal((await rawGet(path, 'br', { 'If-None-Match': String(plain.headers.etag) })).status, 200);
+      const since = await request(t.app).get(path).set('Accept-Encoding', 'identity').set('If-Modified-Since', String(plain.headers['last-modified']));
+      assert.equal(since.status, 304);
+      const changed = await request(t.app).get(path).set('Accept-Encoding', 'identity').set('If-None-Match', '"something-else"');
+      assert.equal(changed.status, 200);
+    });
+  }
+
+  it('a coding is made once: later requests get the very bytes the first one made', async () => {
+    const doc = new PublishedDocument(readFileSync('docs/index.html'), 'text/html; charset=utf-8', new Date());
+    const first = await doc.encoded('br');
+    assert.equal(await doc.encoded('br'), first, 'the same Buffer, not a second compression');
+    assert.ok(brotliDecompressSync(first).equals(doc.body));
+    const again = await rawGet('/docs', 'gzip');
+    assert.deepEqual((await rawGet('/docs', 'gzip')).body, again.body);
+  });
+
+  it('HEAD /docs has the headers of GET and no body', async () => {
+    const res = await rawGet('/docs', 'gzip', {}, 'HEAD');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['content-encoding'], 'gzip');
+    assert.ok(Number(res.headers['content-length']) > 0);
+    assert.equal(res.body.length, 0);
+  });
+
   it('an /api answer is not compressed (small, per request)', async () => {
     const res = await request(t.app).get('/api/v1/auth-check').set('Accept-Encoding', 'gzip');
     assert.equal(res.status, 401);
@@ -80,17 +127,24 @@ describe('published contract and docs (no key needed)', () => {
 });
 
 /** The bytes as they came over the wire (supertest would decompress them). */
-async function rawGet(path: string, encoding: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+async function rawGet(
+  path: string,
+  encoding: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
   const server = t.app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   try {
     const { port } = server.address() as AddressInfo;
     return await new Promise((resolve, reject) => {
-      get({ host: '127.0.0.1', port, path, headers: { 'Accept-Encoding': encoding } }, (res) => {
+      request_({ host: '127.0.0.1', port, path, method, headers: { 'Accept-Encoding': encoding, ...headers } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      }).on('error', reject);
+      })
+        .on('error', reject)
+        .end();
     });
   } finally {
     server.close();
