@@ -155,7 +155,21 @@ export async function importInvoices(prisma: PrismaClient, brokerSlug: string, r
     if (row > 0) throw new ImportRowError(row, 'number', `broker "${broker.slug}" already has an invoice "${clash}"`);
     throw new CliError('an invoice number in the file clashes with an existing invoice; nothing was imported');
   }
+  await refreshStatistics(prisma, 'invoices', invoices.length);
   return { imported: invoices.length };
+}
+
+/** Rows imported at once past which the table's planner statistics are refreshed at once. */
+const ANALYZE_AFTER_ROWS = 10_000;
+
+/**
+ * After a large import the planner's statistics no longer describe the table until autovacuum
+ * gets to it; until then a report's page query, planned for a handful of rows, read every row after
+ * its cursor for each page (quadratic in the report's size). ANALYZE samples the table: seconds at most.
+ */
+async function refreshStatistics(prisma: PrismaClient, table: 'invoices' | 'services', imported: number): Promise<void> {
+  if (imported < ANALYZE_AFTER_ROWS) return;
+  await prisma.$executeRawUnsafe(`ANALYZE "${table}"`);
 }
 
 async function firstExisting<T>(values: T[], probe: (chunk: T[]) => Promise<T | undefined>): Promise<T | undefined> {
@@ -283,5 +297,6 @@ export async function importServices(
     if (row > 0) throw new ImportRowError(row, 'service_number', `service ${clash} already exists`);
     throw new CliError('a service number in the file clashes with an existing service; nothing was imported');
   }
+  await refreshStatistics(prisma, 'services', services.length);
   return { imported: services.length };
 }
