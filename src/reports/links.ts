@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { WorkbookRef } from './workbook-store.ts';
-import type { ReportSpec } from './types.ts';
+import { specOfRun, type ReportSpec } from './types.ts';
 
 /** The path of a download link below PUBLIC_BASE_URL (outside /api: its holder has no API key). */
 export const DOWNLOAD_PATH = '/downloads/reports';
@@ -55,7 +55,7 @@ export async function findDownload(prisma: PrismaClient, token: string): Promise
       recipientId: true,
       reportRun: {
         select: {
-          id: true, brokerId: true, reportType: true, startDate: true, endDate: true, statusFilter: true, generatedAt: true,
+          id: true, brokerId: true, apiKeyId: true, reportType: true, startDate: true, endDate: true, statusFilter: true, generatedAt: true,
           workbookBuild: true, workbookChunks: true, workbookBytes: true, workbookDeletedAt: true,
         },
       },
@@ -68,15 +68,7 @@ export async function findDownload(prisma: PrismaClient, token: string): Promise
     recipientId: link.recipientId,
     workbook: { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks },
     bytes: run.workbookBytes,
-    spec: {
-      type: run.reportType,
-      brokerId: run.brokerId,
-      apiKeyId: null,
-      recipients: [],
-      ...(run.startDate ? { startDate: run.startDate.toISOString().slice(0, 10) } : {}),
-      ...(run.endDate ? { endDate: run.endDate.toISOString().slice(0, 10) } : {}),
-      statusFilter: run.statusFilter,
-    },
+    spec: specOfRun(run),
     generatedAt: run.generatedAt,
   };
 }

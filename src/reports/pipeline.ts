@@ -32,7 +32,7 @@ import type { Logger } from '../logger.ts';
 import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { reportBuilders } from './index.ts';
 import { createLink } from './links.ts';
-import type { ReportSpec, ReportTotals, ServiceStatusFilter } from './types.ts';
+import { specOfRun, type RunRecord, type ReportTotals } from './types.ts';
 import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
 
 export interface BuildJobData {
@@ -111,27 +111,6 @@ export async function record(p: Pipeline, what: string, write: () => Promise<unk
   }
 }
 
-interface RunRecord {
-  reportType: 'invoices' | 'services';
-  brokerId: string;
-  apiKeyId: string | null;
-  startDate: Date | null;
-  endDate: Date | null;
-  statusFilter: string | null;
-}
-
-function specOf(run: RunRecord): ReportSpec {
-  return {
-    type: run.reportType,
-    brokerId: run.brokerId,
-    apiKeyId: run.apiKeyId,
-    recipients: [],
-    ...(run.startDate ? { startDate: run.startDate.toISOString().slice(0, 10) } : {}),
-    ...(run.endDate ? { endDate: run.endDate.toISOString().slice(0, 10) } : {}),
-    statusFilter: (run.statusFilter ?? null) as ServiceStatusFilter | null,
-  };
-}
-
 /** The `reports` queue's processor: builds a run's workbook into the store, then queues one e-mail per recipient. */
 export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise<{ rows: number } | { skipped: string }> {
   const { prisma, log } = p;
@@ -140,7 +119,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
   if (claimed.count === 0) return { skipped: 'run is not waiting for a build' };
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
-  const spec = specOf(run);
+  const spec = specOfRun(run);
   const started = Date.now();
   // A workbook small enough to attach is kept whole for this process's own sends of it.
   const out = new WorkbookWriter(prisma, runId, randomUUID(), undefined, p.config.reportAttachmentMaxBytes);
@@ -307,7 +286,7 @@ type StoredRun = RunRecord & { id: string; totals: unknown; generatedAt: Date; d
  * is sent, on whichever host), or a new download link of the recipient's own.
  */
 async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; email: string }): Promise<{ message: MailMessage; link?: MailLink }> {
-  const spec = specOf(run);
+  const spec = specOfRun(run);
   const builder = reportBuilders[spec.type];
   const totals = run.totals as ReportTotals;
   const base = {

@@ -69,3 +69,26 @@ export class ReportNoDataError extends NoDataError {
     );
   }
 }
+
+/** The fields of a report run's record that say what it reports. */
+export interface RunRecord {
+  reportType: ReportType;
+  brokerId: string;
+  apiKeyId: string | null;
+  startDate: Date | null;
+  endDate: Date | null;
+  statusFilter: string | null;
+}
+
+/** The spec a recorded run was made with (its recipients are records of their own, so none here). */
+export function specOfRun(run: RunRecord): ReportSpec {
+  return {
+    type: run.reportType,
+    brokerId: run.brokerId,
+    apiKeyId: run.apiKeyId,
+    recipients: [],
+    ...(run.startDate ? { startDate: run.startDate.toISOString().slice(0, 10) } : {}),
+    ...(run.endDate ? { endDate: run.endDate.toISOString().slice(0, 10) } : {}),
+    statusFilter: (run.statusFilter ?? null) as ServiceStatusFilter | null,
+  };
+}
