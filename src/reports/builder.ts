@@ -48,3 +48,27 @@ export function openingLines(what: string, link?: MailLink): string[] {
     link.url,
   ];
 }
+
+/** One page of a report's rows as its query returns it: the text, how many rows, and where the next page starts. */
+export interface RowPage<K> {
+  text: string;
+  rows: number;
+  /** The key after which the next page starts (the last row's); read only when the page is full. */
+  after: () => K;
+}
+
+/**
+ * A report's pages in order, read by keyset pagination (`fetchAfter(key)`, `batch` rows a page),
+ * each page's text yielded while the next is read. Stops at an empty or short page.
+ */
+export async function* prefetchedPages<K>(first: K, batch: number, fetchAfter: (key: K) => Promise<RowPage<K>>): AsyncGenerator<string> {
+  let next: Promise<RowPage<K>> | undefined = fetchAfter(first);
+  while (next) {
+    const page: RowPage<K> = await next;
+    if (page.rows === 0) return;
+    next = page.rows === batch ? fetchAfter(page.after()) : undefined;
+    // A caller that stops early never awaits the next page: its failure must not go unhandled.
+    next?.catch(() => undefined);
+    yield page.text;
+  }
+}

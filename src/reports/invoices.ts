@@ -1,8 +1,7 @@
 import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { InvoiceTotals, ReportSpec } from './types.ts';
-import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
-import { openingLines } from './builder.ts';
+import { openingLines, prefetchedPages, type ReportBuilder, type ReportCount, type ReportSnapshot, type RowPage } from './builder.ts';
 import { buildWorkbook, type BuildOptions } from './build.ts';
 import { lastOfPage } from './invoice-table.ts';
 
@@ -11,12 +10,6 @@ export const INVOICE_BATCH = 2_000;
 
 /** The invoice statuses the report covers; `pending` is reported as unpaid. */
 const REPORTED = Prisma.sql`status IN ('paid'::invoice_status, 'pending'::invoice_status)`;
-
-/** One page: its invoices as JSON arrays, one per line, in (date, id) order. */
-interface InvoicePage {
-  text: string;
-  rows: number;
-}
 
 function rangeOf(spec: ReportSpec): { start: string; end: string } {
   if (!spec.startDate || !spec.endDate) throw new Error('the invoices report needs startDate and endDate');
@@ -52,7 +45,7 @@ export async function countInvoices(prisma: PrismaClient, spec: ReportSpec): Pro
 export async function* invoicePages(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot): AsyncGenerator<string> {
   const { start } = rangeOf(spec);
   const where = inRange(spec);
-  const fetchAfter = async (date: string, id: number): Promise<InvoicePage> => {
+  const fetchAfter = async ({ date, id }: { date: string; id: number }): Promise<RowPage<{ date: string; id: number }>> => {
     const result = await prisma.$queryRaw<Array<{ page: string | null; n: number }>>`
       SELECT string_agg(concat_ws(E'\t', p.id, p.date, p.service_number, p.date - DATE '1899-12-30', p.status, p.amount,
                                   (p.amount * 100)::bigint, to_json(p.currency::text), to_json(p.number)),
@@ -62,18 +55,9 @@ export async function* invoicePages(prisma: PrismaClient, spec: ReportSpec, snap
             WHERE ${where} AND id <= ${snapshot.maxId} AND (date, id) > (${date}::date, ${id})
             ORDER BY date, id LIMIT ${INVOICE_BATCH}) p`;
     const page = result[0]?.page ?? '';
-    return { text: page, rows: page ? Number(result[0]!.n) : 0 };
+    return { text: page, rows: page ? Number(result[0]!.n) : 0, after: () => lastOfPage(page) };
   };
-  let next: Promise<InvoicePage> | undefined = fetchAfter(start, 0);
-  while (next) {
-    const { text, rows }: InvoicePage = await next;
-    if (rows === 0) return;
-    const last = lastOfPage(text);
-    next = rows === INVOICE_BATCH ? fetchAfter(last.date, last.id) : undefined;
-    // A caller that stops early never awaits the next page: its failure must not go unhandled.
-    next?.catch(() => undefined);
-    yield text;
-  }
+  yield* prefetchedPages({ date: start, id: 0 }, INVOICE_BATCH, fetchAfter);
 }
 
 async function writeInvoicesWorkbook(

@@ -1,8 +1,7 @@
 import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from './types.ts';
-import type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
-import { openingLines } from './builder.ts';
+import { openingLines, prefetchedPages, type ReportBuilder, type ReportCount, type ReportSnapshot, type RowPage } from './builder.ts';
 import { buildWorkbook, type BuildOptions } from './build.ts';
 import { SERVICE_STATUSES } from './service-table.ts';
 
@@ -40,8 +39,7 @@ export async function countServices(prisma: PrismaClient, spec: ReportSpec): Pro
  */
 export async function* servicePages(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot): AsyncGenerator<string> {
   const where = filterOf(spec);
-  type Page = { text: string; lastId: number; rows: number };
-  const fetchAfter = async (id: number): Promise<Page> => {
+  const fetchAfter = async (id: number): Promise<RowPage<number>> => {
     const result = await prisma.$queryRaw<Array<{ page: string | null; last_id: number | null; n: number }>>`
       SELECT json_agg(p ORDER BY p.id)::text AS page, max(p.id)::int AS last_id, count(*)::int AS n FROM (
         SELECT s.id, s.service_number, pl.name AS plan, s.status::text AS status, s.hostname, s.customer_email,
@@ -51,17 +49,10 @@ export async function* servicePages(prisma: PrismaClient, spec: ReportSpec, snap
         WHERE ${where} AND s.id <= ${snapshot.maxId} AND s.id > ${id}
         ORDER BY s.id LIMIT ${SERVICE_BATCH}) p`;
     const row = result[0];
-    return { text: row?.page ?? '', lastId: Number(row?.last_id ?? 0), rows: row?.page ? Number(row.n) : 0 };
+    const lastId = Number(row?.last_id ?? 0);
+    return { text: row?.page ?? '', rows: row?.page ? Number(row.n) : 0, after: () => lastId };
   };
-  let next: Promise<Page> | undefined = fetchAfter(0);
-  while (next) {
-    const { text, lastId, rows }: Page = await next;
-    if (rows === 0) return;
-    next = rows === SERVICE_BATCH ? fetchAfter(lastId) : undefined;
-    // A caller that stops early never awaits the next page: its failure must not go unhandled.
-    next?.catch(() => undefined);
-    yield text;
-  }
+  yield* prefetchedPages(0, SERVICE_BATCH, fetchAfter);
 }
 
 async function writeServicesWorkbook(

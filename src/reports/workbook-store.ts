@@ -215,10 +215,9 @@ export class WorkbookCache {
     this.drop(ref);
     this.entries.set(WorkbookCache.keyOf(ref), workbook);
     this.bytes += workbook.length;
-    for (const [key, kept] of this.entries) {
+    for (const key of [...this.entries.keys()]) {
       if (this.bytes <= this.maxBytes) break;
-      this.entries.delete(key);
-      this.bytes -= kept.length;
+      this.remove(key);
     }
   }
 
@@ -240,19 +239,18 @@ export class WorkbookCache {
   }
 
   drop(ref: Pick<WorkbookRef, 'runId' | 'build'>): void {
-    const key = WorkbookCache.keyOf(ref);
-    const kept = this.entries.get(key);
-    if (!kept) return;
-    this.entries.delete(key);
-    this.bytes -= kept.length;
+    this.remove(WorkbookCache.keyOf(ref));
   }
 
   /** Drops every workbook of a run (its workbook was deleted). */
   dropRun(runId: string): void {
-    for (const [key, kept] of this.entries) {
-      if (!key.startsWith(`${runId}/`)) continue;
-      this.entries.delete(key);
-      this.bytes -= kept.length;
-    }
+    for (const key of [...this.entries.keys()]) if (key.startsWith(`${runId}/`)) this.remove(key);
+  }
+
+  private remove(key: string): void {
+    const kept = this.entries.get(key);
+    if (!kept) return;
+    this.entries.delete(key);
+    this.bytes -= kept.length;
   }
 }
