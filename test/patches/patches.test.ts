@@ -3,7 +3,7 @@
 // applies (a package updated under it, a patch edited by hand, an install that skipped it).
 // What each patch does is tested where it matters: sonic-boom in test/ops/log-destination.test.ts,
 // express-openapi-validator by every HTTP test, yazl by every workbook a test reads back (a wrong
-// CRC and no reader opens the zip).
+// CRC and no reader opens the zip), nodemailer in test/patches/smtp-data-stream.test.ts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
