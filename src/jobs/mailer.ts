@@ -5,14 +5,17 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createTransport } from 'nodemailer';
+import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
+import { siblingModule, startThread } from '../shared/threads.ts';
+import type { FromMailThread, ToMailThread } from './mail-thread.ts';
 
 export interface MailAttachment {
   filename: string;
   /** A file readable by the mail worker (same host / same $DATA_DIR). Never put big content into Redis. */
   path?: string;
-  /** Inline content (text or bytes), or a stream read once as the message is sent (one per send: a retry needs a new one). */
-  content?: string | Buffer | Readable;
+  /** Inline content: text, or bytes (copied to the mail thread, which streams them to the encoder). */
+  content?: string | Uint8Array;
   contentType?: string;
 }
 
@@ -30,6 +33,14 @@ export interface SentMail {
   messageId: string;
   /** The server's answer (SMTP) or the outbox file written. */
   response: string;
+}
+
+/** What a transport's failure says of itself, as plain data (it crosses from the mail thread). */
+export interface MailError {
+  message: string;
+  code?: string;
+  responseCode?: number;
+  response?: string;
 }
 
 export interface Mailer {
@@ -61,17 +72,27 @@ function describeSmtp(url: string): string {
   }
 }
 
+/** A message as the transport takes it: inside the mail thread, large contents are streams. */
+export type TransportMessage = Omit<MailMessage, 'attachments'> & {
+  attachments?: Array<Omit<MailAttachment, 'content'> & { content?: string | Buffer | Readable }>;
+};
+
+function describeMailer(config: Config): string {
+  return config.smtpUrl ? describeSmtp(config.smtpUrl) : path.join(config.dataDir, 'outbox');
+}
+
 /**
  * Mail goes to `SMTP_URL` through nodemailer's SMTP transport, or, when it is unset, each message
- * is written as an `.eml` file under `$DATA_DIR/outbox/` (counts as sent). Attachments are streamed
- * from their file path, never held in memory.
+ * is written as an `.eml` file under `$DATA_DIR/outbox/` (counts as sent). Used inside the mail
+ * thread (src/jobs/mail-thread.ts); everything else sends through `createMailer`.
  */
-export function createMailer(config: Config): Mailer {
+export function transportMailer(config: Config): Omit<Mailer, 'send'> & { send(message: TransportMessage): Promise<SentMail> } {
   const from = config.mailFrom;
+  const describe = describeMailer(config);
   if (config.smtpUrl) {
     const transport = createTransport({ url: config.smtpUrl, ...smtpTimeouts(config) });
     return {
-      describe: describeSmtp(config.smtpUrl),
+      describe,
       async send(message) {
         const info = await transport.sendMail({ from, ...message });
         return { messageId: info.messageId, response: info.response };
@@ -79,10 +100,10 @@ export function createMailer(config: Config): Mailer {
       close: () => transport.close(),
     };
   }
-  const outbox = path.join(config.dataDir, 'outbox');
+  const outbox = describe;
   const transport = createTransport({ streamTransport: true, newline: 'windows' });
   return {
-    describe: outbox,
+    describe,
     async send(message) {
       await mkdir(outbox, { recursive: true });
       const info = await transport.sendMail({ from, ...message });
@@ -102,6 +123,55 @@ export function createMailer(config: Config): Mailer {
   };
 }
 
+/** The code of a send whose thread stopped before the transport answered: not known to have failed, so retried. */
+const THREAD_LOST = 'ETHREADLOST';
+
+/**
+ * The mailer of this server: messages are built and sent in a worker thread of their own
+ * (src/jobs/mail-thread.ts), started at the first send, so that encoding attachments never holds
+ * the thread that serves the API. A failure comes back as an Error with the transport's `code`,
+ * `responseCode` and `response`, which `isTransientMailError` reads.
+ */
+export function createMailer(config: Config): Mailer {
+  const pending = new Map<number, { resolve: (sent: SentMail) => void; reject: (err: Error) => void }>();
+  let nextId = 1;
+  let thread: Worker | undefined;
+  const threadOf = (): Worker => {
+    if (thread) return thread;
+    const started = startThread(siblingModule(import.meta.url, 'mail-thread'), { workerData: config });
+    started.unref();
+    const lost = (reason: string) => {
+      if (thread === started) thread = undefined;
+      for (const p of pending.values()) p.reject(Object.assign(new Error(`the mail thread stopped before the transport answered (${reason})`), { code: THREAD_LOST }));
+      pending.clear();
+    };
+    started.on('message', (m: FromMailThread) => {
+      const p = pending.get(m.id);
+      pending.delete(m.id);
+      if (m.type === 'sent') p?.resolve(m.sent);
+      else p?.reject(Object.assign(new Error(m.error.message), m.error));
+    });
+    started.on('error', (err) => lost(err.message));
+    started.on('exit', (code) => lost(`exit code ${code}`));
+    thread = started;
+    return started;
+  };
+  return {
+    describe: describeMailer(config),
+    send(message) {
+      const id = nextId++;
+      return new Promise<SentMail>((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        threadOf().postMessage({ type: 'send', id, message } satisfies ToMailThread);
+      });
+    },
+    close() {
+      thread?.postMessage({ type: 'close' } satisfies ToMailThread);
+      thread = undefined;
+    },
+  };
+}
+
 interface MailErrorLike {
   code?: string;
   responseCode?: number;
@@ -117,7 +187,7 @@ interface MailErrorLike {
 export function isTransientMailError(err: unknown): boolean {
   const e = (err ?? {}) as MailErrorLike;
   if (typeof e.responseCode === 'number') return e.responseCode >= 400 && e.responseCode < 500;
-  const transientCodes = ['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPROTOCOL'];
+  const transientCodes = [THREAD_LOST, 'ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPROTOCOL'];
   return typeof e.code === 'string' && transientCodes.includes(e.code);
 }
 

@@ -7,8 +7,8 @@
  * page's rows are in the zip's input (the caller's credit to send another), and `{ type: 'done',
  * rows, totals, sheets }` after the last byte. Any error is thrown out of the thread.
  */
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { lowerThreadPriority } from '../shared/threads.ts';
 import { invoiceTable } from './invoice-table.ts';
 import { serviceTable } from './service-table.ts';
 import { TableWriter, XlsxWriter, type BuildFacts, type TableKind } from './workbook.ts';
@@ -94,24 +94,7 @@ function run(port: NonNullable<typeof parentPort>, init: ThreadInit): void {
   });
 }
 
-/**
- * Below the API's priority: on Linux a thread has a nice value of its own, so this lowers only the
- * build thread, and while builds keep the cores busy other brokers' requests are served first.
- * Where it cannot be set (another system, a container that forbids it) the build runs as it is.
- */
-function yieldToRequests(): void {
-  // Elsewhere (macOS) the same call would lower the whole process, the API with it.
-  if (process.platform !== 'linux') return;
-  try {
-    os.setPriority(BUILD_NICE);
-  } catch {
-    // Not permitted here: no harm, only no precedence for requests.
-  }
-}
-
-const BUILD_NICE = 10;
-
 if (parentPort) {
-  yieldToRequests();
+  lowerThreadPriority();
   run(parentPort, workerData as ThreadInit);
 }

@@ -1,8 +1,7 @@
-import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { siblingModule, startThread } from '../shared/threads.ts';
 import type { FromThread, ThreadInit, ToThread } from './build-thread.ts';
 import { EXCEL_DATA_ROWS, type BuildFacts } from './workbook.ts';
 
@@ -25,18 +24,6 @@ export interface BuildOptions {
  */
 function threadLimits(): { maxYoungGenerationSizeMb: number } {
   return { maxYoungGenerationSizeMb: Number(process.env.BUILD_THREAD_YOUNG_MB ?? 8) };
-}
-
-/** Starts the thread from its file beside this one, by this module's own extension (.ts under tsx, .js from dist/). */
-function startThread(workerData: ThreadInit): Worker {
-  const extension = path.extname(fileURLToPath(import.meta.url));
-  const file = new URL(`./build-thread${extension}`, import.meta.url);
-  if (extension !== '.ts') return new Worker(file, { workerData, resourceLimits: threadLimits() });
-  // Under tsx (tests, the CLI, benches) on Node 20 tsx's loader does not reach worker threads, so
-  // the thread registers it before it loads its TypeScript.
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  const code = `import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`;
-  return new Worker(code, { eval: true, workerData, resourceLimits: threadLimits() });
 }
 
 /** Pages handed to the thread and not yet taken: one being written, one waiting. */
@@ -95,7 +82,7 @@ export async function buildWorkbook<T>(
   options: BuildOptions = {},
 ): Promise<BuildResult<T>> {
   const init: ThreadInit = { kind, facts, rowsPerSheet: options.rowsPerSheet ?? EXCEL_DATA_ROWS };
-  const worker = startThread(init);
+  const worker = startThread(siblingModule(import.meta.url, 'build-thread'), { workerData: init, resourceLimits: threadLimits() });
   const { state, until, stop } = watch(worker, out);
   try {
     for await (const text of pages) {

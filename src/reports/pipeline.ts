@@ -21,7 +21,6 @@
  *   records (run-report.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
@@ -249,8 +248,26 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
     await releaseClaim(p, recipientId).catch(() => undefined);
     throw err;
   }
-  const outcome = await sendOnce(p, recipientId, mail.message, recipient.attempts >= config.mailAttempts);
-  return recordOutcome(p, job, run.id, recipientId, recipient.attempts, outcome, mail.link?.expiresAt ?? null);
+  // The claim is renewed until the outcome is recorded, not only while the SMTP conversation lasts:
+  // a record retried through a database hiccup must not look abandoned and be sent again.
+  return whileClaimed(p, recipientId, async () => {
+    const outcome = await sendOnce(p, mail.message, recipient.attempts >= config.mailAttempts);
+    return recordOutcome(p, job, run.id, recipientId, recipient.attempts, outcome, mail.link?.expiresAt ?? null);
+  });
+}
+
+/** Runs `work` with the recipient's claim renewed meanwhile (a live worker's claim never looks abandoned). */
+async function whileClaimed<T>(p: Pipeline, recipientId: number, work: () => Promise<T>): Promise<T> {
+  const heartbeat = setInterval(() => {
+    void p.prisma.reportRecipient
+      .updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } })
+      .catch(() => undefined);
+  }, Math.max(250, Math.floor(staleAfterMs(p.config) / 4)));
+  try {
+    return await work();
+  } finally {
+    clearInterval(heartbeat);
+  }
 }
 
 /** The sent or failed record of one attempt (retried until it is written), and the run's counts. */
@@ -299,23 +316,13 @@ async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; 
     return { message: { ...base, text: builder.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
   }
   const workbook = await p.workbooks.get(p.prisma, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
-  // As a stream of small pieces: nodemailer base64-encodes and wraps inline content in one go,
-  // which held the event loop (and every broker's requests) for tens of milliseconds per e-mail.
-  const content = Readable.from(piecesOf(workbook, ATTACHMENT_PIECE_BYTES), { objectMode: false });
   return {
     message: {
       ...base,
       text: builder.text(spec, totals, run.generatedAt.toISOString()),
-      attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), content, contentType: XLSX_MEDIA_TYPE }],
+      attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), content: workbook, contentType: XLSX_MEDIA_TYPE }],
     },
   };
-}
-
-/** Bytes an attachment is handed to the mail encoder at a time. */
-const ATTACHMENT_PIECE_BYTES = 64 * 1024;
-
-function* piecesOf(bytes: Buffer, size: number): Generator<Buffer> {
-  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
 }
 
 async function releaseClaim(p: Pipeline, recipientId: number): Promise<void> {
@@ -345,19 +352,12 @@ function fromWorkbookRead(err: unknown): boolean {
   return false;
 }
 
-/** One SMTP conversation, with the claim renewed while it lasts (a live worker's claim never looks abandoned). */
-async function sendOnce(p: Pipeline, recipientId: number, message: MailMessage, lastAttempt: boolean): Promise<SendOutcome> {
-  const heartbeat = setInterval(() => {
-    void p.prisma.reportRecipient
-      .updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } })
-      .catch(() => undefined);
-  }, Math.max(250, Math.floor(staleAfterMs(p.config) / 4)));
+/** One SMTP conversation and what it came to. */
+async function sendOnce(p: Pipeline, message: MailMessage, lastAttempt: boolean): Promise<SendOutcome> {
   try {
     const info = await p.mailer().send(message);
     return { sent: true, messageId: info.messageId };
   } catch (err) {
     return { sent: false, error: describeMailError(err), final: !(isTransientMailError(err) || fromWorkbookRead(err)) || lastAttempt };
-  } finally {
-    clearInterval(heartbeat);
   }
 }

@@ -14,12 +14,17 @@ export interface ReportTestApp {
   t: TestApp;
   /** An app whose jobs use `config` (the test app's config with the overrides). */
   withJobs(overrides?: Partial<Config>, mode?: JobsMode): Promise<{ app: Express; jobs: Jobs; config: Config; prefix: string }>;
+  /** Closes the jobs made so far: each fleet's reconciler would otherwise go on resuming the next test's sends. */
+  closeJobs(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function createReportTestApp(baseOverrides: Partial<Config> = {}): Promise<ReportTestApp> {
   const t = await createTestApp(baseOverrides);
   const all: Jobs[] = [];
+  const closeJobs = async () => {
+    for (const jobs of all.splice(0)) await jobs.close();
+  };
   return {
     t,
     async withJobs(overrides = {}, mode = 'both') {
@@ -31,8 +36,9 @@ export async function createReportTestApp(baseOverrides: Partial<Config> = {}): 
       const app = createApp({ ...t.deps, config, jobs });
       return { app, jobs, config, prefix };
     },
+    closeJobs,
     async close() {
-      for (const jobs of all) await jobs.close();
+      await closeJobs();
       await t.close();
     },
   };
