@@ -75,7 +75,7 @@ async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted
     },
     select: { id: true },
   });
-  await spec.recordEffect?.(tx, { type: 'report', id: run.id });
+  await spec.work?.within(tx).recordEffect({ type: 'report', id: run.id });
   return run;
 }
 

@@ -4,7 +4,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import { escapeLike } from '../shared/db-errors.ts';
-import type { Caller } from '../shared/caller.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { clampInstant } from '../shared/dates.ts';
 import {
   applyDueCancellations,
@@ -120,13 +120,13 @@ export async function denyRequest(
   brokerId: string,
   id: bigint,
   denialReason: string,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
   now = new Date(),
 ): Promise<RequestWithRelations> {
   const request = await findRequest(prisma, brokerId, id);
   await prisma.$transaction(async (tx) => {
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
-    await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+    await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
   });
   return findRequest(prisma, brokerId, id);
 }
@@ -141,7 +141,7 @@ export async function approveRequest(
   credentials: Credentials,
   brokerId: string,
   id: bigint,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
   now = new Date(),
 ): Promise<RequestWithRelations> {
   // No status check here: the conditional UPDATE in `claim` is the only judge of "still pending".
@@ -151,7 +151,7 @@ export async function approveRequest(
     prisma.$transaction(async (tx) => {
       await claim(tx, brokerId, request.id, 'approved', now, null);
       await carryOut(tx, credentials, request, now);
-      await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+      await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
     }),
   );
   return findRequest(prisma, brokerId, id);

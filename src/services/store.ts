@@ -7,7 +7,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation } from '../shared/db-errors.ts';
-import type { Caller } from '../shared/caller.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import type { BillingCycle, ServiceStatus, ServiceWithPlan } from './present.ts';
 
@@ -237,7 +237,7 @@ export async function createChangeRequest(
   prisma: PrismaClient,
   service: ServiceWithPlan,
   input: NewChangeRequest,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
 ) {
   try {
     return await prisma.$transaction(async (tx) => {
@@ -260,7 +260,7 @@ export async function createChangeRequest(
         },
         include: { service: true, currentPlan: true, requestedPlan: true },
       });
-      await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+      await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
       return request;
     });
   } catch (err) {
