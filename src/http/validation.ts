@@ -1,7 +1,7 @@
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Request, RequestHandler, Response } from 'express';
 import { resolveRef, type Contract } from './contract.ts';
-import { ApiError, invalidParameter, type ErrorDetails } from './errors.ts';
+import { ApiError, invalidParameter, missingParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
 import type { Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE } from './json-body.ts';
@@ -270,10 +270,7 @@ export function mapValidatorError(
     const names = [...new Set(missing.map((m) => m.field || 'body'))];
     const bodyRequired = requiredFields(contract, operationId);
     const required = missing.every((m) => m.location === 'body') ? [...new Set([...bodyRequired, ...names])] : names;
-    return new ApiError('missing_parameter', `Missing required parameter${names.length > 1 ? 's' : ''}: ${names.join(', ')}`, {
-      required,
-      missing: names,
-    });
+    return missingParameter(names, required);
   }
   const first = invalid[0];
   if (!first) return new ApiError('invalid_request', err.message || 'Invalid request');

@@ -3,7 +3,7 @@
  * reads its typed input, calls the use case the key's mode chooses and answers.
  */
 import type { AppDeps } from '../deps.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
 import { pageParams, textParam } from '../http/params.ts';
 import type { RegisterRoutes } from '../routes.ts';
@@ -57,10 +57,7 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
       const denialReason = (textParam(body.denial_reason, 'denial_reason', 'body') ?? '').trim();
       if (body.action === 'approve') return { requestId, decision: { action: 'approve' } };
       if (isBlank(denialReason)) {
-        throw new ApiError('missing_parameter', 'Missing required parameter: denial_reason (required to deny a request)', {
-          required: ['action', 'denial_reason'],
-          missing: ['denial_reason'],
-        });
+        throw missingParameter(['denial_reason'], ['action', 'denial_reason'], 'required to deny a request');
       }
       return { requestId, decision: { action: 'deny', denialReason } };
     },

@@ -3,14 +3,13 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
-import { escapeLike } from '../shared/db-errors.ts';
+import { escapeLike, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { clampInstant } from '../shared/dates.ts';
 import {
   applyDueCancellations,
   insertActiveService,
   withServiceNumberRetry,
-  type Db,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';

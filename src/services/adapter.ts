@@ -6,7 +6,7 @@
 import type { Router } from 'express';
 import type { AppDeps } from '../deps.ts';
 import type { Contract } from '../http/contract.ts';
-import { ApiError, invalidParameter } from '../http/errors.ts';
+import { invalidParameter, missingParameter } from '../http/errors.ts';
 import { boolParam, intParam, pageParams, textParam } from '../http/params.ts';
 import { operation, serialized, type SerializedReply } from '../http/operation.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
@@ -19,12 +19,12 @@ import { sandboxServices } from './sandbox.ts';
 import { liveServices, type Page, type ServiceUseCases } from './use-cases.ts';
 
 /**
- * Any plain positive integer a client can hold exactly: openapi.yaml's service paths accept a numeric
- * service number. Numbers above what the database stores name no service: a live key gets 404
- * for them, a sandbox key's detail echoes them.
+ * Any plain positive integer a client can hold exactly (openapi.yaml: 1..9007199254740991). Numbers
+ * above what the database stores name no service: a live key gets 404 for them, a sandbox key's
+ * detail echoes them.
  */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
-  return intParam(params.service_number, NaN, 'service_number', 'path', 1, Number.MAX_SAFE_INTEGER);
+  return intParam(params.service_number, NaN, 'service_number', 'path');
 }
 
 /**
@@ -151,7 +151,7 @@ function registerServiceChanges(router: Router, contract: Contract, services: By
       const serviceNumber = serviceNumberParam(params);
       // The schema refuses an empty or white-space reason; one made only of invisible characters is as blank.
       const reason = (textParam(body.reason, 'reason', 'body') ?? '').trim();
-      if (isBlank(reason)) throw new ApiError('missing_parameter', 'Missing required parameter: reason', { required: ['reason'], missing: ['reason'] });
+      if (isBlank(reason)) throw missingParameter(['reason']);
       return { serviceNumber, reason, when: body.when ?? 'end_of_billing_period' };
     },
     async handle({ serviceNumber, reason, when }, { caller, useCases }) {
