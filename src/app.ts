@@ -2,17 +2,17 @@ import express, { type Express, type RequestHandler, type Router } from 'express
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
 import { registerDocs } from './http/docs.ts';
-import { errorMiddleware } from './http/error-middleware.ts';
+import { errorAnswers, errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
 import { jsonBody } from './http/json-body.ts';
 import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './http/fast-path.ts';
-import { operationRules } from './http/operation.ts';
+import { isMounted, operationHandlers, operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
 import { createValidator } from './http/validation.ts';
-import { idempotency } from './http/idempotency.ts';
+import { createIdempotency } from './http/idempotency.ts';
 import { idempotencyStore } from './idempotency/store.ts';
 import type { IdempotencyKeys } from './shared/idempotency-keys.ts';
 import { registerOps } from './ops/health.ts';
@@ -56,14 +56,8 @@ const emptyBodyAsObject: RequestHandler = (req, _res, next) => {
 
 /** Operations whose module is not built yet answer honestly rather than with invented data. */
 function registerNotImplemented(router: Router, contract: Contract): void {
-  const mounted = new Set(
-    router.stack.flatMap((layer) => {
-      const route = (layer as { route?: { path: string; methods: Record<string, boolean> } }).route;
-      return route ? Object.keys(route.methods).map((m) => `${m.toUpperCase()} ${route.path}`) : [];
-    }),
-  );
   for (const op of contract.operations) {
-    if (mounted.has(`${op.method} ${op.expressPath}`)) continue;
+    if (isMounted(router, op.operationId)) continue;
     router[op.method.toLowerCase() as 'get' | 'post'](op.expressPath, () => {
       throw new ApiError('server_error', 'not implemented');
     });
@@ -96,8 +90,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.disable('x-powered-by');
   fastAppSettings(app);
   app.set('trust proxy', config.trustProxy);
-  // Read by operation(): a pre-serialized reply goes through res.json when responses are validated.
-  app.locals.validateResponses = config.validateResponses;
 
   app.use(
     chain([
@@ -118,9 +110,16 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // Outside /api and without a key (its holder has none): served by `app.use(router)` below.
   registerDownloadRoute(router, deps, callerBucket);
   registerNotImplemented(router, contract);
+  const validator = createValidator(contract, config.validateResponses);
+  const errorAnswer = errorAnswers(contract, logger, operationRules(router));
+  // A report may hold its key for as long as it waits for its e-mails.
+  const idempotency = createIdempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {
+    leaseMs: options.idempotency?.leaseMs ?? config.reportWaitMs + 60_000,
+    seal: deps.credentials,
+  });
 
   // The /api steps in the order of checks (openapi.yaml, "Order of checks"), the schema validator, then the
-  // operation's handler.
+  // operation (its own input rules, then the Idempotency-Key, then the operation itself).
   app.use(
     chain(
       [
@@ -130,14 +129,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         postOnly(jsonBody()),
         emptyBodyAsObject,
         inputHygiene,
-        ...createValidator(contract, config.validateResponses),
-        // After every input check (a refused request takes no key); a report may hold its key for
-        // as long as it waits for its e-mails.
-        idempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {
-          leaseMs: options.idempotency?.leaseMs ?? config.reportWaitMs + 60_000,
-          seal: deps.credentials,
-        }),
-        dispatchOperations(router),
+        ...validator.steps,
+        dispatchOperations(operationHandlers(router, { idempotency, errorAnswer, checkAnswer: validator.checkAnswer })),
       ],
       // What app.use('/api', …) matched: /api and below, in any letter case.
       (req) => API_PATH.test(req.path),
@@ -151,6 +144,6 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerDocs(app, contract);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
-  app.use(errorMiddleware(contract, logger, operationRules(router)));
+  app.use(errorMiddleware(errorAnswer));
   return app;
 }

@@ -3,7 +3,7 @@
  * and rate limit and (for POST: services:write or admin:full) its scopes, from openapi.yaml.
  */
 import { hasScope } from '../http/auth-context.ts';
-import { callerOf, operation, useCasesFor, type DataOf } from '../http/operation.ts';
+import { operation, type DataOf } from '../http/operation.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import { authCheckUseCases } from './use-cases.ts';
 
@@ -11,8 +11,8 @@ export const registerAuthRoutes: RegisterRoutes = (router, deps) => {
   const authCheck = authCheckUseCases(deps);
 
   operation(router, deps.contract, 'getAuthCheck', {
-    async handle(ctx) {
-      const { auth } = ctx;
+    useCases: authCheck,
+    async handle(_input, { auth, caller, useCases }) {
       const data: DataOf<'getAuthCheck', 200> = {
         key_id: auth.keyId,
         key_name: auth.keyName,
@@ -22,13 +22,13 @@ export const registerAuthRoutes: RegisterRoutes = (router, deps) => {
         broker_name: auth.brokerName,
       };
       // The count is service data: only a key that may read services sees it.
-      if (hasScope(auth, 'services:read')) data.service_count = await useCasesFor(authCheck, auth).serviceCount(callerOf(ctx));
+      if (hasScope(auth, 'services:read')) data.service_count = await useCases.serviceCount(caller);
       return { status: 200, data };
     },
   });
 
   operation(router, deps.contract, 'postAuthCheck', {
-    async handle({ auth }) {
+    async handle(_input, { auth }) {
       return {
         status: 200,
         data: { write_access: true as const, key_id: auth.keyId, mode: auth.mode, scopes: [...auth.scopes] },

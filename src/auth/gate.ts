@@ -196,7 +196,7 @@ function afterCount(g: GateParts, req: Request, res: Response, next: NextFunctio
       auth = authContextOf(key);
       g.contexts.set(key, auth);
     }
-    const operation = res.locals.operation as OperationInfo | undefined;
+    const { operation } = res.locals;
     if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
     checkScopes(auth, operation);
     res.locals.auth = auth;

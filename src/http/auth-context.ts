@@ -15,7 +15,5 @@ export interface AuthContext {
   readonly brokerApproval: 'automatic' | 'manual';
 }
 
-export const isSandbox = (auth: AuthContext): boolean => auth.mode === 'test';
-
 export const hasScope = (auth: AuthContext, ...scopes: Scope[]): boolean =>
   auth.scopes.includes('admin:full') || scopes.some((s) => auth.scopes.includes(s));

@@ -1,7 +1,8 @@
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
 import { ApiError, fromDomainError } from './errors.ts';
+import { sendAnswer, type Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE } from './json-body.ts';
 import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
 
@@ -21,7 +22,7 @@ const isDecompressionError = (err: unknown): boolean =>
 
 function toApiError(
   err: unknown,
-  req: Parameters<ErrorRequestHandler>[1],
+  req: Request,
   contract: Contract,
   operationId?: string,
   rules?: OperationRules,
@@ -56,25 +57,39 @@ function toApiError(
   return new ApiError('server_error', 'An internal error occurred; the request may be retried after a delay');
 }
 
-/** The one place where anything thrown becomes the error envelope (openapi.yaml, "Errors"). No stack ever leaves. */
-export function errorMiddleware(
+/** The error envelope of anything thrown, as its answer; logs what is the server's fault. */
+export type ErrorAnswers = (err: unknown, req: Request, res: Response) => Answer;
+
+/**
+ * The one place where anything thrown becomes the error envelope (openapi.yaml, "Errors"). No
+ * stack ever leaves. Used by the error middleware and by `operation()`, which answers its own
+ * errors (so an Idempotency-Key can record them).
+ */
+export function errorAnswers(
   contract: Contract,
   logger: Logger,
   rulesOf: (operationId: string | undefined) => OperationRules | undefined = () => undefined,
-): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const operationId = (res.locals.operation as { operationId?: string } | undefined)?.operationId;
+): ErrorAnswers {
+  return (err, req, res) => {
+    const operationId = res.locals.operation?.operationId;
     const apiError = toApiError(err, req, contract, operationId, rulesOf(operationId));
     if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
       logger.error({ err, requestId: res.locals.requestId, operationId }, 'request failed');
     }
+    // Set by the request-id middleware, which runs first; the header already carries it.
+    const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
+    return { status: apiError.status, headers: apiError.headers, body: JSON.stringify(apiError.toBody(requestId)) };
+  };
+}
+
+/** The app's last handler: whatever a step before the operation (or outside /api) threw. */
+export function errorMiddleware(answers: ErrorAnswers): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const answer = answers(err, req, res);
     if (res.headersSent) {
       res.end();
       return;
     }
-    for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-    // Set by the request-id middleware, which runs first; the header already carries it.
-    const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
-    res.status(apiError.status).json(apiError.toBody(requestId));
+    sendAnswer(res, answer);
   };
 }

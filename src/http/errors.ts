@@ -58,8 +58,16 @@ export class ApiError extends Error {
 export const notFound = (message = 'Resource not found', details?: ErrorDetails) =>
   new ApiError('not_found', message, details);
 
-export const conflict = (message: string, currentStatus: string) =>
-  new ApiError('conflict', message, { current_status: currentStatus });
+/**
+ * `400 missing_parameter`, in the one shape every check uses: `Missing required parameter(s): <missing>`
+ * (and a `note` in parentheses), details `{ required, missing }`: every required field of the
+ * request, then those missing.
+ */
+export const missingParameter = (missing: string[], required: string[] = missing, note?: string) =>
+  new ApiError('missing_parameter', `Missing required parameter${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}${note ? ` (${note})` : ''}`, {
+    required,
+    missing,
+  });
 
 /**
  * `400 invalid_parameter` about one field, in the one shape every check uses (the schema

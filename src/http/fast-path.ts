@@ -8,15 +8,16 @@
  * - `parseQueryOnce()`: Express 5's `req.query` getter parses the query string on every read.
  * - `dispatchOperations()`: the operation a request was resolved to is called directly, without
  *   the router's walk over every route's path pattern.
- * - `sendReply()` and `serialized()`: answers written with `res.end` (a cached list page as its
- *   own bytes), not through `res.send`'s content-type, charset and freshness work.
+ * - `sendAnswer()` and `serialized()`: every answer written with `res.end` (a cached list page as
+ *   its own bytes), not through `res.send`'s content-type, charset and freshness work, in tests as
+ *   in production.
  * - `fastAppSettings()`: no ETag, the `simple` query parser.
  *
  * Outside src/http, for the same reason: the server's request and response classes
  * (src/main/server.ts), the rate limit's blocks (src/auth/rate-limit.ts), Redis auto-pipelining
  * (src/redis.ts), and patches/ (express-openapi-validator's route table).
  */
-import type { Express, NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OperationId, Reply, SuccessStatus } from './operation.ts';
 
 /**
@@ -95,7 +96,7 @@ export interface SerializedReply<O extends OperationId> {
   contentLength: string;
 }
 
-export function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
+function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
   const body: Record<string, unknown> = { success: true, data: reply.data };
   if (reply.pagination !== undefined) body.pagination = reply.pagination;
   return body;
@@ -107,40 +108,40 @@ export function serialized<O extends OperationId>(reply: Reply<O>): SerializedRe
 }
 
 /**
- * Writes an operation's answer. With response validation on (tests), through `res.json`, which
- * the validator checks, given exactly the reply's JSON; otherwise with `res.end`: res.send makes
- * a Buffer of any body over 1,000 characters and works out the content type, charset and
- * freshness of every answer, which for this API are always the same. A one-off answer goes as a
- * string (Node writes it in one chunk with the headers); a pre-serialized one as its own bytes,
- * copied by no one.
+ * An answer as it leaves: every JSON answer of the app (an operation's reply, a replayed one, the
+ * error envelope) is one of these, written by `sendAnswer`, in tests as in production.
  */
-export function sendReply<O extends OperationId>(req: Request, res: Response, reply: Reply<O> | SerializedReply<O>): void {
-  res.status(reply.status as number);
-  if (req.app.locals.validateResponses === true) {
-    res.json('body' in reply ? JSON.parse(reply.body.toString('utf8')) : envelope(reply));
-    return;
-  }
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  if ('body' in reply) {
-    res.setHeader('Content-Length', reply.contentLength);
-    res.end(reply.body);
-    return;
-  }
-  const json = JSON.stringify(envelope(reply));
-  res.setHeader('Content-Length', String(Buffer.byteLength(json)));
-  res.end(json);
+export interface Answer {
+  status: number;
+  /** Headers of this answer besides Content-Type and Content-Length (`Retry-After`, `Idempotent-Replayed`). */
+  headers?: Readonly<Record<string, string>>;
+  /** The JSON body: a one-off answer as a string, a stored one as its own bytes. */
+  body: string | Buffer;
+  /** The body's length in bytes, when it is known already (a stored page). */
+  contentLength?: string;
 }
 
-const handlersByRouter = new WeakMap<Router, Map<string, RequestHandler>>();
+/** An operation's reply as its answer: a one-off reply serialized now, a pre-serialized one as it is. */
+export function answerOf<O extends OperationId>(reply: Reply<O> | SerializedReply<O>): Answer {
+  return 'body' in reply ? reply : { status: reply.status, body: JSON.stringify(envelope(reply)) };
+}
 
-/** The handlers `operation()` mounted on `router`, by operationId. */
-export function handlersOf(router: Router): Map<string, RequestHandler> {
-  let byOperation = handlersByRouter.get(router);
-  if (!byOperation) {
-    byOperation = new Map();
-    handlersByRouter.set(router, byOperation);
-  }
-  return byOperation;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Writes an answer with `res.end`, the one way an answer leaves (with response validation on, the
+ * tests' apps check these same bytes against the contract first: `checkAnswer` in validation.ts).
+ * Not `res.json`/`res.send`: res.send makes a Buffer of any body over 1,000 characters and works
+ * out the content type, charset and freshness of every answer, which for this API are always the
+ * same. A one-off answer goes as a string (Node writes it in one chunk with the headers); a
+ * pre-serialized one as its own bytes, copied by no one. HEAD: Node writes the headers only.
+ */
+export function sendAnswer(res: Response, answer: Answer): void {
+  res.status(answer.status);
+  if (answer.headers) for (const name in answer.headers) res.setHeader(name, answer.headers[name]!);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Content-Length', answer.contentLength ?? String(Buffer.byteLength(answer.body)));
+  res.end(answer.body);
 }
 
 /**
@@ -150,11 +151,10 @@ export function handlersOf(router: Router): Map<string, RequestHandler> {
  * pattern showed in an API request's profile (bench/README.md). Anything without such a handler
  * goes on to the router.
  */
-export function dispatchOperations(router: Router): RequestHandler {
-  const byOperation = handlersOf(router);
+export function dispatchOperations(handlers: ReadonlyMap<string, RequestHandler>): RequestHandler {
   return (req, res, next) => {
-    const op = res.locals.operation as { operationId: string } | undefined;
-    const handle = op ? byOperation.get(op.operationId) : undefined;
+    const op = res.locals.operation;
+    const handle = op ? handlers.get(op.operationId) : undefined;
     if (handle) return handle(req, res, next);
     next();
   };

@@ -1,19 +1,21 @@
 /**
  * `Idempotency-Key` on POST (openapi.yaml, "Idempotent retries"): a retry with the same key and
  * the same request gets the first answer again (`Idempotent-Replayed: true`) without the operation
- * running again. The /api chain's step (`idempotency`) prepares the check; `operation()` runs it
- * (`claimIdempotencyKey`) after the operation's own input rules and before the sandbox scenario,
- * so a request that fails any input check takes no key. The keys are kept by a store
- * (src/idempotency/store.ts).
+ * running again. A wrapper around the operation (`operation()` runs it after the operation's own
+ * input rules and before the sandbox scenario, so a request that fails any input check takes no
+ * key): it takes the key, hands the operation the unit of work that records its effect in the
+ * effect's own transaction, and records the answer the operation returns before it is sent. The
+ * keys are kept by a store (src/idempotency/store.ts).
  */
 import { createHash } from 'node:crypto';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import stringify from 'safe-stable-stringify';
 import type { Logger } from '../logger.ts';
-import type { Caller, Effect } from '../shared/caller.ts';
+import type { Effect } from '../shared/caller.ts';
 import type { IdempotencyKeys } from '../shared/idempotency-keys.ts';
-import type { AuthContext } from './auth-context.ts';
+import { NO_RECORDS, type UnitOfWork } from '../shared/unit-of-work.ts';
 import { ApiError } from './errors.ts';
+import type { Answer } from './fast-path.ts';
 
 /** Seals a recorded answer at rest and opens it again (the service-password cipher). */
 export interface AnswerSeal {
@@ -30,17 +32,21 @@ export interface IdempotencyOptions {
   purgeEveryMs?: number;
 }
 
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
-export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const IDEMPOTENCY_HEADER = 'idempotency-key';
+const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 
 const RETRY_IN_USE_SECONDS = 1;
 
-/** `recordEffect` of a request without a key: nothing to record. */
-export const noEffectRecord: Caller['recordEffect'] = async () => {};
+/** The operation, run for one request: it answers every outcome (its errors as their envelope). */
+export type AnsweredOperation = (work: UnitOfWork) => Promise<Answer>;
 
-/** The Caller's `recordEffect` for this request (set by the step when the request holds a key). */
-export function effectRecordOf(res: Response): Caller['recordEffect'] {
-  return (res.locals.recordEffect as Caller['recordEffect'] | undefined) ?? noEffectRecord;
+export interface Idempotency {
+  /**
+   * Runs the operation of a request. Without an Idempotency-Key (or on another method than POST)
+   * just that; with one, once per key: a retry gets the recorded answer, and the key's errors
+   * (reused, in use, answer lost) are thrown.
+   */
+  run(req: Request, res: Response, apiKeyId: string, operation: AnsweredOperation): Promise<Answer>;
 }
 
 /** What makes two requests "the same": method, path, the body with its keys sorted, and the test scenario. */
@@ -49,70 +55,38 @@ export function fingerprintOf(req: Request): string {
   return createHash('sha256').update(stringify([req.method, req.path, scenario, req.body ?? null]) ?? '').digest('hex');
 }
 
-type KeyCheck = () => Promise<'answered' | 'go on'>;
-
-/**
- * For a POST with an Idempotency-Key: leaves the check for `claimIdempotencyKey`, which the
- * operation runs once its input is known to be valid.
- */
-export function idempotency(keys: IdempotencyKeys, logger: Logger, options: IdempotencyOptions): RequestHandler {
+export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options: IdempotencyOptions): Idempotency {
   const purgeEveryMs = options.purgeEveryMs ?? 60_000;
   let nextPurge = 0;
-  return (req, res, next) => {
-    const key = req.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
-    if (typeof key !== 'string') return next();
-    if (Date.now() >= nextPurge) {
-      nextPurge = Date.now() + purgeEveryMs;
-      keys.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not delete expired idempotency keys'));
-    }
-    const check: KeyCheck = () => checkKey(keys, logger, options, req, res, key);
-    res.locals.idempotencyCheck = check;
-    next();
+  return {
+    async run(req, res, apiKeyId, operation) {
+      const key = req.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+      if (typeof key !== 'string') return operation(NO_RECORDS);
+      if (Date.now() >= nextPurge) {
+        nextPurge = Date.now() + purgeEveryMs;
+        keys.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not delete expired idempotency keys'));
+      }
+      // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
+      const seal = await options.seal();
+      const claim = await keys.claim(apiKeyId, key, fingerprintOf(req), options.leaseMs);
+      switch (claim.kind) {
+        case 'run':
+          return hold({ keys, logger, seal, res, key, id: claim.id, owner: claim.owner }, operation);
+        case 'replay':
+          return { status: claim.status, headers: REPLAYED, body: claim.body === '' ? '' : seal.decrypt(claim.body) };
+        case 'reused':
+          throw new ApiError(
+            'idempotency_key_reused',
+            'This Idempotency-Key was already used for a different request (method, path or body); send a new request with a new key',
+            { idempotency_key: key },
+          );
+        case 'in_use':
+          throw inUse(key);
+        case 'answer_lost':
+          throw answerLost(key, claim.effect);
+      }
+    },
   };
-}
-
-/**
- * Takes the request's Idempotency-Key, or answers for it: `answered` when the recorded answer
- * was replayed; throws the key's errors. Without a key: `go on`.
- */
-export function claimIdempotencyKey(res: Response): Promise<'answered' | 'go on'> {
-  const check = res.locals.idempotencyCheck as KeyCheck | undefined;
-  return check ? check() : Promise.resolve('go on');
-}
-
-async function checkKey(
-  keys: IdempotencyKeys,
-  logger: Logger,
-  options: IdempotencyOptions,
-  req: Request,
-  res: Response,
-  key: string,
-): Promise<'answered' | 'go on'> {
-  const auth = res.locals.auth as AuthContext;
-  // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
-  const seal = await options.seal();
-  const claim = await keys.claim(auth.keyId, key, fingerprintOf(req), options.leaseMs);
-  switch (claim.kind) {
-    case 'run':
-      hold(keys, logger, seal, res, key, claim.id, claim.owner);
-      return 'go on';
-    case 'replay': {
-      const body = claim.body === '' ? '' : seal.decrypt(claim.body);
-      res.status(claim.status).setHeader(REPLAYED_HEADER, 'true').setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.end(body);
-      return 'answered';
-    }
-    case 'reused':
-      throw new ApiError(
-        'idempotency_key_reused',
-        'This Idempotency-Key was already used for a different request (method, path or body); send a new request with a new key',
-        { idempotency_key: key },
-      );
-    case 'in_use':
-      throw inUse(key);
-    case 'answer_lost':
-      throw answerLost(key, claim.effect);
-  }
 }
 
 function inUse(key: string): ApiError {
@@ -133,28 +107,42 @@ function answerLost(key: string, effect: Effect | null): ApiError {
   );
 }
 
+interface Held {
+  keys: IdempotencyKeys;
+  logger: Logger;
+  seal: AnswerSeal;
+  res: Response;
+  key: string;
+  id: bigint;
+  owner: string;
+}
+
 /**
- * This request holds the key: its operation records its effect through `recordEffect`, and its
- * answer is recorded before it is sent, so a retry can never get an answer the record does not
- * hold. An answer that asks for a retry (429, 5xx) is not kept: without an effect the key is free
- * again; with one, a retry is told the answer was lost.
+ * This request holds the key: its operation records its effect through the unit of work (in the
+ * effect's transaction), and its answer is recorded before it is sent, so a retry can never get an
+ * answer the record does not hold. An answer that asks for a retry (429, 5xx) is not kept: without
+ * an effect the key is free again; with one, a retry is told the answer was lost. An answer that
+ * could not be recorded is still sent (the retry is then told the answer was lost).
  */
-function hold(keys: IdempotencyKeys, logger: Logger, seal: AnswerSeal, res: Response, key: string, id: bigint, owner: string): void {
-  const recordEffect: Caller['recordEffect'] = async (tx, effect) => {
-    if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(key);
+async function hold(held: Held, operation: AnsweredOperation): Promise<Answer> {
+  const { keys, seal, key, id, owner } = held;
+  const work: UnitOfWork = {
+    within: (tx) => ({
+      async recordEffect(effect) {
+        if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(key);
+      },
+    }),
   };
-  res.locals.recordEffect = recordEffect;
-  const end = res.end;
-  res.end = function endAfterRecording(this: Response, ...args: unknown[]) {
-    res.end = end;
-    const chunk = args[0];
-    const body = Buffer.isBuffer(chunk) ? chunk.toString('utf8') : typeof chunk === 'string' ? chunk : '';
-    const status = res.statusCode;
-    const keep = status < 500 && status !== 429;
-    const recorded = keep ? Promise.resolve().then(() => keys.finish(id, owner, status, body === '' ? '' : seal.encrypt(body))) : keys.release(id, owner);
-    recorded
-      .catch((err: unknown) => logger.error({ err, requestId: res.locals.requestId }, 'could not record the answer of an idempotent request'))
-      .finally(() => (end as (...a: unknown[]) => Response).apply(this, args));
-    return this;
-  } as Response['end'];
+  const answer = await operation(work);
+  try {
+    if (answer.status < 500 && answer.status !== 429) {
+      const body = typeof answer.body === 'string' ? answer.body : answer.body.toString('utf8');
+      await keys.finish(id, owner, answer.status, body === '' ? '' : seal.encrypt(body));
+    } else {
+      await keys.release(id, owner);
+    }
+  } catch (err) {
+    held.logger.error({ err, requestId: held.res.locals.requestId }, 'could not record the answer of an idempotent request');
+  }
+  return answer;
 }

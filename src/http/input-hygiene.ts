@@ -33,7 +33,7 @@ function pathValuesOf(op: OperationInfo, urlPath: string): Map<string, string> {
 export const MAX_TEST_SCENARIO_LENGTH = 64;
 
 export const inputHygiene: RequestHandler = (req, res, next) => {
-  const op = res.locals.operation as OperationInfo | undefined;
+  const op = res.locals.operation;
   if (!op) return next();
   const scenario = req.headers['x-test-scenario'];
   if (typeof scenario === 'string' && scenario.length > MAX_TEST_SCENARIO_LENGTH) {

@@ -1,31 +1,55 @@
-import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+/**
+ * `operation()`: how every operation of openapi.yaml is mounted and run. Once per request it
+ * resolves who is asking (the gate's key), the use cases of the key's mode (live records or the
+ * sandbox) and the Caller they act for, runs the operation's own input rules (`validate`), then its
+ * `handle(input, { caller, useCases })` inside the Idempotency-Key wrapper, and writes the answer
+ * (errors included) through the one write path, `sendAnswer`.
+ */
+import type { Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../generated/api.ts';
 import type { ByMode, Caller } from '../shared/caller.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
-import type { Contract } from './contract.ts';
-import { handlersOf, sendReply, type SerializedReply } from './fast-path.ts';
-import { claimIdempotencyKey, effectRecordOf } from './idempotency.ts';
+import type { Contract, OperationInfo } from './contract.ts';
+import type { ErrorAnswers } from './error-middleware.ts';
+import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
+import type { Idempotency } from './idempotency.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
+import type { AnswerCheck, OperationRules } from './validation.ts';
 
 export { serialized, type SerializedReply } from './fast-path.ts';
-import type { OperationRules } from './validation.ts';
+
+/** `res.locals`, typed once for every step that sets or reads it (declaration merging: no casts). */
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's own declaration to merge into
+  namespace Express {
+    interface Locals {
+      /** Set by the request-id step, the second step of every request. */
+      requestId: string;
+      /** The operation of openapi.yaml an /api request resolved to (src/app.ts); unset for an unknown one. */
+      operation?: OperationInfo;
+      /** The key that called, set by the gate once it has passed every check. */
+      auth?: AuthContext;
+    }
+  }
+}
 
 /** Types of each operation, straight from openapi.yaml through `generated/api.ts`. */
 export type OperationId = keyof operations;
 type Op<O extends OperationId> = operations[O];
 type JsonContent<T> = T extends { content: { 'application/json': infer J } } ? J : never;
 
-export type RequestBody<O extends OperationId> = Op<O> extends { requestBody: infer B }
+type RequestBody<O extends OperationId> = Op<O> extends { requestBody: infer B }
   ? JsonContent<B>
   : Op<O> extends { requestBody?: infer B }
     ? JsonContent<NonNullable<B>> | undefined
     : undefined;
-export type QueryOf<O extends OperationId> = Op<O>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
-export type PathOf<O extends OperationId> = Op<O>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
+type QueryOf<O extends OperationId> = Op<O>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type PathOf<O extends OperationId> = Op<O>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
 
 type Responses<O extends OperationId> = Op<O>['responses'];
 export type SuccessStatus<O extends OperationId> = Extract<keyof Responses<O>, 200 | 202>;
-export type ResponseBody<O extends OperationId, S extends SuccessStatus<O>> = JsonContent<Responses<O>[S]>;
+type ResponseBody<O extends OperationId, S extends SuccessStatus<O>> = JsonContent<Responses<O>[S]>;
 export type DataOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseBody<O, S> extends { data: infer D }
   ? D
   : never;
@@ -38,102 +62,154 @@ export type Reply<O extends OperationId> = {
   [S in SuccessStatus<O>]: { status: S; data: DataOf<O, S>; pagination?: PaginationOf<O, S> };
 }[SuccessStatus<O>];
 
-export interface OperationContext<O extends OperationId> {
-  req: Request;
-  res: Response;
+/** The request's input, typed from the contract (the schema validator has checked it). */
+export interface OperationRequest<O extends OperationId> {
   body: RequestBody<O>;
   query: QueryOf<O>;
   params: PathOf<O>;
-  auth: AuthContext;
-  /** The sandbox test scenario (`success` for live keys). */
-  scenario: TestScenario;
-  requestId: string;
+}
+
+/** What `validate` is handed: the key and the use cases of its mode (input rules that need the catalogue). */
+export interface InputContext<U> {
+  readonly auth: AuthContext;
+  readonly useCases: U;
+}
+
+/** What `handle` is handed, resolved once per request. */
+export interface OperationContext<U> extends InputContext<U> {
+  /** Who the use cases act for, with the unit of work the operation's changes are written in. */
+  readonly caller: Caller;
+}
+
+export interface OperationHandler<O extends OperationId, Input, U> extends OperationRules {
+  /** Both implementations of the operation's use cases; the key's mode chooses one per request. */
+  useCases?: ByMode<U>;
+  /**
+   * The operation's own input rules beyond the schema (e.g. recipients normalisation). Runs after
+   * the schema validator and before any sandbox test scenario, so validation always comes first.
+   */
+  validate?: (request: OperationRequest<O>, context: InputContext<U>) => Input | Promise<Input>;
+  handle: (input: Input, context: OperationContext<U>) => Promise<Reply<O> | SerializedReply<O>>;
+}
+
+/** What the app hands every operation it mounts (src/app.ts). */
+export interface OperationRuntime {
+  /** The Idempotency-Key wrapper around the operation (src/http/idempotency.ts). */
+  idempotency: Idempotency;
+  /** The error envelope of anything thrown (src/http/error-middleware.ts). */
+  errorAnswer: ErrorAnswers;
+  /** With response validation on (tests): the contract's check of each answer's bytes before they are sent. */
+  checkAnswer: AnswerCheck | undefined;
+}
+
+interface Mounted {
+  rules: OperationRules | undefined;
+  handlerWith(runtime: OperationRuntime): RequestHandler;
+}
+
+const mountedByRouter = new WeakMap<Router, Map<string, Mounted>>();
+
+function mountedOn(router: Router): Map<string, Mounted> {
+  let byOperation = mountedByRouter.get(router);
+  if (!byOperation) {
+    byOperation = new Map();
+    mountedByRouter.set(router, byOperation);
+  }
+  return byOperation;
+}
+
+/**
+ * Mounts one operation of openapi.yaml, by operationId, so an operation can never be served
+ * off-contract: the app dispatches each /api request to the operation the contract resolved it to
+ * (`operationHandlers`).
+ */
+export function operation<O extends OperationId, Input = undefined, U = undefined>(
+  router: Router,
+  contract: Contract,
+  operationId: O,
+  handler: OperationHandler<O, Input, U>,
+): void {
+  if (!contract.byId.has(operationId)) throw new Error(`openapi.yaml has no operation ${operationId}`);
+  const { bodyRules, fieldDetails } = handler;
+  const rules = bodyRules || fieldDetails ? { ...(bodyRules && { bodyRules }), ...(fieldDetails && { fieldDetails }) } : undefined;
+  mountedOn(router).set(operationId, { rules, handlerWith: (runtime) => requestHandler(operationId, handler, runtime) });
+}
+
+function requestHandler<O extends OperationId, Input, U>(
+  operationId: O,
+  handler: OperationHandler<O, Input, U>,
+  runtime: OperationRuntime,
+): RequestHandler {
+  return async (req, res) => {
+    let answer: Answer;
+    try {
+      answer = await answered(req, res, operationId, handler, runtime);
+    } catch (err) {
+      answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
+    }
+    sendAnswer(res, answer);
+  };
+}
+
+async function answered<O extends OperationId, Input, U>(
+  req: Request,
+  res: Response,
+  operationId: O,
+  handler: OperationHandler<O, Input, U>,
+  runtime: OperationRuntime,
+): Promise<Answer> {
+  const { auth } = res.locals;
+  if (!auth) throw new Error(`operation ${operationId} reached without authentication`);
+  const useCases = (handler.useCases && (auth.mode === 'test' ? handler.useCases.sandbox : handler.useCases.live)) as U;
+  const request = { body: req.body, query: req.query, params: req.params } as OperationRequest<O>;
+  // Awaited only when it is a promise: most operations' own checks are synchronous.
+  const validated = handler.validate ? handler.validate(request, { auth, useCases }) : (undefined as Input);
+  const input = validated instanceof Promise ? await validated : (validated as Input);
+  const scenario = scenarioOf(req, auth);
+  return runtime.idempotency.run(req, res, auth.keyId, async (work) => {
+    try {
+      throwScenarioError(scenario);
+      const reply = await handler.handle(input, { auth, useCases, caller: callerOf(auth, scenario, work) });
+      return checked(req, res, runtime, answerOf(reply));
+    } catch (err) {
+      return checked(req, res, runtime, runtime.errorAnswer(err, req, res));
+    }
+  });
+}
+
+/** The answer, once the contract has checked its bytes (response validation on); else the error's answer. */
+function checked(req: Request, res: Response, runtime: OperationRuntime, answer: Answer): Answer | Promise<Answer> {
+  if (!runtime.checkAnswer) return answer;
+  return runtime.checkAnswer(req, answer).then(
+    () => answer,
+    (err: unknown) => runtime.errorAnswer(err, req, res),
+  );
 }
 
 /** The caller of a request, in the use cases' words. */
-export function callerOf(ctx: Pick<OperationContext<OperationId>, 'auth' | 'scenario' | 'res'>): Caller {
-  const { auth } = ctx;
+function callerOf(auth: AuthContext, scenario: TestScenario, work: UnitOfWork): Caller {
   return {
     brokerId: auth.brokerId,
     apiKeyId: auth.keyId,
     approval: auth.brokerApproval,
     mayReadCredentials: hasScope(auth, 'admin:full'),
-    providerReview: ctx.scenario === 'provider_review',
-    recordEffect: effectRecordOf(ctx.res),
+    providerReview: scenario === 'provider_review',
+    work,
   };
 }
 
-/** The use cases for this request: the key's mode chooses live records or the sandbox, once. */
-export function useCasesFor<T>(useCases: ByMode<T>, auth: AuthContext): T {
-  return auth.mode === 'test' ? useCases.sandbox : useCases.live;
-}
-
-export interface OperationHandler<O extends OperationId, Input> extends OperationRules {
-  /**
-   * The operation's own input rules beyond the schema (e.g. recipients normalisation). Runs after
-   * the schema validator and before any sandbox test scenario, so validation always comes first.
-   */
-  validate?: (ctx: OperationContext<O>) => Input | Promise<Input>;
-  handle: (ctx: OperationContext<O>, input: Input) => Promise<Reply<O> | SerializedReply<O>>;
-}
-
-/**
- * Mounts one operation of openapi.yaml on the router, at the method and path the contract gives
- * for its operationId, so a route can never be registered off-contract.
- */
-export function operation<O extends OperationId, Input = undefined>(
-  router: Router,
-  contract: Contract,
-  operationId: O,
-  handler: OperationHandler<O, Input>,
-): void {
-  const info = contract.byId.get(operationId);
-  if (!info) throw new Error(`openapi.yaml has no operation ${operationId}`);
-  const method = info.method.toLowerCase() as 'get' | 'post';
-  const handle = async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const auth = res.locals.auth as AuthContext | undefined;
-      if (!auth) throw new Error(`operation ${operationId} reached without authentication`);
-      const ctx: OperationContext<O> = {
-        req,
-        res,
-        body: req.body as RequestBody<O>,
-        query: req.query as QueryOf<O>,
-        params: req.params as PathOf<O>,
-        auth,
-        scenario: scenarioOf(req, auth),
-        requestId: String(res.locals.requestId),
-      };
-      // Awaited only when it is a promise: most operations' own checks are synchronous.
-      const validated = handler.validate ? handler.validate(ctx) : (undefined as Input);
-      const input = validated instanceof Promise ? await validated : (validated as Input);
-      if ((await claimIdempotencyKey(res)) === 'answered') return;
-      throwScenarioError(ctx.scenario);
-      const reply = await handler.handle(ctx, input);
-      sendReply(req, res, reply);
-    } catch (err) {
-      next(err);
-    }
-  };
-  router[method](info.expressPath, handle);
-  handlersOf(router).set(operationId, handle as RequestHandler);
-  const { bodyRules, fieldDetails } = handler;
-  if (bodyRules || fieldDetails) rulesOf(router).set(operationId, { ...(bodyRules && { bodyRules }), ...(fieldDetails && { fieldDetails }) });
-}
-
-const rulesByRouter = new WeakMap<Router, Map<string, OperationRules>>();
-
-function rulesOf(router: Router): Map<string, OperationRules> {
-  let byOperation = rulesByRouter.get(router);
-  if (!byOperation) {
-    byOperation = new Map();
-    rulesByRouter.set(router, byOperation);
-  }
-  return byOperation;
+/** The request handler of each operation mounted on `router`, by operationId, run with the app's `runtime`. */
+export function operationHandlers(router: Router, runtime: OperationRuntime): Map<string, RequestHandler> {
+  return new Map([...mountedOn(router)].map(([operationId, mounted]) => [operationId, mounted.handlerWith(runtime)]));
 }
 
 /** The body rules and field details `operation()` was handed for each operation mounted on `router`. */
 export function operationRules(router: Router): (operationId: string | undefined) => OperationRules | undefined {
-  const byOperation = rulesOf(router);
-  return (operationId) => (operationId === undefined ? undefined : byOperation.get(operationId));
+  const byOperation = mountedOn(router);
+  return (operationId) => (operationId === undefined ? undefined : byOperation.get(operationId)?.rules);
+}
+
+/** Whether `operation()` mounted `operationId` on `router`. */
+export function isMounted(router: Router, operationId: string): boolean {
+  return mountedOn(router).has(operationId);
 }

@@ -1,7 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { scrubUrl } from '../ops/redact.ts';
-import type { OperationInfo } from './contract.ts';
 
 /**
  * One structured line per request when its response is finished (or the client went away):
@@ -37,8 +36,8 @@ export function requestLog(
       if (!lines.isLevelEnabled(level)) return;
       lines[level](
         {
-          requestId: res.locals.requestId as string,
-          req: { method: req.method, url: scrubUrl(req.originalUrl, (res.locals.operation as OperationInfo | undefined)?.queryParameters) },
+          requestId: res.locals.requestId,
+          req: { method: req.method, url: scrubUrl(req.originalUrl, res.locals.operation?.queryParameters) },
           res: { statusCode: res.statusCode },
           responseTime: Math.round(ms),
         },

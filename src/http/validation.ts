@@ -1,8 +1,9 @@
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { resolveRef, type Contract } from './contract.ts';
-import { ApiError, invalidParameter, type ErrorDetails } from './errors.ts';
+import { ApiError, invalidParameter, missingParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
+import type { Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE } from './json-body.ts';
 
 interface ValidatorErrorItem {
@@ -81,8 +82,18 @@ function acceptingReservedCharacters(document: unknown): unknown {
   return document;
 }
 
-export function createValidator(contract: Contract, validateResponses: boolean): RequestHandler[] {
-  return OpenApiValidator.middleware({
+/** With response validation on: the contract's check of an answer's bytes; rejects with the validator's error. */
+export type AnswerCheck = (req: Request, answer: Answer) => Promise<void>;
+
+export interface Validator {
+  /** The /api chain's steps: the contract's metadata of the request, and its validation. */
+  steps: RequestHandler[];
+  /** Only with response validation on (the tests, VALIDATE_RESPONSES). */
+  checkAnswer: AnswerCheck | undefined;
+}
+
+export function createValidator(contract: Contract, validateResponses: boolean): Validator {
+  const middleware = OpenApiValidator.middleware({
     // A structured clone: the validator resolves $refs in place and must not touch the cached copy.
     apiSpec: acceptingReservedCharacters(structuredClone(contract.document)) as never,
     validateRequests: { allErrors: true, coerceTypes: false },
@@ -97,6 +108,44 @@ export function createValidator(contract: Contract, validateResponses: boolean):
     ignoreUndocumented: true,
     ignorePaths: (p: string) => !p.startsWith('/api/'),
   }) as unknown as RequestHandler[];
+  if (!validateResponses) return { steps: middleware, checkAnswer: undefined };
+  const responseStep = middleware.find((step) => step.name === 'responseMiddleware');
+  if (!responseStep) throw new Error('express-openapi-validator no longer has its responseMiddleware: see checkAnswer in src/http/validation.ts');
+  return { steps: middleware.filter((step) => step !== responseStep), checkAnswer: answerCheck(responseStep) };
+}
+
+/**
+ * The validator's own response validation, run on the JSON an answer's bytes hold, so the tests
+ * check exactly what production sends (`sendAnswer` in fast-path.ts). The validator validates
+ * what a handler passes to `res.json`, by putting a hook in its place (its step `responseMiddleware`);
+ * here that hook is put on a stand-in for the response and called with the parsed bytes. Its
+ * rules stay the validator's: a 5xx answer is not checked, a failure is its `InternalServerError`
+ * (mapped to `500 server_error` like any other drift from the contract).
+ */
+function answerCheck(responseStep: RequestHandler): AnswerCheck {
+  return (req, answer) =>
+    new Promise((resolve, reject) => {
+      const standIn = {
+        statusCode: answer.status,
+        headersSent: false,
+        getHeaders: () => ({ 'content-type': 'application/json; charset=utf-8' }),
+        json: (_body: unknown): unknown => standIn,
+      };
+      let hooked = false;
+      // Called once when the hook is in place, and again with the error when the body fails.
+      const next = (err?: unknown): void => {
+        if (err) return reject(err as Error);
+        if (hooked) return;
+        hooked = true;
+        try {
+          standIn.json.call(standIn, JSON.parse(typeof answer.body === 'string' ? answer.body : answer.body.toString('utf8')));
+          resolve();
+        } catch (thrown) {
+          reject(thrown as Error);
+        }
+      };
+      void responseStep(req, standIn as unknown as Response, next);
+    });
 }
 
 const LOCATIONS = ['body', 'query', 'path', 'params', 'headers'] as const;
@@ -221,10 +270,7 @@ export function mapValidatorError(
     const names = [...new Set(missing.map((m) => m.field || 'body'))];
     const bodyRequired = requiredFields(contract, operationId);
     const required = missing.every((m) => m.location === 'body') ? [...new Set([...bodyRequired, ...names])] : names;
-    return new ApiError('missing_parameter', `Missing required parameter${names.length > 1 ? 's' : ''}: ${names.join(', ')}`, {
-      required,
-      missing: names,
-    });
+    return missingParameter(names, required);
   }
   const first = invalid[0];
   if (!first) return new ApiError('invalid_request', err.message || 'Invalid request');

@@ -82,8 +82,8 @@ export function routeLabel(req: { route?: { path?: unknown } }, locals: RouteLoc
  * Counts and times one request whose response has finished (called by the request log's finish
  * listener, src/http/request-log.ts: one listener per response serves both).
  */
-export function recordHttpRequest(req: { method: string; route?: { path?: unknown } }, res: { statusCode: number; locals: object }, seconds: number): void {
-  const route = routeLabel(req, res.locals as RouteLocals);
+export function recordHttpRequest(req: { method: string; route?: { path?: unknown } }, res: { statusCode: number; locals: RouteLocals }, seconds: number): void {
+  const route = routeLabel(req, res.locals);
   httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
   httpDuration.observe({ route, method: req.method }, seconds);
 }

@@ -4,7 +4,7 @@
  * calls the use case the key's mode chooses and answers.
  */
 import type { AppDeps } from '../deps.ts';
-import { callerOf, operation, useCasesFor } from '../http/operation.ts';
+import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { validateDateRange } from './dates.ts';
@@ -39,7 +39,8 @@ export const registerReportRoutes: RegisterRoutes = (router, deps) => {
   const reports = reportUseCases(deps);
 
   // POST /api/v1/reports/invoices
-  operation<'sendInvoicesReport', InvoicesReportInput>(router, deps.contract, 'sendInvoicesReport', {
+  operation(router, deps.contract, 'sendInvoicesReport', {
+    useCases: reports,
     // Recipients, then dates, also when the schema validator rejects the body; any error about
     // `recipients` (not an array, an item not a string) carries the limit.
     bodyRules: invoicesReportInput,
@@ -47,27 +48,23 @@ export const registerReportRoutes: RegisterRoutes = (router, deps) => {
     // The schema has already checked presence and types; these are the operation's own rules, run
     // before any sandbox test scenario.
     validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
-    handle: async (ctx, input) => ({
-      status: 200,
-      data: await useCasesFor(reports, ctx.auth).sendInvoicesReport(callerOf(ctx), input),
-    }),
+    handle: async (input, { caller, useCases }) => ({ status: 200, data: await useCases.sendInvoicesReport(caller, input) }),
   });
 
   // POST /api/v1/reports/services
-  operation<'sendServicesReport', ServicesReportInput>(router, deps.contract, 'sendServicesReport', {
+  operation(router, deps.contract, 'sendServicesReport', {
+    useCases: reports,
     // Recipients first, also when the schema rejects the body (a bad status, say).
     bodyRules: servicesReportInput,
     fieldDetails: RECIPIENT_DETAILS,
     validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
-    handle: async (ctx, input) => ({
-      status: 200,
-      data: await useCasesFor(reports, ctx.auth).sendServicesReport(callerOf(ctx), input),
-    }),
+    handle: async (input, { caller, useCases }) => ({ status: 200, data: await useCases.sendServicesReport(caller, input) }),
   });
 
   // GET /api/v1/reports/{report_id}
-  operation<'getReport', string>(router, deps.contract, 'getReport', {
+  operation(router, deps.contract, 'getReport', {
+    useCases: reports,
     validate: ({ params }) => params.report_id,
-    handle: async (ctx, reportId) => ({ status: 200, data: await useCasesFor(reports, ctx.auth).findReport(callerOf(ctx), reportId) }),
+    handle: async (reportId, { caller, useCases }) => ({ status: 200, data: await useCases.findReport(caller, reportId) }),
   });
 };

@@ -1,8 +1,5 @@
-import { ApiError, invalidParameter } from '../http/errors.ts';
-
+import { invalidParameter, missingParameter } from '../http/errors.ts';
 import { isCalendarDate } from '../shared/dates.ts';
-
-export { isCalendarDate };
 
 /**
  * The invoices report's date rules: missing or empty → `missing_parameter` naming both date fields
@@ -18,10 +15,7 @@ export function validateDateRange(
     return v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
   });
   if (missing.length > 0) {
-    throw new ApiError('missing_parameter', `Missing required parameter${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`, {
-      required: requiredFields,
-      missing,
-    });
+    throw missingParameter(missing, requiredFields);
   }
   const invalid = (field: string, rule: string, reason: string, extra: Record<string, unknown> = {}) =>
     invalidParameter(field, 'body', rule, reason, extra);

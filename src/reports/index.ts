@@ -4,7 +4,7 @@ import { invoicesReport } from './invoices.ts';
 import { servicesReport } from './services.ts';
 
 export { XLSX_MEDIA_TYPE } from './builder.ts';
-export type { ReportBuilder, ReportCount, ReportSnapshot } from './builder.ts';
+export type { ReportBuilder } from './builder.ts';
 
 /** Every report the jobs can build, by type. */
 export const reportBuilders: Record<ReportType, ReportBuilder> = {

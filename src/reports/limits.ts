@@ -12,6 +12,7 @@
  */
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
+import type { Db } from '../shared/db-errors.ts';
 import { LimitReachedError } from '../shared/errors.ts';
 
 export interface ReportLimits {
@@ -37,8 +38,6 @@ export function reportLimitsOf(config: Config): ReportLimits {
     runningRetrySeconds: Math.max(1, Math.ceil(config.reportWaitMs / 1000)),
   };
 }
-
-type Db = PrismaClient | Prisma.TransactionClient;
 
 /** The 429 for the first bound the broker has reached, or undefined when a report may start. */
 async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date): Promise<LimitReachedError | undefined> {

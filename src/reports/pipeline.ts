@@ -21,6 +21,7 @@
  *   records (run-report.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
@@ -77,8 +78,6 @@ export function reportMessageId(config: Config, runId: string, recipientId: numb
 export function staleAfterMs(config: Config): number {
   return Math.max(1000, 2 * config.reportReconcileMs);
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const enqueueBuild = (p: Pipeline, runId: string) =>
   p.queues.add(REPORTS_QUEUE, 'build', { runId } satisfies BuildJobData, {

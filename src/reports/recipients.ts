@@ -1,4 +1,4 @@
-import { ApiError, invalidParameter } from '../http/errors.ts';
+import { ApiError, invalidParameter, missingParameter } from '../http/errors.ts';
 import { isEmailAddress } from '../shared/email.ts';
 
 /** At most this many unique normalized recipients per report (openapi.yaml, "Limits"). */
@@ -21,10 +21,7 @@ const invalid = (field: string, rule: string, reason: string) =>
  */
 export function normalizeRecipients(value: unknown, requiredFields: string[] = ['recipients']): string[] {
   if (value === undefined || value === null) {
-    throw new ApiError('missing_parameter', 'Missing required parameter: recipients', {
-      required: requiredFields,
-      missing: ['recipients'],
-    });
+    throw missingParameter(['recipients'], requiredFields);
   }
   if (!Array.isArray(value)) throw invalid('recipients', 'type', 'must be array');
   const unique = new Set<string>();

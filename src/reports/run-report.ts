@@ -4,6 +4,7 @@
  * outcomes count as sent or failed; a recipient still under way is pending.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { admitReportRun, reportLimitsOf } from './limits.ts';
 import { reportBuilders } from './index.ts';
@@ -17,8 +18,6 @@ interface Outcome {
   pending: number;
   error: string | null;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function outcomeOf(p: Pipeline, runId: string): Promise<Outcome> {
   const [run, rows] = await Promise.all([
@@ -75,7 +74,7 @@ async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted
     },
     select: { id: true },
   });
-  await spec.recordEffect?.(tx, { type: 'report', id: run.id });
+  await spec.work?.within(tx).recordEffect({ type: 'report', id: run.id });
   return run;
 }
 

@@ -1,6 +1,6 @@
 /** What a report is asked for, what it counts and what a run answers. */
 import type { components } from '../../generated/api.ts';
-import type { Caller } from '../shared/caller.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { NoDataError } from '../shared/errors.ts';
 
 export type ReportType = 'invoices' | 'services';
@@ -24,8 +24,8 @@ export interface ReportSpec {
    * anything is recorded or queued (the invoices report's `no_data`); `true` sends an empty report.
    */
   allowEmpty?: boolean;
-  /** Written in the transaction that records the run (the request's Idempotency-Key, see Caller). */
-  recordEffect?: Caller['recordEffect'];
+  /** What commits with the run's record, in its transaction (the request's Idempotency-Key, see Caller). */
+  work?: UnitOfWork;
 }
 
 /** Counts of an invoices report (paid and pending invoices in the range), as openapi.yaml's `InvoicesReport` names them. */

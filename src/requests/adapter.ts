@@ -3,8 +3,8 @@
  * reads its typed input, calls the use case the key's mode chooses and answers.
  */
 import type { AppDeps } from '../deps.ts';
-import { ApiError } from '../http/errors.ts';
-import { callerOf, operation, useCasesFor } from '../http/operation.ts';
+import { ApiError, missingParameter } from '../http/errors.ts';
+import { operation } from '../http/operation.ts';
 import { pageParams, textParam } from '../http/params.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import type { ByMode } from '../shared/caller.ts';
@@ -24,6 +24,7 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
 
   // GET /api/v1/requests
   operation(router, contract, 'listRequests', {
+    useCases: requests,
     validate: ({ query }) => ({
       ...pageParams(query),
       status: textParam(query.status, 'status', 'query') as RequestStatus | undefined,
@@ -32,15 +33,16 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
       date: textParam(query.date, 'date', 'query'),
       search: textParam(query.search, 'search', 'query'),
     }),
-    async handle(ctx, query) {
-      const page = await useCasesFor(requests, ctx.auth).listRequests(callerOf(ctx), query);
+    async handle(query, { caller, useCases }) {
+      const page = await useCases.listRequests(caller, query);
       return { status: 200, data: page.data, pagination: page.pagination };
     },
   });
 
   // POST /api/v1/requests/{request_id}/manage
-  operation<'manageRequest', { requestId: bigint; decision: Decision }>(router, contract, 'manageRequest', {
-    validate({ params, body }) {
+  operation(router, contract, 'manageRequest', {
+    useCases: requests,
+    validate({ params, body }): { requestId: bigint; decision: Decision } {
       const requestId = parseRequestId(String(params.request_id));
       if (requestId === undefined) {
         // The schema pattern already refuses this; kept so the use case never sees a bad id.
@@ -55,15 +57,12 @@ export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
       const denialReason = (textParam(body.denial_reason, 'denial_reason', 'body') ?? '').trim();
       if (body.action === 'approve') return { requestId, decision: { action: 'approve' } };
       if (isBlank(denialReason)) {
-        throw new ApiError('missing_parameter', 'Missing required parameter: denial_reason (required to deny a request)', {
-          required: ['action', 'denial_reason'],
-          missing: ['denial_reason'],
-        });
+        throw missingParameter(['denial_reason'], ['action', 'denial_reason'], 'required to deny a request');
       }
       return { requestId, decision: { action: 'deny', denialReason } };
     },
-    async handle(ctx, { requestId, decision }) {
-      const outcome = await useCasesFor(requests, ctx.auth).decide(callerOf(ctx), requestId, decision);
+    async handle({ requestId, decision }, { caller, useCases }) {
+      const outcome = await useCases.decide(caller, requestId, decision);
       return 'decided' in outcome ? { status: 200, data: outcome.decided } : { status: 202, data: outcome.inReview };
     },
   });

@@ -3,14 +3,13 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
-import { escapeLike } from '../shared/db-errors.ts';
-import type { Caller } from '../shared/caller.ts';
+import { escapeLike, type Db } from '../shared/db-errors.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { clampInstant } from '../shared/dates.ts';
 import {
   applyDueCancellations,
   insertActiveService,
   withServiceNumberRetry,
-  type Db,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
@@ -120,13 +119,13 @@ export async function denyRequest(
   brokerId: string,
   id: bigint,
   denialReason: string,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
   now = new Date(),
 ): Promise<RequestWithRelations> {
   const request = await findRequest(prisma, brokerId, id);
   await prisma.$transaction(async (tx) => {
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
-    await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+    await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
   });
   return findRequest(prisma, brokerId, id);
 }
@@ -141,7 +140,7 @@ export async function approveRequest(
   credentials: Credentials,
   brokerId: string,
   id: bigint,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
   now = new Date(),
 ): Promise<RequestWithRelations> {
   // No status check here: the conditional UPDATE in `claim` is the only judge of "still pending".
@@ -151,7 +150,7 @@ export async function approveRequest(
     prisma.$transaction(async (tx) => {
       await claim(tx, brokerId, request.id, 'approved', now, null);
       await carryOut(tx, credentials, request, now);
-      await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+      await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
     }),
   );
   return findRequest(prisma, brokerId, id);

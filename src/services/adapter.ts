@@ -6,9 +6,9 @@
 import type { Router } from 'express';
 import type { AppDeps } from '../deps.ts';
 import type { Contract } from '../http/contract.ts';
-import { ApiError, invalidParameter } from '../http/errors.ts';
+import { invalidParameter, missingParameter } from '../http/errors.ts';
 import { boolParam, intParam, pageParams, textParam } from '../http/params.ts';
-import { callerOf, operation, serialized, useCasesFor, type SerializedReply } from '../http/operation.ts';
+import { operation, serialized, type SerializedReply } from '../http/operation.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
 import type { RegisterRoutes } from '../routes.ts';
 import type { ByMode } from '../shared/caller.ts';
@@ -19,12 +19,12 @@ import { sandboxServices } from './sandbox.ts';
 import { liveServices, type Page, type ServiceUseCases } from './use-cases.ts';
 
 /**
- * Any plain positive integer a client can hold exactly: openapi.yaml's service paths accept a numeric
- * service number. Numbers above what the database stores name no service: a live key gets 404
- * for them, a sandbox key's detail echoes them.
+ * Any plain positive integer a client can hold exactly (openapi.yaml: 1..9007199254740991). Numbers
+ * above what the database stores name no service: a live key gets 404 for them, a sandbox key's
+ * detail echoes them.
  */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
-  return intParam(params.service_number, NaN, 'service_number', 'path', 1, Number.MAX_SAFE_INTEGER);
+  return intParam(params.service_number, NaN, 'service_number', 'path');
 }
 
 /**
@@ -68,8 +68,9 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
 
   // POST /api/v1/service-create
   operation(router, contract, 'createService', {
-    async validate({ auth, body }) {
-      await useCasesFor(services, auth).checkNewService(body.plan);
+    useCases: services,
+    async validate({ body }, { useCases }) {
+      await useCases.checkNewService(body.plan);
       return {
         plan: body.plan,
         hostname: body.hostname,
@@ -78,14 +79,15 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
         billingCycle: (body.billing_cycle ?? 'monthly') as BillingCycle,
       };
     },
-    async handle(ctx, input) {
-      const outcome = await useCasesFor(services, ctx.auth).createService(callerOf(ctx), input);
+    async handle(input, { caller, useCases }) {
+      const outcome = await useCases.createService(caller, input);
       return 'created' in outcome ? { status: 200, data: outcome.created } : { status: 202, data: outcome.requested };
     },
   });
 
   // GET /api/v1/services
   operation(router, contract, 'listServices', {
+    useCases: services,
     validate({ query }) {
       const since = textParam(query.modified_since, 'modified_since', 'query');
       return {
@@ -96,16 +98,17 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
         includeCredentials: boolParam(query.include_credentials),
       };
     },
-    async handle(ctx, query) {
-      return listReply(await useCasesFor(services, ctx.auth).listServices(callerOf(ctx), query));
+    async handle(query, { caller, useCases }) {
+      return listReply(await useCases.listServices(caller, query));
     },
   });
 
   // GET /api/v1/services/{service_number}
   operation(router, contract, 'getService', {
+    useCases: services,
     validate: ({ params }) => serviceNumberParam(params),
-    async handle(ctx, serviceNumber) {
-      return { status: 200, data: await useCasesFor(services, ctx.auth).getService(callerOf(ctx), serviceNumber) };
+    async handle(serviceNumber, { caller, useCases }) {
+      return { status: 200, data: await useCases.getService(caller, serviceNumber) };
     },
   });
 
@@ -115,25 +118,27 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
 function registerServiceChanges(router: Router, contract: Contract, services: ByMode<ServiceUseCases>): void {
   // POST /api/v1/services/{service_number}/password
   operation(router, contract, 'updateServicePassword', {
+    useCases: services,
     validate: ({ params, body }) => ({
       serviceNumber: serviceNumberParam(params),
       chosen: textParam(body?.password, 'password', 'body'),
     }),
-    async handle(ctx, { serviceNumber, chosen }) {
-      return { status: 200, data: await useCasesFor(services, ctx.auth).changePassword(callerOf(ctx), serviceNumber, chosen) };
+    async handle({ serviceNumber, chosen }, { caller, useCases }) {
+      return { status: 200, data: await useCases.changePassword(caller, serviceNumber, chosen) };
     },
   });
 
   // POST /api/v1/services/{service_number}/upgrade and /downgrade
   for (const change of ['upgrade', 'downgrade'] as const) {
     operation(router, contract, change === 'upgrade' ? 'upgradeService' : 'downgradeService', {
-      async validate({ auth, body, params }) {
+      useCases: services,
+      async validate({ body, params }, { useCases }) {
         const serviceNumber = serviceNumberParam(params);
-        await useCasesFor(services, auth).checkPlanChange(change, body.plan);
+        await useCases.checkPlanChange(change, body.plan);
         return { serviceNumber, plan: body.plan };
       },
-      async handle(ctx, { serviceNumber, plan }) {
-        const request = await useCasesFor(services, ctx.auth).requestPlanChange(callerOf(ctx), serviceNumber, change, plan);
+      async handle({ serviceNumber, plan }, { caller, useCases }) {
+        const request = await useCases.requestPlanChange(caller, serviceNumber, change, plan);
         return { status: 202, data: request };
       },
     });
@@ -141,15 +146,16 @@ function registerServiceChanges(router: Router, contract: Contract, services: By
 
   // POST /api/v1/services/{service_number}/cancel
   operation(router, contract, 'cancelService', {
+    useCases: services,
     validate: ({ params, body }) => {
       const serviceNumber = serviceNumberParam(params);
       // The schema refuses an empty or white-space reason; one made only of invisible characters is as blank.
       const reason = (textParam(body.reason, 'reason', 'body') ?? '').trim();
-      if (isBlank(reason)) throw new ApiError('missing_parameter', 'Missing required parameter: reason', { required: ['reason'], missing: ['reason'] });
+      if (isBlank(reason)) throw missingParameter(['reason']);
       return { serviceNumber, reason, when: body.when ?? 'end_of_billing_period' };
     },
-    async handle(ctx, { serviceNumber, reason, when }) {
-      const request = await useCasesFor(services, ctx.auth).requestCancellation(callerOf(ctx), serviceNumber, reason, when);
+    async handle({ serviceNumber, reason, when }, { caller, useCases }) {
+      const request = await useCases.requestCancellation(caller, serviceNumber, reason, when);
       return { status: 202, data: request };
     },
   });

@@ -6,15 +6,13 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
-import { escapeLike, isUniqueViolation } from '../shared/db-errors.ts';
-import type { Caller } from '../shared/caller.ts';
+import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import type { BillingCycle, ServiceStatus, ServiceWithPlan } from './present.ts';
 
 export type { BillingCycle, ServiceStatus };
 
-/** A transaction client or the client itself. */
-export type Db = PrismaClient | Prisma.TransactionClient;
 
 
 /** Request statuses that still wait for something: a service has at most one such request. */
@@ -136,7 +134,8 @@ type PageRow = Omit<ServiceWithPlan, 'plan'> & {
   planCurrency: string;
 };
 
-export interface NewService {
+/** The row of a service to insert (the use cases' `NewService` is what a client asked for). */
+export interface NewServiceRow {
   brokerId: string;
   planId: number;
   hostname: string;
@@ -153,7 +152,7 @@ export interface NewService {
 export async function insertActiveService(
   db: Db,
   credentials: Credentials,
-  input: NewService,
+  input: NewServiceRow,
   now: Date,
 ): Promise<ServiceWithPlan> {
   // Most collisions are seen here, before the INSERT, so the transaction rarely aborts.
@@ -237,7 +236,7 @@ export async function createChangeRequest(
   prisma: PrismaClient,
   service: ServiceWithPlan,
   input: NewChangeRequest,
-  recordEffect: Caller['recordEffect'],
+  work: UnitOfWork,
 ) {
   try {
     return await prisma.$transaction(async (tx) => {
@@ -260,7 +259,7 @@ export async function createChangeRequest(
         },
         include: { service: true, currentPlan: true, requestedPlan: true },
       });
-      await recordEffect(tx, { type: 'request', id: formatRequestId(request.id) });
+      await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
       return request;
     });
   } catch (err) {

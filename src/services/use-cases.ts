@@ -127,7 +127,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
         include: REQUEST_INCLUDE,
       });
-      await caller.recordEffect(tx, { type: 'request', id: formatRequestId(created.id) });
+      await caller.work.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
       return created;
     });
     // A pending create request has no service yet: the contract's 202 says so in its type.
@@ -153,7 +153,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
           decidedAt: now,
         },
       });
-      await caller.recordEffect(tx, { type: 'service', id: String(created.serviceNumber) });
+      await caller.work.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
       return created;
     }),
   );
@@ -200,7 +200,7 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const passwordEnc = (await deps.credentials()).encrypt(password);
   const updated = await prisma.$transaction(async (tx) => {
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now } });
-    await caller.recordEffect(tx, { type: 'service', id: String(service.serviceNumber) });
+    await caller.work.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
     return changed;
   });
   await deps.serviceReads.changed(caller.brokerId);
@@ -235,7 +235,7 @@ async function requestPlanChange(deps: ServiceDeps, caller: Caller, serviceNumbe
   requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
   await requireNoOpenRequest(prisma, service);
   const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
-  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId }, caller.recordEffect);
+  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId }, caller.work);
   return requestData(request);
 }
 
@@ -245,7 +245,7 @@ async function requestCancellation(deps: ServiceDeps, caller: Caller, serviceNum
   const service = await findService(prisma, caller.brokerId, serviceNumber);
   if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
   await requireNoOpenRequest(prisma, service);
-  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.recordEffect);
+  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.work);
   return requestData(request);
 }
 

@@ -1,4 +1,4 @@
-import type { Db } from './db-errors.ts';
+import type { UnitOfWork } from './unit-of-work.ts';
 
 /** What an operation made or changed: a service (its number), a request (REQ-…) or a report run (its id). */
 export interface Effect {
@@ -8,8 +8,9 @@ export interface Effect {
 
 /**
  * Who a use case acts for, in the domain's words: the broker, the key that asked (recorded on
- * what it creates) and how the broker approves changes. Built once per request by the HTTP
- * adapter (`callerOf` in src/http/operation.ts) from the authenticated key.
+ * what it creates) and how the broker approves changes, and the unit of work its changes are
+ * written in. Built once per request by `operation()` (src/http/operation.ts) from the
+ * authenticated key.
  */
 export interface Caller {
   readonly brokerId: string;
@@ -21,11 +22,10 @@ export interface Caller {
   /** Sandbox only: the caller asked to see requests wait for the provider's review (`X-Test-Scenario: provider_review`). */
   readonly providerReview: boolean;
   /**
-   * Called inside the transaction that writes the operation's effect, so the request's
-   * Idempotency-Key is marked as having taken effect in the same commit (nothing happens without a
-   * key). Throws when another request has taken over the key: the transaction then rolls back.
+   * What commits with the operation's change, in the change's own transaction (the request's
+   * Idempotency-Key record of the effect): `work.within(tx).recordEffect(effect)`.
    */
-  readonly recordEffect: (tx: Db, effect: Effect) => Promise<void>;
+  readonly work: UnitOfWork;
 }
 
 /** The two implementations of one resource's use cases: live records, or the sandbox's simulation. */

@@ -1,5 +1,5 @@
 /**
- * The Idempotency-Key records as the HTTP step uses them (src/http/idempotency.ts) and the store
+ * The Idempotency-Key records as the HTTP wrapper uses them (src/http/idempotency.ts) and the store
  * keeps them (src/idempotency/store.ts): one declaration for both sides.
  */
 import type { Effect } from './caller.ts';

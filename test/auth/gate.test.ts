@@ -6,6 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { createGate } from '../../src/auth/gate.ts';
 import { generateApiKey } from '../../src/auth/keys.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { assertError } from '../helpers/answers.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 
 let t: TestApp;
@@ -26,14 +27,6 @@ const authCheck = (app: Express, authorization?: string, headers: Record<string,
   for (const [name, value] of Object.entries(headers)) req.set(name, value);
   return req;
 };
-
-function assertError(res: request.Response, status: number, code: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.equal(res.body.success, false);
-  assert.equal(res.body.error.code, code);
-  assert.equal(typeof res.body.error.message, 'string');
-  assert.ok(res.headers['x-request-id']);
-}
 
 function assertNoRateLimitHeaders(res: request.Response): void {
   for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']) {

@@ -1,20 +1,24 @@
 // The harness itself: with response validation on (as in every test), a handler whose body
-// drifts from openapi.yaml fails instead of passing silently, and a crash leaves as a clean 500.
+// drifts from openapi.yaml fails instead of passing silently (the contract checks the bytes the
+// answer is sent as), and a crash leaves as a clean 500.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
+import { operation, type DataOf } from '../../src/http/operation.ts';
 import type { RegisterRoutes } from '../../src/routes.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
-const offContract: RegisterRoutes = (router) => {
+const offContract: RegisterRoutes = (router, deps) => {
   // GET /api/v1/auth-check answering with a field the contract does not have and without the
-  // required ones: what a careless handler would do.
-  router.get('/api/v1/auth-check', (_req, res) => {
-    res.json({ success: true, data: { hello: 'world' } });
+  // required ones: what a careless handler would do (cast past the contract's types).
+  operation(router, deps.contract, 'getAuthCheck', {
+    handle: async () => ({ status: 200, data: { hello: 'world' } as unknown as DataOf<'getAuthCheck', 200> }),
   });
-  router.post('/api/v1/auth-check', () => {
-    throw new Error('database exploded at /srv/app/secret.ts:12');
+  operation(router, deps.contract, 'postAuthCheck', {
+    handle: async () => {
+      throw new Error('database exploded at /srv/app/secret.ts:12');
+    },
   });
 };
 

@@ -1,11 +1,11 @@
 // The request path's performance devices (src/http/fast-path.ts), each on the path production
 // takes: a production app (responses not validated, as `npm start` runs) or the device itself.
-// How answers are written (sendReply, serialized) is compared byte for byte in operation.test.ts.
+// How answers are written (sendAnswer, serialized) is compared byte for byte in operation.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import request from 'supertest';
-import { chain, dispatchOperations, handlersOf, parseQueryOnce } from '../../src/http/fast-path.ts';
+import { chain, dispatchOperations, parseQueryOnce } from '../../src/http/fast-path.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -80,13 +80,12 @@ describe('parseQueryOnce(): req.query read once', () => {
 
 describe('dispatchOperations(): the resolved operation is called without the router\'s walk', () => {
   test('a handler mounted for the operation answers; anything else goes on', async () => {
-    const router = express.Router();
     const calls: string[] = [];
-    handlersOf(router).set('getService', (_req, _res, next) => {
+    const getService: RequestHandler = (_req, _res, next) => {
       calls.push('getService');
       next();
-    });
-    const dispatch = dispatchOperations(router);
+    };
+    const dispatch = dispatchOperations(new Map([['getService', getService]]));
     const res = (operationId?: string) => ({ locals: operationId ? { operation: { operationId } } : {} }) as unknown as Response;
     await new Promise<void>((resolve) => dispatch({} as Request, res('getService'), () => resolve()));
     await new Promise<void>((resolve) => dispatch({} as Request, res('listServices'), () => resolve()));

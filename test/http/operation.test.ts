@@ -1,6 +1,6 @@
-// How an operation's answer leaves the server. Production (responses not validated) writes the
-// reply's JSON itself (a one-off answer as a string, a cached list page as the bytes it keeps);
-// the tests' apps validate every response through res.json.
+// How an operation's answer leaves the server: through one write path, sendAnswer (a one-off
+// answer as a string, a cached list page as the bytes it keeps), in production and in the tests'
+// apps, which first check those same bytes against the contract.
 // Both must answer the same: status, body, Content-Type, Content-Length, and HEAD without a body.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
 import { apiKey } from '../helpers/factories.ts';
+import { assertError } from '../helpers/answers.ts';
 import { addInvoices, createReportTestApp, type ReportTestApp } from './harness.ts';
 
 const PATH = '/api/v1/reports/invoices';
@@ -44,14 +45,6 @@ const post = (key: string, body: unknown, headers: Record<string, string> = {}) 
   for (const [name, value] of Object.entries(headers)) r.set(name, value);
   return typeof body === 'string' ? r.set('Content-Type', 'application/json').send(body) : r.send(body as object);
 };
-
-function assertError(res: request.Response, status: number, code: string): Record<string, unknown> {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.equal(res.body.success, false);
-  assert.equal(res.body.error.code, code, JSON.stringify(res.body));
-  assert.equal(typeof res.body.error.message, 'string');
-  return (res.body.error.details ?? {}) as Record<string, unknown>;
-}
 
 // Both key kinds: validation is the same, and comes before anything else.
 for (const kind of ['live', 'sandbox'] as const) {

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApiError } from '../../src/http/errors.ts';
-import { isCalendarDate, validateDateRange } from '../../src/reports/dates.ts';
+import { validateDateRange } from '../../src/reports/dates.ts';
+import { isCalendarDate } from '../../src/shared/dates.ts';
 import { isEmailAddress, normalizeRecipients } from '../../src/reports/recipients.ts';
 
 const codeOf = (fn: () => unknown): string => {

@@ -143,27 +143,22 @@ describe('parameter rules beyond the schema', () => {
     }
   };
 
-  test('integers as written, within range; Infinity and exponents refused', () => {
-    assert.equal(intParam('42', 0, 'n', 'query', 1, 100), 42);
-    assert.equal(intParam(undefined, 7, 'n', 'query', 1, 100), 7);
-    for (const bad of ['Infinity', Infinity, '1e309', '0x1F', '2.5', 'abc', '101', '0']) {
-      assert.equal(code(() => intParam(bad, 0, 'n', 'query', 1, 100)), 'invalid_parameter', String(bad));
-    }
+  // Their form and range are checked before (test/http/input-hygiene.test.ts): these only read them.
+  test('integers read as numbers, absent ones as their default; -0 refused', () => {
+    assert.equal(intParam('42', 0, 'n', 'query'), 42);
+    assert.equal(intParam(undefined, 7, 'n', 'query'), 7);
+    assert.equal(code(() => intParam('-0', 0, 'n', 'query')), 'invalid_parameter');
     assert.deepEqual(pageParams({}), { limit: 25, offset: 0 });
-    assert.equal(code(() => pageParams({ offset: Infinity })), 'invalid_parameter');
     assert.equal(serviceNumberParam({ service_number: '123456789' }), 123456789);
-    assert.equal(code(() => serviceNumberParam({ service_number: 'Infinity' })), 'invalid_parameter');
     // Any plain positive integer a client can hold exactly is a service number (live: 404 if none).
     assert.equal(serviceNumberParam({ service_number: '2147483648' }), 2147483648);
     assert.equal(serviceNumberParam({ service_number: '9007199254740991' }), 9007199254740991);
-    assert.equal(code(() => serviceNumberParam({ service_number: '9007199254740992' })), 'invalid_parameter');
-    assert.equal(code(() => serviceNumberParam({ service_number: '0' })), 'invalid_parameter');
   });
 
-  test('text without NUL', () => {
+  test('text without control characters', () => {
     assert.equal(textParam('abc', 'f', 'body'), 'abc');
     assert.equal(textParam('', 'f', 'body'), undefined);
-    assert.equal(code(() => textParam('a\u0000b', 'f', 'query')), 'invalid_parameter');
+    assert.equal(code(() => textParam('a\u0007b', 'f', 'query')), 'invalid_parameter');
   });
 
   test('instants are clamped to the years PostgreSQL stores', () => {
