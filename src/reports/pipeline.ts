@@ -132,9 +132,11 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
     if (job.attemptsMade + 1 >= BUILD_JOB_ATTEMPTS) await failRun(p, runId, `report could not be generated: ${reason}`);
     throw err;
   }
-  // The build's garbage goes before the e-mails make theirs (src/gc.ts).
-  collectGarbage();
   const stored = out.stored();
+  // A large build's garbage (its pages of rows) goes before the e-mails make theirs (src/gc.ts).
+  // Only a large one: a full collection holds this thread, the API's in `npm start`, for tens of
+  // milliseconds, and after a build small enough to attach it bought little.
+  if (stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
   if (!(await recordBuilt(p, runId, stored, written.totals))) {
     await discardBuild(prisma, runId, stored.build);
     return { skipped: 'another build of the run was recorded first' };
