@@ -85,6 +85,8 @@ async function main(): Promise<void> {
         ? { type: 'invoices', brokerId: BROKER, apiKeyId: null, recipients: [], startDate: '2024-01-01', endDate: '2025-12-31' }
         : { type: 'services', brokerId: BROKER, apiKeyId: null, recipients: [] };
     const count = await builder.count(db.prisma, spec);
+    // What the process held before its first build: the rest of a build's peak RSS is the build's.
+    console.log(`RSS before the first ${process.env.BUILD_FETCH_ONLY ? 'fetch' : 'build'}: ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`);
     if (process.env.BUILD_FETCH_ONLY) {
       // Only the page reads (the database's and the driver's share of a build), for comparison.
       const { invoicePages } = await import('../src/reports/invoices.ts');
@@ -93,7 +95,7 @@ async function main(): Promise<void> {
         const t0 = process.hrtime.bigint();
         let chars = 0;
         for await (const text of (REPORT === 'invoices' ? invoicePages : servicePages)(db.prisma, spec, count.snapshot)) chars += text.length;
-        console.log(`fetch ${run}: ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms, ${(chars / 1e6).toFixed(1)} M characters of page text`);
+        console.log(`fetch ${run}: ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms, ${(chars / 1e6).toFixed(1)} M characters of page text, peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`);
       }
       return;
     }
