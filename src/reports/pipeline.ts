@@ -32,6 +32,7 @@ import type { Logger } from '../logger.ts';
 import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { reportBuilders } from './index.ts';
 import { createLink } from './links.ts';
+import { countRunRecipients } from './runs.ts';
 import { specOfRun, type RunRecord, type ReportTotals } from './types.ts';
 import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
 
@@ -201,11 +202,9 @@ async function failRun(p: Pipeline, runId: string, error: string): Promise<void>
 /** The run's counts from its recipients' records; completes a `sending` run once none is open. */
 export async function recount(p: Pipeline, runId: string): Promise<void> {
   const { prisma } = p;
-  const rows = await prisma.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } });
-  const count = (status: string) => rows.find((r) => r.status === status)?._count._all ?? 0;
-  const open = count('pending') + count('sending');
-  const counts = { recipientsSent: count('sent'), recipientsFailed: count('failed') };
-  if (open > 0) {
+  const { sent, failed, pending } = await countRunRecipients(prisma, runId);
+  const counts = { recipientsSent: sent, recipientsFailed: failed };
+  if (pending > 0) {
     await prisma.reportRun.update({ where: { id: runId }, data: counts });
     return;
   }

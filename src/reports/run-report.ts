@@ -9,23 +9,20 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import { admitReportRun, reportLimitsOf } from './limits.ts';
 import { reportBuilders } from './index.ts';
 import { enqueueBuild, type Pipeline } from './pipeline.ts';
+import { countRunRecipients, type RecipientCounts } from './runs.ts';
 import { ReportGenerationError, ReportNoDataError, type ReportResult, type ReportSpec, type ReportTotals } from './types.ts';
 
-interface Outcome {
+interface Outcome extends RecipientCounts {
   status: string;
-  sent: number;
-  failed: number;
-  pending: number;
   error: string | null;
 }
 
 async function outcomeOf(p: Pipeline, runId: string): Promise<Outcome> {
-  const [run, rows] = await Promise.all([
+  const [run, counts] = await Promise.all([
     p.prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true } }),
-    p.prisma.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } }),
+    countRunRecipients(p.prisma, runId),
   ]);
-  const count = (status: string) => rows.find((r) => r.status === status)?._count._all ?? 0;
-  return { status: run.status, error: run.error, sent: count('sent'), failed: count('failed'), pending: count('pending') + count('sending') };
+  return { status: run.status, error: run.error, ...counts };
 }
 
 /**
