@@ -140,7 +140,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.use(router);
 
   // After the /api stack, so an API request never walks past these routes' layers.
-  registerOps(app, deps);
+  registerOps(app, deps, { queueNames: deps.jobs.queueNames });
   registerDocs(app, contract);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));

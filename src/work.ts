@@ -12,7 +12,6 @@ import {
   createMailer,
   MAIL_QUEUE,
   noticeProcessor,
-  REPORTS_QUEUE,
   withTimeout,
   type MailMessage,
   type Mailer,
@@ -21,7 +20,7 @@ import {
 import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
-import { processBuild, processReportSend, type Pipeline, type SendJobData } from './reports/pipeline.ts';
+import { processBuild, processReportSend, REPORTS_QUEUE, type Pipeline, type SendJobData } from './reports/pipeline.ts';
 import { startReconciling } from './reports/reconcile.ts';
 import { WorkbookCache } from './reports/workbook-store.ts';
 import { runReport } from './reports/run-report.ts';
@@ -51,7 +50,11 @@ export interface Jobs {
   startWorkers(): Promise<void>;
   /** Closes queues, workers (waiting for active jobs) and connections. */
   close(): Promise<void>;
+  /** The queues' names, for their depth in /metrics. */
+  readonly queueNames: readonly string[];
 }
+
+const QUEUE_NAMES = [REPORTS_QUEUE, MAIL_QUEUE] as const;
 
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /** A dead worker's job is handed on after this: shorter than BullMQ's 30 s, far above a lock renewal. */
@@ -65,7 +68,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
   const queues = createJobQueues({
     redisEndpoint: options.redisEndpoint,
     ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
-    queues: [REPORTS_QUEUE, MAIL_QUEUE],
+    queues: [...QUEUE_NAMES],
     logger: log,
     retryDelayMs: (attemptsMade) => Math.min(MAX_RETRY_DELAY_MS, config.mailRetryDelayMs * 2 ** Math.max(0, attemptsMade - 1)),
     stalledAfterMs: STALLED_AFTER_MS,
@@ -122,6 +125,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       await queues.add(MAIL_QUEUE, 'send', { message } satisfies NoticeJobData, { attempts: config.mailAttempts, backoff: { type: 'retry' } });
     },
     startWorkers,
+    queueNames: QUEUE_NAMES,
     async close() {
       const reconciled = reconciler?.stop();
       await queues.close();

@@ -7,6 +7,5 @@ export { createJobQueues, DEFAULT_PREFIX, withTimeout, type JobQueues, type Proc
 export { createMailer, describeMailError, isTransientMailError, type MailAttachment, type MailMessage, type Mailer } from './mailer.ts';
 export { noticeProcessor, type NoticeJobData } from './notices.ts';
 
-/** The queues of this server: report builds, and e-mails (report e-mails and notices). */
-export const REPORTS_QUEUE = 'reports';
+/** The queue of every e-mail (report e-mails and notices); other queues are named by what they carry, where it lives. */
 export const MAIL_QUEUE = 'mail';

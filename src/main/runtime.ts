@@ -106,13 +106,13 @@ async function openRuntimeDatabase(role: Role, config: Config, logger: Logger, e
 async function serveWorkerMetrics(
   port: string,
   config: Config,
-  parts: { prisma: Database['prisma']; redis: ReturnType<typeof requestRedis>; logger: Logger },
+  parts: { prisma: Database['prisma']; redis: ReturnType<typeof requestRedis>; logger: Logger; queueNames: readonly string[] },
   serverTimeouts: StartOptions['serverTimeouts'],
 ): Promise<() => Promise<void>> {
   const ops = express();
   ops.disable('x-powered-by');
   ops.use(requestId);
-  registerOps(ops, parts);
+  registerOps(ops, parts, { queueNames: parts.queueNames });
   const listening = await listen(ops, { port: Number(port), host: config.host, tlsCertFile: undefined, tlsKeyFile: undefined }, serverTimeouts);
   parts.logger.info({ url: listening.url }, 'worker metrics listening');
   return async () => {
@@ -220,7 +220,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     if (role === 'worker') {
       const metricsPort = env.METRICS_PORT?.trim();
       if (metricsPort) {
-        closers.push(['metrics server', await serveWorkerMetrics(metricsPort, config, { prisma: database.prisma, redis, logger }, options.serverTimeouts)]);
+        closers.push(['metrics server', await serveWorkerMetrics(metricsPort, config, { prisma: database.prisma, redis, logger, queueNames: jobs.queueNames }, options.serverTimeouts)]);
       }
       logger.info({ redis: redisEndpoint.description, database: database.kind }, 'job worker running');
       return runtime;

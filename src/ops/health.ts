@@ -12,7 +12,7 @@
 import type { Express, Response } from 'express';
 import { Queue } from 'bullmq';
 import type { AppDeps } from '../deps.ts';
-import { DEFAULT_PREFIX, MAIL_QUEUE, REPORTS_QUEUE } from '../jobs/index.ts';
+import { DEFAULT_PREFIX } from '../jobs/index.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
 
 /** Each readiness probe gets this long before its dependency counts as down. */
@@ -25,6 +25,8 @@ export interface OpsOptions {
   readyTimeoutMs?: number;
   /** BullMQ prefix of the queues whose depth /metrics reports (default the jobs' `capi`). */
   queuePrefix?: string;
+  /** The queues whose depth /metrics reports (the jobs' `queueNames`; none when not given). */
+  queueNames?: readonly string[];
 }
 
 async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -89,7 +91,7 @@ export function registerOps(app: Express, deps: Pick<AppDeps, 'prisma' | 'redis'
   // check is skipped (the workers make it) and handles are made anew after a failed scrape.
   let queues: Array<Queue & CountableQueue> | undefined;
   const queuesOf = (): CountableQueue[] =>
-    (queues ??= [REPORTS_QUEUE, MAIL_QUEUE].map((name) => {
+    (queues ??= (options.queueNames ?? []).map((name) => {
       const q = new Queue(name, { connection: deps.redis, prefix: options.queuePrefix ?? DEFAULT_PREFIX, skipVersionCheck: true });
       q.on('error', (err) => deps.logger.debug({ err }, 'metrics queue error'));
       return q;

@@ -27,7 +27,7 @@ import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import { collectGarbage } from '../gc.ts';
 import { describeMailError, isTransientMailError, type MailMessage, type Mailer } from '../jobs/index.ts';
-import { MAIL_QUEUE, REPORTS_QUEUE, type JobQueues } from '../jobs/index.ts';
+import { MAIL_QUEUE, type JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { reportBuilders } from './index.ts';
@@ -79,6 +79,9 @@ export function reportMessageId(config: Config, runId: string, recipientId: numb
 export function staleAfterMs(config: Config): number {
   return Math.max(1000, 2 * config.reportReconcileMs);
 }
+
+/** The queue of report builds (its e-mails go to the jobs' mail queue). */
+export const REPORTS_QUEUE = 'reports';
 
 export const enqueueBuild = (p: Pipeline, runId: string) =>
   p.queues.add(REPORTS_QUEUE, 'build', { runId } satisfies BuildJobData, {

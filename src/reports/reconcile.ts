@@ -6,8 +6,8 @@
  * run in several workers at once: every step is a conditional update, an idempotent delete or an
  * enqueue under a fixed job id.
  */
-import { MAIL_QUEUE, REPORTS_QUEUE } from '../jobs/index.ts';
-import { buildJobId, enqueueBuild, enqueueSend, recount, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
+import { MAIL_QUEUE } from '../jobs/index.ts';
+import { buildJobId, enqueueBuild, enqueueSend, recount, REPORTS_QUEUE, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
 import { releaseWorkbook, sweepOrphanChunks } from './workbook-store.ts';
 
 export async function reconcile(p: Pipeline): Promise<void> {
