@@ -62,13 +62,17 @@ const deflate = promisify(zlib.deflate);
  * Serves a published document: the client's preferred coding of it (or as it is), with `ETag` (one
  * per representation), `Last-Modified`, `Vary: Accept-Encoding` and `Cache-Control: no-cache`
  * (a cache may keep it and asks again), and `304 Not Modified` to a request whose validators match.
+ * `compressed: true`: the document is compressed already (a .tgz), sent as it is whatever the client accepts.
  */
-export function servePublished(document: () => PublishedDocument): RequestHandler {
+export function servePublished(document: () => PublishedDocument, { compressed = false } = {}): RequestHandler {
   return (req, res, next) => {
     const doc = document();
-    res.vary('Accept-Encoding');
-    const accepted = req.acceptsEncodings([...CODINGS, 'identity']);
-    const coding = typeof accepted === 'string' && accepted !== 'identity' ? (accepted as Coding) : undefined;
+    let coding: Coding | undefined;
+    if (!compressed) {
+      res.vary('Accept-Encoding');
+      const accepted = req.acceptsEncodings([...CODINGS, 'identity']);
+      coding = typeof accepted === 'string' && accepted !== 'identity' ? (accepted as Coding) : undefined;
+    }
     res.setHeader('Content-Type', doc.type);
     res.setHeader('ETag', coding ? `"${doc.etag}-${coding}"` : `"${doc.etag}"`);
     res.setHeader('Last-Modified', doc.lastModified);
