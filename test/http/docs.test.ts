@@ -119,6 +119,29 @@ describe('published contract and docs (no key needed)', () => {
     assert.equal(res.body.length, 0);
   });
 
+  // Issue 24 row 8: Redoc's footer shows the Redocly logo from its CDN; the page's CSP allows those
+  // image files (every one the built page names), not the CDN host or any https: image.
+  it("GET /docs: the CSP's img-src allows exactly the images Redoc's bundle loads from elsewhere", async () => {
+    const res = await request(t.app).get('/docs').set('Accept-Encoding', 'identity');
+    const csp = String(res.headers['content-security-policy']);
+    const imgSrc = /(?:^|;)\s*img-src ([^;]*)/.exec(csp)?.[1]?.trim().split(/\s+/);
+    const wanted = [...new Set(readFileSync('docs/index.html', 'utf8').match(/https:\/\/cdn\.redoc\.ly\/[\w./-]+\.(?:svg|png)/g))].sort();
+    assert.ok(wanted.length > 0, 'the built page loads the Redocly logo');
+    assert.deepEqual(imgSrc?.sort(), ["'self'", 'data:', ...wanted].sort());
+    assert.match(csp, /default-src 'self'/);
+  });
+
+  it('GET /favicon.ico is 204 No Content, cacheable, no error envelope (browsers ask for it with /docs)', async () => {
+    const res = await request(t.app).get('/favicon.ico');
+    assert.equal(res.status, 204);
+    assert.equal(res.text, '');
+    assert.equal(res.headers['cache-control'], 'public, max-age=86400');
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    const other = await request(t.app).get('/favicon.png');
+    assert.equal(other.status, 404, 'only the one path browsers ask for by themselves');
+    assert.equal(other.body.error.code, 'not_found');
+  });
+
   it('an /api answer is not compressed (small, per request)', async () => {
     const res = await request(t.app).get('/api/v1/auth-check').set('Accept-Encoding', 'gzip');
     assert.equal(res.status, 401);
