@@ -131,6 +131,18 @@ describe('published contract and docs (no key needed)', () => {
     assert.match(csp, /default-src 'self'/);
   });
 
+  // Issue 24 row 8: Redoc lets inline code break anywhere, so narrow table columns split code words
+  // (`sk_liv e_`); the page template (scripts/redoc-template.hbs) keeps them whole in tables.
+  it('GET /docs keeps code words in tables whole', async () => {
+    const res = await request(t.app).get('/docs').set('Accept-Encoding', 'identity');
+    assert.match(res.text, /table\.md td code,\s*table\.md th code \{\s*word-break: normal;\s*overflow-wrap: normal;/);
+  });
+
+  it('server descriptions are plain text (Redoc shows them without Markdown)', () => {
+    const servers = (parse(readFileSync('openapi.yaml', 'utf8')) as { servers: Array<{ description: string }> }).servers;
+    for (const server of servers) assert.doesNotMatch(server.description, /[`*]/, server.description);
+  });
+
   it('GET /favicon.ico is 204 No Content, cacheable, no error envelope (browsers ask for it with /docs)', async () => {
     const res = await request(t.app).get('/favicon.ico');
     assert.equal(res.status, 204);

@@ -3039,15 +3039,19 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-         *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-         *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-         *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-         *     with `request_status: "provider_review"` on createService, upgradeService,
-         *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-         *     Applied after all input validation.
+         * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+         *
+         *     - `success` (the default): the normal simulated answer
+         *     - `validation_error`: `400 invalid_parameter`
+         *     - `server_error`: `500 server_error`
+         *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+         *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+         *       success elsewhere
+         *
+         *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+         *     invalid_parameter` (with any key). Applied after all input validation.
          */
-        TestScenario: ("success" | "validation_error" | "server_error" | "provider_review") | string;
+        TestScenario: string;
         /**
          * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
          * @example order-sync-2025-03-02-0001
@@ -3114,13 +3118,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3161,13 +3169,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3216,13 +3228,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3326,13 +3342,17 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3373,13 +3393,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3427,13 +3451,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3493,13 +3521,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3559,13 +3591,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3625,13 +3661,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3727,13 +3767,17 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3774,13 +3818,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3856,13 +3904,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3910,13 +3962,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3969,13 +4025,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
