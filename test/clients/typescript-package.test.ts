@@ -69,6 +69,20 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+describe('how to install it', () => {
+  test('/docs (openapi.yaml) and the README give the same install command and variable names', () => {
+    const install = 'npm install "$CAPI_URL/clients/typescript.tgz"';
+    const info = (parse(readFileSync(path.join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { description: string } }).info.description;
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    for (const [name, text] of [['openapi.yaml', info], ['README.md', readme]] as const) {
+      assert.ok(text.includes(install), `${name} says ${install}`);
+      assert.match(text, /export CAPI_URL=/, name);
+      assert.match(text, /export CAPI_KEY=sk_test_/, name);
+    }
+    assert.doesNotMatch(readme, /\$KEY\b|process\.env\.KEY\b/, 'the README uses CAPI_KEY as /docs does');
+  });
+});
+
 describe(`GET ${CLIENT_PACKAGE_PATH}`, () => {
   test('is the packed client: gzip, ETag, Last-Modified, the security headers, 304 when unchanged', async () => {
     const res = await request(t.app).get(CLIENT_PACKAGE_PATH).buffer(true).parse((r, done) => {
