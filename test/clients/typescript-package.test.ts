@@ -96,7 +96,7 @@ describe(`GET ${CLIENT_PACKAGE_PATH}`, () => {
     assert.match(String(res.headers['content-disposition']), /attachment; filename="client-api-v1-client\.tgz"/);
     assert.equal(res.headers['x-content-type-options'], 'nosniff');
     assert.match(String(res.headers['content-security-policy']), /default-src 'none'/);
-    assert.ok((res.body as Buffer).equals(packClient().tgz), 'the same bytes as a fresh pack');
+    assert.ok((res.body as Buffer).equals((await packClient()).tgz), 'the same bytes as a fresh pack');
     assert.match(String(res.headers.etag), /^"[\w-]{27}"$/);
     assert.ok(res.headers['last-modified']);
     const again = await request(t.app).get(CLIENT_PACKAGE_PATH).set('If-None-Match', String(res.headers.etag));
