@@ -146,3 +146,17 @@ describe('installed from the server into an empty directory', () => {
     });
   }
 });
+
+describe('installed from a checkout of this repository', () => {
+  test('npm install <repository>/clients/typescript, then plain node imports it', async () => {
+    const project = mkdtempSync(path.join(dir, 'checkout-'));
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'integrator', private: true, type: 'module' }));
+    const npm = await run('npm', ['install', '--no-audit', '--no-fund', '--offline', '--prefix', project, path.join(ROOT, 'clients/typescript')]);
+    assert.equal(npm.code, 0, npm.stdout + npm.stderr);
+    const script = path.join(project, 'check.mjs');
+    writeFileSync(script, "import { ClientApiError, createClient } from '@client-api-v1/client';\nconsole.log(typeof createClient, new ClientApiError('not_found', 'x', 404, undefined, undefined).code);\n");
+    const result = await run(process.execPath, [script]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.equal(result.stdout.trim(), 'function not_found');
+  });
+});
