@@ -7,6 +7,7 @@ import { PublishedDocument, servePublished } from './docs.ts';
 import { ROOT_DIR } from '../root.ts';
 
 const CLIENT_DIR = path.join(ROOT_DIR, 'clients', 'typescript');
+const gzip = promisify(zlib.gzip);
 
 /** Where the TypeScript client's package is served, outside /api and without a key: `npm install <server>/clients/typescript.tgz`. */
 export const CLIENT_PACKAGE_PATH = '/clients/typescript.tgz';
@@ -65,21 +66,22 @@ export async function packClient(): Promise<{ tgz: Buffer; modified: Date }> {
   return { tgz: await gzip(Buffer.concat(blocks), { level: 9 }), modified: new Date(modified) };
 }
 
-const gzip = promisify(zlib.gzip);
-
 /** Serves the client package, packed once when first asked for, with the published documents' validators. */
 export function registerClientPackage(app: Express): void {
-  let packed: Promise<PublishedDocument> | undefined;
+  let packing: Promise<PublishedDocument> | undefined;
+  let packed: PublishedDocument | undefined;
+  const serve = servePublished(() => packed!, { compressed: true });
   app.get(CLIENT_PACKAGE_PATH, (req, res, next) => {
-    packed ??= packClient().then(({ tgz, modified }) => new PublishedDocument(tgz, 'application/gzip', modified));
-    packed.then(
+    packing ??= packClient().then(({ tgz, modified }) => new PublishedDocument(tgz, 'application/gzip', modified));
+    packing.then(
       (doc) => {
+        packed = doc;
         res.setHeader('Content-Disposition', 'attachment; filename="client-api-v1-client.tgz"');
-        servePublished(() => doc, { compressed: true })(req, res, next);
+        serve(req, res, next);
       },
       (err: unknown) => {
         // A failed pack (clients/typescript missing from a deployment) is tried again by the next request.
-        packed = undefined;
+        packing = undefined;
         next(err);
       },
     );

@@ -11,7 +11,7 @@ import { ROOT_DIR } from '../root.ts';
 export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
 
 /** The images Redoc's page loads from its CDN (its footer logo, in two sizes). */
-export const REDOC_LOGOS = ['https://cdn.redoc.ly/redoc/logo-mini.svg', 'https://cdn.redoc.ly/redoc/logo-mini-full.svg'];
+const REDOC_LOGOS = ['https://cdn.redoc.ly/redoc/logo-mini.svg', 'https://cdn.redoc.ly/redoc/logo-mini-full.svg'];
 
 /** The codings offered, in the server's order of preference. */
 const CODINGS = ['br', 'gzip', 'deflate'] as const;
