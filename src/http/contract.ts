@@ -12,6 +12,9 @@ export interface ScalarParameter {
   name: string;
   in: 'path' | 'query';
   type: 'integer' | 'number' | 'boolean';
+  /** The schema's bounds, where it has them. */
+  minimum?: number;
+  maximum?: number;
 }
 
 export interface OperationInfo {
@@ -76,9 +79,16 @@ function scalarParametersOf(item: Json, operation: Json, document: Json): Scalar
   const result: ScalarParameter[] = [];
   for (const raw of list) {
     const parameter = resolveRef(raw, document);
-    const type = resolveRef(parameter.schema, document).type;
+    const schema = resolveRef(parameter.schema, document);
+    const type = schema.type;
     if ((parameter.in === 'path' || parameter.in === 'query') && (type === 'integer' || type === 'number' || type === 'boolean')) {
-      result.push({ name: String(parameter.name), in: parameter.in, type });
+      result.push({
+        name: String(parameter.name),
+        in: parameter.in,
+        type,
+        ...(typeof schema.minimum === 'number' ? { minimum: schema.minimum } : {}),
+        ...(typeof schema.maximum === 'number' ? { maximum: schema.maximum } : {}),
+      });
     }
   }
   return result;
@@ -111,7 +121,8 @@ export function loadContract(file = OPENAPI_PATH): Contract {
         pathTemplate,
         expressPath: pathTemplate.replace(/\{([^}]+)\}/g, ':$1'),
         scopes: scopesOf(operation, document),
-        matcher: new RegExp(`^${pattern}/?$`),
+        // Exactly the contract's path: one with a trailing slash is an unknown path (404).
+        matcher: new RegExp(`^${pattern}$`),
         pathParameters: [...pathTemplate.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
         scalarParameters: scalarParametersOf(item, operation, document),
         queryParameters: queryParametersOf(item, operation, document),

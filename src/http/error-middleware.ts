@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
 import { ApiError, fromDomainError } from './errors.ts';
 import { sendAnswer, type Answer } from './fast-path.ts';
-import { BODY_TOO_LARGE } from './json-body.ts';
+import { BODY_TOO_LARGE, unsupportedCoding } from './json-body.ts';
 import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
 
 interface BodyParserError {
@@ -40,10 +40,7 @@ function toApiError(
       case 'entity.too.large':
         return new ApiError('invalid_request', BODY_TOO_LARGE);
       case 'encoding.unsupported':
-        return new ApiError(
-          'invalid_request',
-          `Content-Encoding ${String(req.headers['content-encoding'] ?? '').slice(0, 40)} is not supported: send the body as it is, or gzip, deflate or br`,
-        );
+        return unsupportedCoding(req.headers['content-encoding']);
       case 'charset.unsupported':
         return new ApiError('invalid_request', 'Request body must be UTF-8 encoded JSON');
       case 'request.aborted':

@@ -1,11 +1,12 @@
 import type { RequestHandler } from 'express';
-import type { OperationInfo } from './contract.ts';
+import type { OperationInfo, ScalarParameter } from './contract.ts';
 import { invalidParameter } from './errors.ts';
 
 /**
  * Input rules that JSON Schema validation misses, applied before the validator:
- * - a path or query number is written in plain decimal digits and fits a safe integer: the
- *   validator coerces with Number(), so `Infinity`, `1e309`, `0x1F` or ` 1` would pass as integers;
+ * - a path or query number is written in plain decimal digits (no leading zero) and fits a safe
+ *   integer: the validator coerces with Number(), so `Infinity`, `1e309`, `0x1F`, ` 1` or `007`
+ *   would pass as integers;
  * - a boolean is exactly `true` or `false`;
  * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column.
  */
@@ -48,12 +49,8 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
       if (value !== 'true' && value !== 'false') return next(invalidParameter(parameter.name, parameter.in, 'type', 'must be true or false'));
       continue;
     }
-    const ok = parameter.type === 'integer'
-      ? /^-?\d{1,16}$/.test(value) && Number.isSafeInteger(Number(value))
-      : /^-?\d{1,16}(\.\d{1,16})?$/.test(value);
-    if (!ok) {
-      return next(invalidParameter(parameter.name, parameter.in, 'type', `must be ${parameter.type === 'integer' ? 'an integer' : 'a number'} written in decimal digits`));
-    }
+    const broken = parameter.type === 'integer' ? integerProblem(parameter, value) : /^-?\d{1,16}(\.\d{1,16})?$/.test(value) ? undefined : ['type', 'must be a number written in decimal digits'] as const;
+    if (broken) return next(invalidParameter(parameter.name, parameter.in, broken[0], broken[1]));
   }
 
   const nul =
@@ -66,6 +63,20 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
   }
   next();
 };
+
+/**
+ * What is wrong with an integer parameter as written, if anything: not plain decimal digits (a
+ * sign, a leading zero, `-0`, anything else) is `type`; plain digits past what a JSON client holds
+ * exactly break the schema's bound (`maximum`, `minimum`), as the validator would say of any
+ * other number past it.
+ */
+function integerProblem(parameter: ScalarParameter, value: string): readonly [rule: string, reason: string] | undefined {
+  if (!/^(0|-?[1-9]\d*)$/.test(value)) return ['type', 'must be an integer written in plain decimal digits (no leading zero)'];
+  if (Number.isSafeInteger(Number(value))) return undefined;
+  return value.startsWith('-')
+    ? ['minimum', `must be >= ${parameter.minimum ?? Number.MIN_SAFE_INTEGER}`]
+    : ['maximum', `must be <= ${parameter.maximum ?? Number.MAX_SAFE_INTEGER}`];
+}
 
 /** The first `location:field` whose key or text holds U+0000 (iterative: bodies may nest deeply). */
 function findNul(root: unknown, location: string): string | undefined {

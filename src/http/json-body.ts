@@ -86,11 +86,28 @@ export function checkRawBody(body: Buffer, charset: string | null): void {
   checkBodyShape(body);
 }
 
-/** The JSON body parser of every POST: the raw body is checked (checkRawBody) before it is parsed. */
+/** The codings a body may come in (the contract's list), whatever else the running Node could decompress. */
+const BODY_CODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
+
+/** The answer to a body in a coding the contract does not offer. */
+export function unsupportedCoding(header: string | undefined): ApiError {
+  return new ApiError('invalid_request', `Content-Encoding ${String(header ?? '').slice(0, 40)} is not supported: send the body as it is, or gzip, deflate or br`);
+}
+
+/**
+ * The JSON body parser of every POST: the raw body is checked (checkRawBody) before it is parsed.
+ * A coding outside the contract's is refused before the parser sees it: body-parser decompresses
+ * zstd where Node has it (22.15+, 23.8+), so the same body would be read on one Node and not another.
+ */
 export function jsonBody(): RequestHandler {
-  return express.json({
+  const parse = express.json({
     limit: BODY_BOUNDS.bytes,
     strict: true,
     verify: (_req, _res, body, encoding) => checkRawBody(body, encoding === null ? null : encoding.toLowerCase()),
   });
+  return (req, res, next) => {
+    const coding = req.headers['content-encoding'];
+    if (coding !== undefined && !BODY_CODINGS.has(coding.trim().toLowerCase())) return next(unsupportedCoding(coding));
+    return parse(req, res, next);
+  };
 }

@@ -10,22 +10,16 @@ import { invalidParameter } from './errors.ts';
 
 export const DEFAULT_LIMIT = 25;
 
-/**
- * An integer parameter, or `fallback` when it is absent. `-0` is the one form both checks let
- * through (plain digits to the first, an integer >= 0 to the second): it is refused as not an
- * integer as written.
- */
-export function intParam(value: unknown, fallback: number, field: string, location: 'path' | 'query'): number {
+/** An integer parameter (its form checked by src/http/input-hygiene.ts, its range by the validator), or `fallback` when it is absent. */
+export function intParam(value: unknown, fallback: number): number {
   if (value === undefined || value === null || value === '') return fallback;
-  const n = Number(value);
-  if (Object.is(n, -0)) throw invalidParameter(field, location, 'type', 'must be an integer');
-  return n;
+  return Number(value);
 }
 
 export function pageParams(query: { limit?: unknown; offset?: unknown }): { limit: number; offset: number } {
   return {
-    limit: intParam(query.limit, DEFAULT_LIMIT, 'limit', 'query'),
-    offset: intParam(query.offset, 0, 'offset', 'query'),
+    limit: intParam(query.limit, DEFAULT_LIMIT),
+    offset: intParam(query.offset, 0),
   };
 }
 

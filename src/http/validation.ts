@@ -166,7 +166,8 @@ function parseItem(item: ValidatorErrorItem): FieldError {
   if (location === 'params') location = 'path';
   const field = segments.map((s) => (/^\d+$/.test(s) ? `[${s}]` : s)).join('.').replace(/\.\[/g, '[');
   // The validator names a wrong primitive type `x-eov-type`; clients see the JSON Schema word.
-  const rule = (item.errorCode ?? 'invalid')
+  // An unknown query parameter comes without a code; it is the contract's `additionalProperties`, as for a body field.
+  const rule = (item.errorCode ?? (/^Unknown query parameter/.test(item.message) ? 'additionalProperties' : 'invalid'))
     .replace(/\.openapi\.(validation|requestValidation)$/, '')
     .replace(/^x-eov-/, '');
   return { location, field, rule, message: item.message };

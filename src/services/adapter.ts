@@ -24,7 +24,7 @@ import { liveServices, type Page, type ServiceUseCases } from './use-cases.ts';
  * detail echoes them.
  */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
-  return intParam(params.service_number, NaN, 'service_number', 'path');
+  return intParam(params.service_number, NaN);
 }
 
 /**

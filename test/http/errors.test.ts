@@ -180,6 +180,10 @@ describe('unknown paths and methods', () => {
     ['delete', '/api/v1/services'],
     ['put', '/api/v1/reports/invoices'],
     ['get', '/api/v1/reports/invoices'],
+    // A trailing slash names no path of the contract.
+    ['get', '/api/v1/services/'],
+    ['get', '/api/v1/auth-check/'],
+    ['post', '/api/v1/services/123456789/cancel/'],
   ] as const) {
     it(`${method.toUpperCase()} ${path} → 404 not_found`, async () => {
       const res = await request(t.app)[method](path).set(auth());
@@ -197,6 +201,14 @@ describe('unknown paths and methods', () => {
       assert.equal(res.status, 404, path);
       assertEnvelope(res.body, 'not_found');
     }
+  });
+
+  it('HEAD is answered wherever GET is, as GET without a body (RFC 9110); not where only POST is', async () => {
+    const head = await request(t.app).head('/api/v1/auth-check').set(auth());
+    assert.equal(head.status, 200);
+    assert.equal(head.text, undefined);
+    const onPost = await request(t.app).head('/api/v1/reports/invoices').set(auth());
+    assert.equal(onPost.status, 404);
   });
 
   it('an unknown path outside /api is a 404 in the envelope too', async () => {
