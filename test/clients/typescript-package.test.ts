@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import request from 'supertest';
 import ts from 'typescript';
 import { parse } from 'yaml';
@@ -145,6 +145,18 @@ describe('installed from the server into an empty directory', () => {
       assert.match(result.stdout, /Test key/, 'the key name from auth-check');
     });
   }
+});
+
+describe("Node's own type stripping (issue 24 row 2)", () => {
+  // Node >= 22.18 runs .ts by stripping types; the client's sources had a parameter property,
+  // which it refuses (ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX). On an older Node there is nothing to run.
+  const stripping = Boolean((process.features as { typescript?: string | false }).typescript);
+  test('clients/typescript/src/index.ts loads with plain node', { skip: !stripping && 'this Node does not strip types' }, async () => {
+    const source = pathToFileURL(path.join(ROOT, 'clients/typescript/src/index.ts')).href;
+    const result = await run(process.execPath, ['-e', `import(${JSON.stringify(source)}).then((m) => console.log(Object.keys(m).sort().join()))`]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.equal(result.stdout.trim(), 'ClientApiError,createClient');
+  });
 });
 
 describe('installed from a checkout of this repository', () => {
