@@ -40,9 +40,34 @@ function allowAddedFields(node) {
   return node;
 }
 
+// Words of a schema that only describe it: a schema made of `type` and these accepts every value of
+// that type.
+const ANNOTATIONS = new Set(['type', 'description', 'title', 'examples', 'example', 'deprecated']);
+const acceptsWholeType = (schema) =>
+  schema && typeof schema === 'object' && typeof schema.type === 'string' && Object.keys(schema).every((k) => ANNOTATIONS.has(k));
+
+// An `anyOf` one of whose branches accepts every value of a type that all its branches share
+// accepts exactly that type: it is the same schema as that branch (issue 24: X-Test-Scenario was
+// `anyOf: [string enum, string]`, now `type: string`; the tool would call that a removed branch).
+function collapseWholeTypeAnyOf(node) {
+  if (Array.isArray(node)) node.forEach(collapseWholeTypeAnyOf);
+  else if (node && typeof node === 'object') {
+    Object.values(node).forEach(collapseWholeTypeAnyOf);
+    const branches = node.anyOf;
+    const whole = Array.isArray(branches) ? branches.find(acceptsWholeType) : undefined;
+    if (whole && branches.every((b) => b && b.type === whole.type)) {
+      delete node.anyOf;
+      node.type = whole.type;
+    }
+  }
+  return node;
+}
+
+const normalized = (text) => collapseWholeTypeAnyOf(allowAddedFields(parse(text)));
+
 /** The breaking differences between two contracts' texts, as api-smart-diff classifies them. */
 export function breakingChanges(releasedText, currentText) {
-  const diffs = apiDiff(allowAddedFields(parse(releasedText)), allowAddedFields(parse(currentText)));
+  const diffs = apiDiff(normalized(releasedText), normalized(currentText));
   // What a client sees is under `paths` (components are reached through them, already resolved).
   return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths');
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 const fresh = path.join(mkdtempSync(path.join(os.tmpdir(), 'capi-docs-')), 'index.html');
 // The same build as `npm run docs` (scripts/docs.mjs): inline bundle, no telemetry.
-const result = spawnSync(path.join('node_modules', '.bin', 'redocly'), ['build-docs', 'openapi.yaml', '--inlineBundle', '--output', fresh], {
+const result = spawnSync(path.join('node_modules', '.bin', 'redocly'), ['build-docs', 'openapi.yaml', '--inlineBundle', '--template', 'scripts/redoc-template.hbs', '--output', fresh], {
   stdio: ['ignore', 'ignore', 'inherit'],
   env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
 });

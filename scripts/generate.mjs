@@ -2,22 +2,67 @@
 // Writes what is generated from the sources of truth:
 //   generated/api.ts    <- openapi.yaml (openapi-typescript; committed, checked fresh in CI)
 //   clients/typescript/src/schema.ts <- the same types, for the TypeScript client package (committed, checked)
+//   clients/typescript/dist/ <- the client compiled (tsc: ESM .js + .d.ts) with openapi-fetch vendored in
+//                       dist/vendor/, so the package has no dependencies (committed, checked fresh)
 //   generated/prisma/   <- prisma/schema.prisma (prisma generate; build output, not committed)
-// `--check` regenerates the API types to a temporary file and fails if the committed copy differs.
+// `--check` regenerates the API types and the client's build to a temporary place and fails if the
+// committed copy differs.
 // `--prisma` / `--api` limit the run to one of them.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 const args = new Set(process.argv.slice(2));
 const only = args.has('--prisma') ? 'prisma' : args.has('--api') ? 'api' : 'all';
 const bin = (name) => path.join('node_modules', '.bin', name);
-const CLIENT_SCHEMA = 'clients/typescript/src/schema.ts';
+const CLIENT_DIR = 'clients/typescript';
+const CLIENT_SCHEMA = `${CLIENT_DIR}/src/schema.ts`;
+const CLIENT_DIST = `${CLIENT_DIR}/dist`;
 
 function run(command, argv, env = {}) {
   const result = spawnSync(command, argv, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+/**
+ * The client package's build into `outDir`: its sources compiled by tsc (clients/typescript/tsconfig.json),
+ * and openapi-fetch (MIT, a single dependency-free ES module; its types need openapi-typescript-helpers'
+ * types only) copied into `vendor/`, so an integrator installs the package offline, from a tarball,
+ * with nothing else to fetch.
+ */
+function buildClient(outDir) {
+  rmSync(outDir, { recursive: true, force: true });
+  run(bin('tsc'), ['-p', path.join(CLIENT_DIR, 'tsconfig.json'), '--outDir', outDir]);
+  const vendor = path.join(outDir, 'vendor');
+  mkdirSync(vendor);
+  const fetchDir = 'node_modules/openapi-fetch';
+  const helpersDir = 'node_modules/openapi-typescript-helpers';
+  const copy = (from, to, edit = (text) => text) => writeFileSync(path.join(vendor, to), edit(readFileSync(from, 'utf8')));
+  copy(path.join(fetchDir, 'dist/index.mjs'), 'openapi-fetch.js', (text) => text.replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
+  copy(path.join(fetchDir, 'dist/index.d.mts'), 'openapi-fetch.d.ts', (text) =>
+    text.replaceAll("from 'openapi-typescript-helpers'", "from './openapi-typescript-helpers.js'"));
+  copy(path.join(helpersDir, 'dist/index.d.mts'), 'openapi-typescript-helpers.d.ts');
+  // The helpers' module itself: empty at run time, here so the .d.ts's import names a file.
+  writeFileSync(path.join(vendor, 'openapi-typescript-helpers.js'), 'export {};\n');
+  copy(path.join(fetchDir, 'LICENSE'), 'LICENSE.openapi-fetch');
+  copy(path.join(helpersDir, 'LICENSE'), 'LICENSE.openapi-typescript-helpers');
+  for (const file of readdirSync(outDir).filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))) {
+    const target = path.join(outDir, file);
+    writeFileSync(target, readFileSync(target, 'utf8')
+      .replaceAll("from 'openapi-fetch'", "from './vendor/openapi-fetch.js'")
+      .replaceAll("from './schema.ts'", "from './schema.js'"));
+  }
+}
+
+/** Every file under `dir` (relative paths) with its bytes. */
+function tree(dir) {
+  if (!existsSync(dir)) return new Map();
+  const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+  return new Map(files.map((entry) => {
+    const file = path.join(entry.parentPath, entry.name);
+    return [path.relative(dir, file), readFileSync(file)];
+  }));
 }
 
 function apiTypes(target) {
@@ -35,13 +80,22 @@ if (args.has('--check')) {
       process.exit(1);
     }
   }
-  console.log('generated/api.ts and the TypeScript client\'s schema are up to date with openapi.yaml');
+  const built = path.join(path.dirname(fresh), 'client-dist');
+  buildClient(built);
+  const [want, have] = [tree(built), tree(CLIENT_DIST)];
+  const differs = [...new Set([...want.keys(), ...have.keys()])].filter((f) => !(want.has(f) && have.has(f) && want.get(f).equals(have.get(f))));
+  if (differs.length > 0) {
+    console.error(`${CLIENT_DIST} is stale (${differs.join(', ')}): run \`npm run generate\` and commit the result`);
+    process.exit(1);
+  }
+  console.log('generated/api.ts and the TypeScript client\'s schema and build are up to date with openapi.yaml');
   process.exit(0);
 }
 
 if (only !== 'prisma') {
   apiTypes('generated/api.ts');
   copyFileSync('generated/api.ts', CLIENT_SCHEMA);
+  buildClient(CLIENT_DIST);
 }
 if (only !== 'api') {
   // prisma generate needs no engine, but its CLI insists a schema-engine path exists; no download

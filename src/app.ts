@@ -1,6 +1,7 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { AppDeps } from './deps.ts';
 import type { Contract } from './http/contract.ts';
+import { registerClientPackage } from './http/client-package.ts';
 import { registerDocs } from './http/docs.ts';
 import { errorAnswers, errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
@@ -142,6 +143,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // After the /api stack, so an API request never walks past these routes' layers.
   registerOps(app, deps, { queueNames: deps.jobs.queueNames });
   registerDocs(app, contract);
+  registerClientPackage(app);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(errorAnswer));

@@ -10,6 +10,9 @@ import { ROOT_DIR } from '../root.ts';
 
 export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
 
+/** The images Redoc's page loads from its CDN (its footer logo, in two sizes). */
+const REDOC_LOGOS = ['https://cdn.redoc.ly/redoc/logo-mini.svg', 'https://cdn.redoc.ly/redoc/logo-mini-full.svg'];
+
 /** The codings offered, in the server's order of preference. */
 const CODINGS = ['br', 'gzip', 'deflate'] as const;
 type Coding = (typeof CODINGS)[number];
@@ -62,13 +65,17 @@ const deflate = promisify(zlib.deflate);
  * Serves a published document: the client's preferred coding of it (or as it is), with `ETag` (one
  * per representation), `Last-Modified`, `Vary: Accept-Encoding` and `Cache-Control: no-cache`
  * (a cache may keep it and asks again), and `304 Not Modified` to a request whose validators match.
+ * `compressed: true`: the document is compressed already (a .tgz), sent as it is whatever the client accepts.
  */
-export function servePublished(document: () => PublishedDocument): RequestHandler {
+export function servePublished(document: () => PublishedDocument, { compressed = false } = {}): RequestHandler {
   return (req, res, next) => {
     const doc = document();
-    res.vary('Accept-Encoding');
-    const accepted = req.acceptsEncodings([...CODINGS, 'identity']);
-    const coding = typeof accepted === 'string' && accepted !== 'identity' ? (accepted as Coding) : undefined;
+    let coding: Coding | undefined;
+    if (!compressed) {
+      res.vary('Accept-Encoding');
+      const accepted = req.acceptsEncodings([...CODINGS, 'identity']);
+      coding = typeof accepted === 'string' && accepted !== 'identity' ? (accepted as Coding) : undefined;
+    }
     res.setHeader('Content-Type', doc.type);
     res.setHeader('ETag', coding ? `"${doc.etag}-${coding}"` : `"${doc.etag}"`);
     res.setHeader('Last-Modified', doc.lastModified);
@@ -94,7 +101,8 @@ export function registerDocs(app: Express, contract: Contract): void {
   app.get('/openapi.yaml', servePublished(() => yaml));
   app.get('/openapi.json', servePublished(() => json));
   // The one HTML page: helmet's full default set, with a CSP that lets Redoc's bundle run its
-  // inline scripts and its web workers from blob: URLs.
+  // inline scripts and its web workers from blob: URLs, and show the one image it fetches from
+  // elsewhere: the Redocly logo of its "API docs by" footer (those two files only, not the host).
   const htmlHeaders = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
@@ -102,7 +110,7 @@ export function registerDocs(app: Express, contract: Contract): void {
         defaultSrc: ["'self'"],
         scriptSrc: ["'self'", "'unsafe-inline'", 'blob:'],
         styleSrc: ["'self'", "'unsafe-inline'"],
-        imgSrc: ["'self'", 'data:'],
+        imgSrc: ["'self'", 'data:', ...REDOC_LOGOS],
         workerSrc: ['blob:'],
         fontSrc: ["'self'", 'data:'],
         frameAncestors: ["'none'"],
@@ -121,6 +129,13 @@ export function registerDocs(app: Express, contract: Contract): void {
     return docs;
   };
   const serveDocs = servePublished(docsDocument);
+  // Browsers ask for /favicon.ico on their own for every page they show (/docs). The API has no
+  // icon: 204 (not an error, so the error envelope does not apply; the contract's 404 rule is for
+  // paths under /api), cacheable for a day so a browser does not keep asking.
+  app.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.status(204).end();
+  });
   app.get('/docs', htmlHeaders, (req, res, next) => {
     try {
       serveDocs(req, res, next);

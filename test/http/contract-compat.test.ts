@@ -53,6 +53,19 @@ describe('contract:check', () => {
     assert.ok(result.breaking.length > 0, 'the break is still reported');
   });
 
+  // Issue 24: X-Test-Scenario went from `anyOf: [string enum, string]` to one `type: string` (the
+  // same values accepted; Redoc showed the anyOf as "Any of: string / string (2)").
+  it('an anyOf with a branch that takes every string is that string: no break; narrowing it is one', () => {
+    const scenario = (doc: Doc) => doc.components.parameters.TestScenario.schema;
+    assert.deepEqual(scenario(parse(current) as Doc).type, 'string');
+    assert.equal(scenario(parse(current) as Doc).anyOf, undefined);
+    assert.equal(check(current, released).ok, true);
+    const narrowed = edited((doc) => {
+      scenario(doc).maxLength = 64;
+    });
+    assert.equal(check(narrowed, released).ok, false);
+  });
+
   it('passes additive edits: a response field, an optional header, a new operation, a new error code', () => {
     const additive = edited((doc) => {
       doc.components.schemas.Service.properties.report_id = { type: 'string', description: 'New.' };

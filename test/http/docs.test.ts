@@ -119,6 +119,41 @@ describe('published contract and docs (no key needed)', () => {
     assert.equal(res.body.length, 0);
   });
 
+  // Issue 24 row 8: Redoc's footer shows the Redocly logo from its CDN; the page's CSP allows those
+  // image files (every one the built page names), not the CDN host or any https: image.
+  it("GET /docs: the CSP's img-src allows exactly the images Redoc's bundle loads from elsewhere", async () => {
+    const res = await request(t.app).get('/docs').set('Accept-Encoding', 'identity');
+    const csp = String(res.headers['content-security-policy']);
+    const imgSrc = /(?:^|;)\s*img-src ([^;]*)/.exec(csp)?.[1]?.trim().split(/\s+/);
+    const wanted = [...new Set(readFileSync('docs/index.html', 'utf8').match(/https:\/\/cdn\.redoc\.ly\/[\w./-]+\.(?:svg|png)/g))].sort();
+    assert.ok(wanted.length > 0, 'the built page loads the Redocly logo');
+    assert.deepEqual(imgSrc?.sort(), ["'self'", 'data:', ...wanted].sort());
+    assert.match(csp, /default-src 'self'/);
+  });
+
+  // Issue 24 row 8: Redoc lets inline code break anywhere, so narrow table columns split code words
+  // (`sk_liv e_`); the page template (scripts/redoc-template.hbs) keeps them whole in tables.
+  it('GET /docs keeps code words in tables whole', async () => {
+    const res = await request(t.app).get('/docs').set('Accept-Encoding', 'identity');
+    assert.match(res.text, /table\.md td code,\s*table\.md th code \{\s*word-break: normal;\s*overflow-wrap: normal;/);
+  });
+
+  it('server descriptions are plain text (Redoc shows them without Markdown)', () => {
+    const servers = (parse(readFileSync('openapi.yaml', 'utf8')) as { servers: Array<{ description: string }> }).servers;
+    for (const server of servers) assert.doesNotMatch(server.description, /[`*]/, server.description);
+  });
+
+  it('GET /favicon.ico is 204 No Content, cacheable, no error envelope (browsers ask for it with /docs)', async () => {
+    const res = await request(t.app).get('/favicon.ico');
+    assert.equal(res.status, 204);
+    assert.equal(res.text, '');
+    assert.equal(res.headers['cache-control'], 'public, max-age=86400');
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    const other = await request(t.app).get('/favicon.png');
+    assert.equal(other.status, 404, 'only the one path browsers ask for by themselves');
+    assert.equal(other.body.error.code, 'not_found');
+  });
+
   it('an /api answer is not compressed (small, per request)', async () => {
     const res = await request(t.app).get('/api/v1/auth-check').set('Accept-Encoding', 'gzip');
     assert.equal(res.status, 401);

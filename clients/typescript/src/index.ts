@@ -12,7 +12,7 @@
  * - Any other error answer is thrown as one `ClientApiError` with the contract's code, message,
  *   details, HTTP status and request id.
  *
- *   const api = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.KEY! });
+ *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
@@ -46,18 +46,22 @@ export interface ClientOptions {
 /** An error answer of the API, in the contract's envelope. */
 export class ClientApiError extends Error {
   override readonly name = 'ClientApiError';
-  constructor(
-    /** The contract's error code, e.g. `not_found`, `rate_limit_exceeded`. */
-    readonly code: string,
-    message: string,
-    /** The HTTP status. */
-    readonly status: number,
-    /** The error's `details`, when it has any. */
-    readonly details: Record<string, unknown> | undefined,
-    /** The answer's request id (`X-Request-Id`), for support. */
-    readonly requestId: string | undefined,
-  ) {
+  /** The contract's error code, e.g. `not_found`, `rate_limit_exceeded`. */
+  readonly code: string;
+  /** The HTTP status. */
+  readonly status: number;
+  /** The error's `details`, when it has any. */
+  readonly details: Record<string, unknown> | undefined;
+  /** The answer's request id (`X-Request-Id`), for support. */
+  readonly requestId: string | undefined;
+
+  // Plain fields, no parameter properties: Node's type stripping (`node file.ts`) refuses those.
+  constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined) {
     super(message);
+    this.code = code;
+    this.status = status;
+    this.details = details;
+    this.requestId = requestId;
   }
 }
 

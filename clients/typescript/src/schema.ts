@@ -3040,15 +3040,19 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-         *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-         *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-         *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-         *     with `request_status: "provider_review"` on createService, upgradeService,
-         *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-         *     Applied after all input validation.
+         * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+         *
+         *     - `success` (the default): the normal simulated answer
+         *     - `validation_error`: `400 invalid_parameter`
+         *     - `server_error`: `500 server_error`
+         *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+         *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+         *       success elsewhere
+         *
+         *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+         *     invalid_parameter` (with any key). Applied after all input validation.
          */
-        TestScenario: ("success" | "validation_error" | "server_error" | "provider_review") | string;
+        TestScenario: string;
         /**
          * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
          * @example order-sync-2025-03-02-0001
@@ -3115,13 +3119,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3162,13 +3170,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3217,13 +3229,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3327,13 +3343,17 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3374,13 +3394,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3428,13 +3452,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3494,13 +3522,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3560,13 +3592,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3626,13 +3662,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3728,13 +3768,17 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3775,13 +3819,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3857,13 +3905,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3911,13 +3963,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -3970,13 +4026,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive;
-                 *     an unknown value of at most 64 characters behaves as `success`; a longer value is `400
-                 *     invalid_parameter` (with any key). Values: `success` (default), `validation_error`
-                 *     (`400 invalid_parameter`), `server_error` (`500 server_error`), `provider_review` (`202`
-                 *     with `request_status: "provider_review"` on createService, upgradeService,
-                 *     downgradeService, cancelService and manageRequest approvals; normal success elsewhere).
-                 *     Applied after all input validation.
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**

@@ -1,0 +1,174 @@
+// The TypeScript client as an integrator gets it (issue 24): the server serves the package at
+// /clients/typescript.tgz; `npm install <that URL>` into an empty directory needs nothing else (the
+// package has no dependencies: openapi-fetch is vendored into dist/), every TypeScript sample of
+// /docs and the README type-checks against the installed package's .d.ts, and a sample runs with
+// plain `node` (no tsx): as it is on a Node that strips types, compiled to JavaScript by
+// TypeScript's transpileModule (types removed, nothing else) on one that does not.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import request from 'supertest';
+import ts from 'typescript';
+import { parse } from 'yaml';
+import { CLIENT_PACKAGE_PATH, packClient } from '../../src/http/client-package.ts';
+import { apiKey } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Sample {
+  lang: string;
+  source: string;
+}
+const document = parse(readFileSync(path.join(ROOT, 'openapi.yaml'), 'utf8')) as {
+  paths: Record<string, Record<string, { operationId: string; 'x-codeSamples'?: Sample[] }>>;
+};
+const tsSamples = Object.values(document.paths)
+  .flatMap((item) => Object.values(item))
+  .map((op) => ({ name: op.operationId, source: op['x-codeSamples']!.find((s) => s.lang === 'TypeScript')!.source }));
+
+/** The README's TypeScript blocks, in order. */
+function readmeSamples(): string[] {
+  return [...readFileSync(path.join(ROOT, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+let t: TestApp;
+let server: Server;
+let baseUrl: string;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: dir, env, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+before(async () => {
+  t = await createTestApp({}, { workers: false });
+  server = t.app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const key = await apiKey(t.prisma, { mode: 'test', scopes: ['admin:full'], rateLimit: 1000 });
+  dir = mkdtempSync(path.join(os.tmpdir(), 'capi-client-install-'));
+  // Nothing of this repository's environment: its own npm cache, no tsx loader.
+  env = { PATH: process.env.PATH, HOME: dir, npm_config_cache: path.join(dir, '.npm'), CAPI_URL: baseUrl, CAPI_KEY: key.key };
+});
+after(async () => {
+  server?.close();
+  await t?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('how to install it', () => {
+  test('/docs (openapi.yaml) and the README give the same install command and variable names', () => {
+    const install = 'npm install "$CAPI_URL/clients/typescript.tgz"';
+    const info = (parse(readFileSync(path.join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { description: string } }).info.description;
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    for (const [name, text] of [['openapi.yaml', info], ['README.md', readme]] as const) {
+      assert.ok(text.includes(install), `${name} says ${install}`);
+      assert.match(text, /export CAPI_URL=/, name);
+      assert.match(text, /export CAPI_KEY=sk_test_/, name);
+    }
+    assert.doesNotMatch(readme, /\$KEY\b|process\.env\.KEY\b/, 'the README uses CAPI_KEY as /docs does');
+  });
+});
+
+describe(`GET ${CLIENT_PACKAGE_PATH}`, () => {
+  test('is the packed client: gzip, ETag, Last-Modified, the security headers, 304 when unchanged', async () => {
+    const res = await request(t.app).get(CLIENT_PACKAGE_PATH).buffer(true).parse((r, done) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => done(null, Buffer.concat(chunks)));
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['content-type'], 'application/gzip');
+    assert.equal(res.headers['content-encoding'], undefined, 'a .tgz is not compressed again');
+    assert.match(String(res.headers['content-disposition']), /attachment; filename="client-api-v1-client\.tgz"/);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    assert.match(String(res.headers['content-security-policy']), /default-src 'none'/);
+    assert.ok((res.body as Buffer).equals((await packClient()).tgz), 'the same bytes as a fresh pack');
+    assert.match(String(res.headers.etag), /^"[\w-]{27}"$/);
+    assert.ok(res.headers['last-modified']);
+    const again = await request(t.app).get(CLIENT_PACKAGE_PATH).set('If-None-Match', String(res.headers.etag));
+    assert.equal(again.status, 304);
+  });
+});
+
+describe('installed from the server into an empty directory', () => {
+  before(async () => {
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'integrator', private: true, type: 'module' }));
+    // From the URL the README gives; no registry is asked (the package has no dependencies).
+    const npm = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `${baseUrl}${CLIENT_PACKAGE_PATH}`]);
+    assert.equal(npm.code, 0, npm.stdout + npm.stderr);
+  });
+
+  test('the package has no dependencies and ships compiled JavaScript with its .d.ts', () => {
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'node_modules/@client-api-v1/client/package.json'), 'utf8'));
+    assert.equal(manifest.dependencies, undefined);
+    assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.ts', default: './dist/index.js' });
+    const installed = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    assert.equal(installed.dependencies['@client-api-v1/client'], `${baseUrl}${CLIENT_PACKAGE_PATH}`);
+  });
+
+  test('every TypeScript sample of /docs and the README type-checks against the installed package', async () => {
+    const samples = [...tsSamples, ...readmeSamples().map((source, i) => ({ name: `readme-${i}`, source }))];
+    assert.ok(samples.length >= 16);
+    for (const { name, source } of samples) writeFileSync(path.join(dir, `${name}.ts`), source);
+    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false,
+        lib: ['ES2023', 'DOM'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')],
+      },
+      include: ['*.ts'],
+    }));
+    const checked = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json']);
+    assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+  });
+
+  for (const [name, source] of [['getAuthCheck', tsSamples.find((s) => s.name === 'getAuthCheck')!.source], ['the README snippet', readmeSamples()[0]!]] as const) {
+    test(`${name} runs with plain node against the server`, async () => {
+      const stripping = Boolean((process.features as { typescript?: string | false }).typescript);
+      const file = path.join(dir, stripping ? 'run.ts' : 'run.mjs');
+      writeFileSync(file, stripping ? source : ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
+      const result = await run(process.execPath, [file]);
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      assert.match(result.stdout, /Test key/, 'the key name from auth-check');
+    });
+  }
+});
+
+describe("Node's own type stripping (issue 24 row 2)", () => {
+  // Node >= 22.18 runs .ts by stripping types; the client's sources had a parameter property,
+  // which it refuses (ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX). On an older Node there is nothing to run.
+  const stripping = Boolean((process.features as { typescript?: string | false }).typescript);
+  test('clients/typescript/src/index.ts loads with plain node', { skip: !stripping && 'this Node does not strip types' }, async () => {
+    const source = pathToFileURL(path.join(ROOT, 'clients/typescript/src/index.ts')).href;
+    const result = await run(process.execPath, ['-e', `import(${JSON.stringify(source)}).then((m) => console.log(Object.keys(m).sort().join()))`]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.equal(result.stdout.trim(), 'ClientApiError,createClient');
+  });
+});
+
+describe('installed from a checkout of this repository', () => {
+  test('npm install <repository>/clients/typescript, then plain node imports it', async () => {
+    const project = mkdtempSync(path.join(dir, 'checkout-'));
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'integrator', private: true, type: 'module' }));
+    const npm = await run('npm', ['install', '--no-audit', '--no-fund', '--offline', '--prefix', project, path.join(ROOT, 'clients/typescript')]);
+    assert.equal(npm.code, 0, npm.stdout + npm.stderr);
+    const script = path.join(project, 'check.mjs');
+    writeFileSync(script, "import { ClientApiError, createClient } from '@client-api-v1/client';\nconsole.log(typeof createClient, new ClientApiError('not_found', 'x', 404, undefined, undefined).code);\n");
+    const result = await run(process.execPath, [script]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.equal(result.stdout.trim(), 'function not_found');
+  });
+});
