@@ -4,7 +4,6 @@
 // socket, and every later command goes through that socket. With DATABASE_URL set, the commands
 // run against a PostgreSQL database made for this test.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { openDatabase, type Database, type PrismaClient } from '../../src/db/client.ts';
 import { openCredentials } from '../../src/db/credentials.ts';
 import { hashApiKey, KEY_PATTERN } from '../../src/auth/keys.ts';
+import { runFile, type FileRun } from '../helpers/run-file.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-cli-'));
@@ -24,30 +24,17 @@ let testDb: TestDatabase | undefined;
 let server: Database | undefined;
 let prisma: PrismaClient;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env, timeout: 90_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (...args: string[]): Promise<FileRun> => runFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env, timeoutMs: 90_000 });
 
 /** Exit 0 and exactly one JSON object on stdout; returns it. */
-function json(run: Run): Record<string, unknown> {
+function json(run: FileRun): Record<string, unknown> {
   assert.equal(run.code, 0, `exit ${run.code}; stderr: ${run.stderr}`);
   assert.match(run.stdout, /^\{.*\}\n$/, `stdout is one JSON line: ${JSON.stringify(run.stdout)}`);
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
 
 /** Exit 1, nothing on stdout, one error line on stderr matching `pattern` (after the database line, once it was opened). */
-function failed(run: Run, pattern: RegExp): void {
+function failed(run: FileRun, pattern: RegExp): void {
   assert.equal(run.code, 1, `exit ${run.code}; stdout: ${run.stdout}; stderr: ${run.stderr}`);
   assert.equal(run.stdout, '');
   assert.match(run.stderr, /^(database: [^\n]+\n)?error: [^\n]+\n$/, `one error line on stderr: ${JSON.stringify(run.stderr)}`);
@@ -55,7 +42,7 @@ function failed(run: Run, pattern: RegExp): void {
 }
 
 /** The database line on stderr: PostgreSQL (without its password), or the embedded one and how it was reached. */
-function usedDatabase(run: Run, embedded: 'opened by this command' | 'through the running server'): void {
+function usedDatabase(run: FileRun, embedded: 'opened by this command' | 'through the running server'): void {
   const line = /^database: [^\n]+$/m.exec(run.stderr)?.[0];
   assert.ok(line, `a database line on stderr: ${JSON.stringify(run.stderr)}`);
   if (testDb) {

@@ -5,7 +5,6 @@
 // plain `node` (no tsx): as it is on a Node that strips types, compiled to JavaScript by
 // TypeScript's transpileModule (types removed, nothing else) on one that does not.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -20,6 +19,7 @@ import { parse } from 'yaml';
 import { CLIENT_PACKAGE_PATH, packClient } from '../../src/http/client-package.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { runFile } from '../helpers/run-file.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -45,13 +45,7 @@ let baseUrl: string;
 let dir: string;
 let env: NodeJS.ProcessEnv;
 
-function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd: dir, env, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
+const run = (file: string, args: string[]) => runFile(file, args, { cwd: dir, env, timeoutMs: 120_000 });
 
 before(async () => {
   t = await createTestApp({}, { workers: false });

@@ -3,7 +3,6 @@
 // clients/typescript, type-checked first. A sample that no longer runs, or no longer type-checks
 // against the contract, fails here.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -14,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { runFile } from '../helpers/run-file.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SAMPLES_DIR = path.join(ROOT, 'var', `code-samples-${process.pid}`);
@@ -33,13 +33,7 @@ let t: TestApp;
 let server: Server;
 let env: NodeJS.ProcessEnv;
 
-function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, env, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
+const run = (file: string, args: string[]) => runFile(file, args, { cwd: ROOT, env, timeoutMs: 120_000 });
 
 /** The TypeScript sample as a module of its own, importing the client from this repository. */
 function tsFile(operationId: string, source: string): string {
