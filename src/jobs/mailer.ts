@@ -172,12 +172,6 @@ export function createMailer(config: Config): Mailer {
   };
 }
 
-interface MailErrorLike {
-  code?: string;
-  responseCode?: number;
-  response?: string;
-  message?: string;
-}
 
 /**
  * Whether a send failure may succeed later: SMTP 4xx replies and connection-level failures
@@ -185,7 +179,7 @@ interface MailErrorLike {
  * login) or a message that cannot be built is permanent and is not retried.
  */
 export function isTransientMailError(err: unknown): boolean {
-  const e = (err ?? {}) as MailErrorLike;
+  const e = (err ?? {}) as Partial<MailError>;
   if (typeof e.responseCode === 'number') return e.responseCode >= 400 && e.responseCode < 500;
   const transientCodes = [THREAD_LOST, 'ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPROTOCOL'];
   return typeof e.code === 'string' && transientCodes.includes(e.code);
@@ -193,7 +187,7 @@ export function isTransientMailError(err: unknown): boolean {
 
 /** A one-line description of a send failure for the run record (`550 5.1.1 <x@y>: rejected`, `ECONNECTION: ...`). */
 export function describeMailError(err: unknown): string {
-  const e = (err ?? {}) as MailErrorLike;
+  const e = (err ?? {}) as Partial<MailError>;
   const text = (e.response ?? e.message ?? String(err)).replace(/\s+/g, ' ').trim();
   const prefix = typeof e.responseCode === 'number' && !text.startsWith(String(e.responseCode)) ? `${e.responseCode} ` : '';
   const code = e.code && typeof e.responseCode !== 'number' ? `${e.code}: ` : '';
