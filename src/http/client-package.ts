@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import type { Express } from 'express';
+import type { Express, RequestHandler } from 'express';
 import { PublishedDocument, servePublished } from './docs.ts';
 import { ROOT_DIR } from '../root.ts';
 
@@ -68,14 +68,14 @@ export async function packClient(): Promise<{ tgz: Buffer; modified: Date }> {
 
 /** Serves the client package, packed once when first asked for, with the published documents' validators. */
 export function registerClientPackage(app: Express): void {
-  let packing: Promise<PublishedDocument> | undefined;
-  let packed: PublishedDocument | undefined;
-  const serve = servePublished(() => packed!, { compressed: true });
+  let packing: Promise<RequestHandler> | undefined;
   app.get(CLIENT_PACKAGE_PATH, (req, res, next) => {
-    packing ??= packClient().then(({ tgz, modified }) => new PublishedDocument(tgz, 'application/gzip', modified));
+    packing ??= packClient().then(({ tgz, modified }) => {
+      const doc = new PublishedDocument(tgz, 'application/gzip', modified);
+      return servePublished(() => doc, { compressed: true });
+    });
     packing.then(
-      (doc) => {
-        packed = doc;
+      (serve) => {
         res.setHeader('Content-Disposition', 'attachment; filename="client-api-v1-client.tgz"');
         serve(req, res, next);
       },
