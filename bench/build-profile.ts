@@ -20,6 +20,8 @@ import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { reportBuilders as sourceBuilders } from '../src/reports/index.ts';
+import { buildWorkbook as sourceBuildWorkbook, prismaPageQuery } from '../src/reports/build.ts';
+import { pagesOf } from '../src/reports/pages.ts';
 import type { ReportSpec } from '../src/reports/types.ts';
 import { createTestDatabase } from '../test/helpers/db.ts';
 
@@ -28,6 +30,7 @@ const ROWS = Number(process.env.BUILD_ROWS ?? 200_000);
 const RUNS = Number(process.env.BUILD_RUNS ?? 1);
 const BROKER = 'brk_buildprofile';
 const DIST_REPORTS = new URL('../dist/src/reports/index.js', import.meta.url).href;
+const DIST_BUILD = new URL('../dist/src/reports/build.js', import.meta.url).href;
 
 async function seed(prisma: PrismaClient): Promise<void> {
   await prisma.$executeRawUnsafe(`INSERT INTO brokers (id, slug, name, email) VALUES ('${BROKER}', 'build-profile', 'Build profile', 'b@example.com')`);
@@ -77,8 +80,9 @@ async function main(): Promise<void> {
     console.log(`${db.kind}: seeded ${ROWS} ${REPORT} in ${Date.now() - started} ms`);
     // BUILD_FROM=dist builds with the compiled code (npm run build), as the servers run it; tsx's
     // loader costs the build thread a second or more of transpiling and hooks.
-    const builders: typeof sourceBuilders =
-      process.env.BUILD_FROM === 'dist' ? ((await import(DIST_REPORTS)) as { reportBuilders: typeof sourceBuilders }).reportBuilders : sourceBuilders;
+    const fromDist = process.env.BUILD_FROM === 'dist';
+    const builders: typeof sourceBuilders = fromDist ? ((await import(DIST_REPORTS)) as { reportBuilders: typeof sourceBuilders }).reportBuilders : sourceBuilders;
+    const { buildWorkbook }: { buildWorkbook: typeof sourceBuildWorkbook } = fromDist ? await import(DIST_BUILD) : { buildWorkbook: sourceBuildWorkbook };
     const builder = builders[REPORT];
     const spec: ReportSpec =
       REPORT === 'invoices'
@@ -89,12 +93,11 @@ async function main(): Promise<void> {
     console.log(`RSS before the first ${process.env.BUILD_FETCH_ONLY ? 'fetch' : 'build'}: ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`);
     if (process.env.BUILD_FETCH_ONLY) {
       // Only the page reads (the database's and the driver's share of a build), for comparison.
-      const { invoicePages } = await import('../src/reports/invoices.ts');
-      const { servicePages } = await import('../src/reports/services.ts');
+      const { scope } = builder.input(spec, count.snapshot, new Date());
       for (let run = 1; run <= RUNS; run++) {
         const t0 = process.hrtime.bigint();
         let chars = 0;
-        for await (const text of (REPORT === 'invoices' ? invoicePages : servicePages)(db.prisma, spec, count.snapshot)) chars += text.length;
+        for await (const text of pagesOf(scope, prismaPageQuery(db.prisma))) chars += text.length;
         console.log(`fetch ${run}: ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms, ${(chars / 1e6).toFixed(1)} M characters of page text, peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`);
       }
       return;
@@ -102,7 +105,8 @@ async function main(): Promise<void> {
     for (let run = 1; run <= RUNS; run++) {
       const { out, bytes } = sink(run === RUNS ? process.env.BUILD_OUT : undefined);
       const t0 = process.hrtime.bigint();
-      const written = await builder.write(db.prisma, spec, count.snapshot, out, new Date());
+      const input = builder.input(spec, count.snapshot, new Date());
+      const written = await buildWorkbook(input.kind, input.facts, pagesOf(input.scope, prismaPageQuery(db.prisma)), out);
       await finished(out);
       const t1 = process.hrtime.bigint();
       const ms = Number(t1 - t0) / 1e6;

@@ -34,6 +34,7 @@ import autocannon from 'autocannon';
 import express from 'express';
 import { runAdminSql } from '../src/db/client.ts';
 import { buildBase } from './base.ts';
+import { startScript } from './start-script.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(SELF), '..');
@@ -169,9 +170,7 @@ const words = (text: string | undefined): string[] => text?.split(/\s+/).filter(
 
 /** The node flags of `npm start` (package.json), so the API is measured with production's heap settings. */
 function startFlags(): string[] {
-  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const start = words(scripts.start);
-  return [...start.slice(1, start.findIndex((w) => w.endsWith('.js'))), ...words(process.env.BENCH_NODE_FLAGS)];
+  return [...startScript('start').flags, ...words(process.env.BENCH_NODE_FLAGS)];
 }
 
 /** The servers' log files (var/bench-*.log), removed at the end unless BENCH_KEEP_LOGS=1. */
@@ -189,7 +188,10 @@ function startServer(mode: 'bare' | 'bare-listen' | 'api', env: NodeJS.ProcessEn
   const logFile = path.join(ROOT, 'var', `bench-${mode}-${process.pid}-${logFiles.length + 1}.log`);
   logFiles.push(logFile);
   const log = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env, stdio: ['ignore', log, 'inherit', 'ipc'] });
+  // `npm start`'s environment settings (allocator tuning), unless the caller's set them, for the
+  // bare routes as well: the ratio compares the API with Express on equal terms.
+  const childEnv = { ...startScript('start').env, ...env };
+  const child = spawn(process.execPath, [...flags, SELF, `--serve-${mode}`], { cwd: ROOT, env: childEnv, stdio: ['ignore', log, 'inherit', 'ipc'] });
   closeSync(log);
   return new Promise((resolve, reject) => {
     let ready = false;

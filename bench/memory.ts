@@ -134,7 +134,7 @@ try {
   const { startRedis, requestRedis, waitUntilReady } = await import('../src/redis.ts');
   const redisEndpoint = await startRedis(config.redisUrl);
   const { createJobs } = await import('../src/work.ts');
-  const jobs = createJobs({ redisEndpoint, prisma: database.prisma, config, logger, mode: 'both' });
+  const jobs = createJobs({ redisEndpoint, prisma: database.prisma, databaseUrl: database.databaseUrl, config, logger, mode: 'both' });
   await jobs.startWorkers();
   await step('BullMQ queues + workers started');
 
@@ -152,7 +152,8 @@ try {
   const { createServiceReadCache } = await import('../src/services/read-cache.ts');
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   const { loadedOnce } = await import('../src/deps.ts');
-  const app = createApp({ config, logger, contract, prisma: database.prisma, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
+  const { openChunkReader } = await import('../src/reports/workbook-store.ts');
+  const app = createApp({ config, logger, contract, prisma: database.prisma, readChunk: openChunkReader({ prisma: database.prisma, url: database.databaseUrl }).read, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
   const { listen } = await import('../src/main/server.ts');
   const listening = await listen(app, { ...config, port: 0 });
   const r = await fetch(`${listening.url}/api/v1/reports/invoices`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { runAdminSql } from '../src/db/client.ts';
 import type { SinkStats } from './smtp-sink.ts';
+import { startScript } from './start-script.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const RECIPIENTS = Array.from({ length: 10 }, (_, i) => `finance${i + 1}@broker.example`);
@@ -188,19 +189,12 @@ export async function dropBenchDatabase(db: BenchDatabase | undefined): Promise<
 }
 
 /**
- * The command line of an npm start script (`node <flags> dist/src/main/<role>.js`), run here
- * without npm in between so the pid measured is the server's own, with the script's Node flags.
- * `BENCH_NODE_FLAGS` overrides the flags (`BENCH_NODE_FLAGS=` for none).
+ * The Node command line of an npm start script (bench/start-script.ts). `BENCH_NODE_FLAGS`
+ * overrides the flags (`BENCH_NODE_FLAGS=` for none).
  */
 export function commandOf(script: string): string[] {
-  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const words = (scripts[script] ?? '').split(/\s+/).filter(Boolean);
-  if (words[0] !== 'node') throw new Error(`npm script ${script} does not start with node: ${scripts[script]}`);
-  const entry = words.filter((w) => !w.startsWith('--')).slice(1);
-  const flags = process.env.BENCH_NODE_FLAGS !== undefined
-    ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean)
-    : words.slice(1).filter((w) => w.startsWith('--'));
-  return [...flags, ...entry];
+  const { flags, entry } = startScript(script);
+  return [...(process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : flags), ...entry];
 }
 
 /** `npm run build` (what the prestart scripts run), once, up front. */
@@ -210,7 +204,8 @@ export function build(): void {
 }
 
 export function startProcess(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, commandOf(script), { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  // The script's own settings (allocator tuning) unless the caller's environment sets them.
+  const child = spawn(process.execPath, commandOf(script), { cwd: ROOT, env: { ...startScript(script).env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   return child;
 }

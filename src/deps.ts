@@ -9,6 +9,7 @@ import type { Contract } from './http/contract.ts';
 import type { Jobs } from './work.ts';
 import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
+import type { ReadChunk } from './reports/workbook-store.ts';
 
 /**
  * What the HTTP app is built from. Everything with a lifetime (database, Redis, queues) is made
@@ -19,6 +20,8 @@ export interface AppDeps {
   logger: Logger;
   contract: Contract;
   prisma: PrismaClient;
+  /** Reads a stored workbook's chunks (src/reports/workbook-store.ts, chunkReader): binary through node-postgres where the database has a pool. */
+  readChunk: ReadChunk;
   /** Fail-fast Redis client for work inside requests (rate limits). */
   redis: Redis;
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */

@@ -22,7 +22,7 @@ import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
 import { processBuild, processReportSend, REPORTS_QUEUE, type Pipeline, type SendJobData } from './reports/pipeline.ts';
 import { startReconciling } from './reports/reconcile.ts';
-import { WorkbookCache } from './reports/workbook-store.ts';
+import { openChunkReader, WorkbookCache } from './reports/workbook-store.ts';
 import { runReport } from './reports/run-report.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 
@@ -31,6 +31,8 @@ export type JobsMode = 'producer' | 'worker' | 'both';
 export interface CreateJobsOptions {
   redisEndpoint: RedisEndpoint;
   prisma: PrismaClient;
+  /** The database's connection string, for report builds' own connections (src/reports/build.ts); unset: builds are relayed. */
+  databaseUrl?: string | undefined;
   config: Config;
   logger: Logger;
   /** `producer`: API process; `worker`: job worker process; `both`: one process does both. Workers start only on `startWorkers()`. */
@@ -79,8 +81,12 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     if (!mailer) throw new Error('the mail transport is made when the workers start');
     return mailer;
   };
+  // Stored workbooks for attachments are read through a reader of the jobs' own (closed with them).
+  const chunks = openChunkReader({ prisma, url: options.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
   const pipeline: Pipeline = {
     prisma,
+    databaseUrl: options.databaseUrl,
+    readChunk: chunks.read,
     config,
     log,
     queues,
@@ -131,6 +137,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       await queues.close();
       if (reconciled) await withTimeout(reconciled, 1000);
       mailer?.close();
+      await chunks.close();
     },
   };
 }

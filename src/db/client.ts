@@ -56,7 +56,7 @@ export interface Database {
   pglite?: PGlite;
   /** The socket this process serves its PGlite on (server only). */
   socket?: PGliteSocketServerHandle;
-  /** PostgreSQL URL, or the PGlite socket URL when via === 'socket'. */
+  /** PostgreSQL URL, or the URL of the PGlite socket (this process's own, or the one reached via 'socket'). */
   databaseUrl?: string;
   /** Migrations applied by this open (empty when already up to date or not migrated here). */
   appliedMigrations: string[];
@@ -168,7 +168,7 @@ async function openPGlite(options: OpenDatabaseOptions): Promise<Database> {
       kind: 'pglite',
       via: 'direct',
       pglite: db,
-      ...(served ? { socket: served } : {}),
+      ...(served ? { socket: served, databaseUrl: pgliteSocketUrl(dataDir) } : {}),
       appliedMigrations,
       close: closePGlite({ socket: served, prisma, pglite: db }, unlock),
     };

@@ -44,6 +44,7 @@ import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
+import { openChunkReader } from '../reports/workbook-store.ts';
 import { listen, type ServerTimeouts } from './server.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -146,15 +147,19 @@ async function drainThenClose(
 /** The API's parts around the process's database, Redis and jobs; each part with a lifetime adds its closer. */
 function appDeps(
   base: Pick<AppDeps, 'config' | 'logger' | 'contract' | 'prisma' | 'redis' | 'jobs'>,
+  databaseUrl: string | undefined,
   closers: Array<[string, () => Promise<void>]>,
 ): AppDeps {
   const { config, logger, prisma, redis } = base;
+  // Closed after the HTTP server (closers run in reverse): downloads in flight finish first.
+  const workbookReads = openChunkReader({ prisma, url: databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
+  closers.push(['workbook reads', () => workbookReads.close()]);
   const gate = createGate({ prisma, redis, logger, ...gateSettings(config) });
   // Flushed after the server has stopped, so the entries of the last requests are kept.
   closers.push(['api log', () => gate.apiLog.close()]);
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   closers.push(['services cache', () => serviceReads.close()]);
-  return { ...base, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
+  return { ...base, readChunk: workbookReads.read, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
 }
 
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
@@ -191,6 +196,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     const jobs = createJobs({
       redisEndpoint,
       prisma: database.prisma,
+      databaseUrl: database.databaseUrl,
       config,
       logger,
       mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',
@@ -226,7 +232,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       return runtime;
     }
 
-    const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs }, closers));
+    const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs }, database.databaseUrl, closers));
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;
     closers.push(['http server', () => drainThenClose(app, listening, logger, preStopMs, drainBoundMs)]);

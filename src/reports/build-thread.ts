@@ -1,29 +1,59 @@
 /**
- * The build thread's side of a report build (started by src/reports/build.ts): turns the pages of
- * rows it is handed into the workbook and hands the workbook's bytes back, in order.
+ * The build thread's side of a report build (started by src/reports/build.ts). Two ways:
  *
- * Messages in: `{ type: 'page', text }` in table order, then `{ type: 'end' }`.
- * Messages out: `{ type: 'bytes', data }` (a transferred ArrayBuffer), `{ type: 'taken' }` once a
- * page's rows are in the zip's input (the caller's credit to send another), and `{ type: 'done',
- * rows, totals, sheets }` after the last byte. Any error is thrown out of the thread.
+ * - **Direct** (`init.direct` set): the thread reads the pages of rows and stores the workbook's
+ *   chunks itself, through a database connection of its own, and reports what it stored. The
+ *   process's thread only waits: a build's garbage (the pages' text, the chunks) is this thread's
+ *   heap's, collected here, and never grows the API's heap.
+ * - **Relayed**: the pages are handed in and the workbook's bytes handed back, in order.
+ *   Messages in: `{ type: 'page', text }` in table order, then `{ type: 'end' }`.
+ *   Messages out: `{ type: 'bytes', data }` (a transferred ArrayBuffer), `{ type: 'taken' }` once a
+ *   page's rows are in the zip's input (the caller's credit to send another).
+ *
+ * Either way `{ type: 'done', rows, totals, sheets }` comes last (direct: with what was stored).
+ * Any error is thrown out of the thread.
  */
+import { finished } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';
+import pg from 'pg';
 import { lowerThreadPriority } from '../shared/threads.ts';
 import { invoiceTable } from './invoice-table.ts';
+import { pagesOf, type PageRow, type PageScope } from './pages.ts';
 import { serviceTable } from './service-table.ts';
 import { TableWriter, XlsxWriter, type BuildFacts, type TableKind } from './workbook.ts';
+import { INSERT_CHUNK_SQL, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
+
+/** Where a direct build stores its workbook: the run's chunks of `build`, and whether to keep a copy. */
+export interface StoreTarget {
+  runId: string;
+  build: string;
+  /** A workbook no larger than this comes back whole (for attaching); 0: never. */
+  keepUpTo: number;
+  /** Bytes per stored chunk (WORKBOOK_CHUNK_BYTES by default; tests use a few). */
+  chunkBytes?: number;
+}
+
+export interface DirectBuild {
+  /** node-postgres connection string: PostgreSQL, or the embedded database's socket. */
+  url: string;
+  /** Bound on each query, as the process's own pool has it. */
+  queryTimeoutMs?: number;
+  scope: PageScope;
+  target: StoreTarget;
+}
 
 export interface ThreadInit {
   kind: 'invoices' | 'services';
   facts: BuildFacts;
   rowsPerSheet: number;
+  direct?: DirectBuild;
 }
 
 export type ToThread = { type: 'page'; text: string } | { type: 'end' };
 export type FromThread =
   | { type: 'bytes'; data: ArrayBuffer }
   | { type: 'taken' }
-  | { type: 'done'; rows: number; totals: unknown; sheets: number };
+  | { type: 'done'; rows: number; totals: unknown; sheets: number; stored?: StoredWorkbook; kept?: SharedArrayBuffer };
 
 const TABLES: Record<ThreadInit['kind'], TableKind<unknown, unknown>> = {
   invoices: invoiceTable as TableKind<unknown, unknown>,
@@ -67,25 +97,79 @@ function forwardBytes(writer: XlsxWriter, port: NonNullable<typeof parentPort>, 
   writer.output.on('error', fail);
 }
 
-function run(port: NonNullable<typeof parentPort>, init: ThreadInit): void {
+/** A workbook being written: the zip, the table's sheets and the counts for the Summary. */
+function startWorkbook(init: ThreadInit) {
   const kind = TABLES[init.kind];
   const writer = new XlsxWriter(new Date(init.facts.generatedAt));
   writer.onError(fail);
   const table = new TableWriter(writer, kind.sheetName, kind.columns, init.rowsPerSheet);
   const counts = kind.start();
-  forwardBytes(writer, port, () => port.postMessage({ type: 'done', ...kind.result(counts), sheets: table.sheets } satisfies FromThread));
+  return {
+    writer,
+    addPage: async (text: string) => {
+      kind.addPage(text, table, counts);
+      await table.flush();
+    },
+    finish: () => {
+      table.finish();
+      const { lines, widths } = kind.summary(counts, init.facts, table.sheets);
+      writer.addSummarySheet('Summary', lines, widths);
+      writer.finish();
+    },
+    result: () => ({ ...kind.result(counts), sheets: table.sheets }),
+  };
+}
+
+async function runDirect(port: NonNullable<typeof parentPort>, init: ThreadInit, direct: DirectBuild): Promise<void> {
+  const client = new pg.Client({
+    connectionString: direct.url,
+    connectionTimeoutMillis: 5000,
+    ...(direct.queryTimeoutMs === undefined ? {} : { query_timeout: direct.queryTimeoutMs }),
+  });
+  client.on('error', fail);
+  await client.connect();
+  try {
+    const { target } = direct;
+    // node-postgres sends a Buffer as a binary parameter: the chunk's bytes as they are, no base64.
+    const insert = async (runId: string, build: string, seq: number, data: Uint8Array<ArrayBuffer>) => {
+      await client.query(INSERT_CHUNK_SQL, [runId, build, seq, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]);
+    };
+    const out = new WorkbookWriter(insert, target.runId, target.build, target.chunkBytes, target.keepUpTo);
+    out.on('error', fail);
+    const workbook = startWorkbook(init);
+    workbook.writer.output.on('error', fail).pipe(out);
+    const stored = finished(out);
+    const query = async (sql: string, params: unknown[]) => (await client.query<PageRow>(sql, params)).rows;
+    for await (const text of pagesOf(direct.scope, query)) await workbook.addPage(text);
+    workbook.finish();
+    await stored;
+    const kept = out.kept();
+    port.postMessage({
+      type: 'done',
+      ...workbook.result(),
+      stored: out.stored(),
+      ...(kept ? { kept: kept.buffer as SharedArrayBuffer } : {}),
+    } satisfies FromThread);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function run(port: NonNullable<typeof parentPort>, init: ThreadInit): void {
+  if (init.direct) {
+    runDirect(port, init, init.direct).catch(fail);
+    return;
+  }
+  const workbook = startWorkbook(init);
+  forwardBytes(workbook.writer, port, () => port.postMessage({ type: 'done', ...workbook.result() } satisfies FromThread));
 
   const handle = async (message: ToThread): Promise<void> => {
     if (message.type === 'page') {
-      kind.addPage(message.text, table, counts);
-      await table.flush();
+      await workbook.addPage(message.text);
       port.postMessage({ type: 'taken' } satisfies FromThread);
       return;
     }
-    table.finish();
-    const { lines, widths } = kind.summary(counts, init.facts, table.sheets);
-    writer.addSummarySheet('Summary', lines, widths);
-    writer.finish();
+    workbook.finish();
   };
   // One message at a time, in order.
   let work = Promise.resolve();

@@ -1,16 +1,24 @@
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Worker } from 'node:worker_threads';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { siblingModule, startThread } from '../shared/threads.ts';
-import type { FromThread, ThreadInit, ToThread } from './build-thread.ts';
+import type { FromThread, StoreTarget, ThreadInit, ToThread } from './build-thread.ts';
+import { pagesOf, type PageRow, type PageScope } from './pages.ts';
 import { EXCEL_DATA_ROWS, type BuildFacts } from './workbook.ts';
+import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
 
 /**
  * A report build runs its per-row work (parsing the rows, writing the sheet XML, zipping) in a
  * worker thread, because a build is seconds of CPU and `npm start` runs the API in the same process:
- * on the API's thread it held every other broker's requests. The database stays on this thread
- * (the embedded PGlite is one in-process session a thread cannot open again), so this side only
- * reads pages of rows and hands them over, and writes the bytes that come back into `out`.
+ * on the API's thread it held every other broker's requests.
+ *
+ * Where the database has a connection string (PostgreSQL, or the embedded database's socket, as in
+ * every server layout), the thread also reads the rows and stores the workbook through a
+ * connection of its own (storeWorkbook): the pages' text and the stored chunks were the API heap's
+ * largest garbage, which V8 let grow by well over 100 MB before collecting it. An embedded
+ * database opened in this process without a socket (tests) is one session a thread cannot open
+ * again: there this side reads the pages and hands them over, and stores the bytes that come back.
  */
 export interface BuildOptions {
   /** Data rows per table sheet (Excel's limit by default; tests use a few). */
@@ -33,6 +41,65 @@ export interface BuildResult<T> {
   rows: number;
   totals: T;
   sheets: number;
+}
+
+/** What a build reads and what its Summary states: plain data, handed to the thread as it is. */
+export interface BuildInput {
+  kind: ThreadInit['kind'];
+  facts: BuildFacts;
+  scope: PageScope;
+}
+
+/** The database a build reads and stores through. */
+export interface BuildDatabase {
+  prisma: PrismaClient;
+  /** A node-postgres connection string for the build thread's own connection; without it the build is relayed. */
+  url?: string | undefined;
+  queryTimeoutMs?: number | undefined;
+}
+
+/** A stored build: its counts, what was stored, and the workbook whole when it was no larger than `keepUpTo`. */
+export interface StoredBuild<T> extends BuildResult<T> {
+  stored: StoredWorkbook;
+  kept: Buffer | undefined;
+}
+
+/** The page queries run through Prisma, on this thread. */
+export function prismaPageQuery(prisma: PrismaClient) {
+  return (sql: string, params: unknown[]) => prisma.$queryRawUnsafe<PageRow[]>(sql, ...params);
+}
+
+/**
+ * Builds the workbook `input` describes and stores it as `target`'s chunks (workbook-store.ts), in
+ * the thread through its own connection when `db.url` is set, else relayed through this thread.
+ * On failure the chunks written so far stay for the caller to discard.
+ */
+export async function storeWorkbook<T>(db: BuildDatabase, input: BuildInput, target: StoreTarget, options: BuildOptions = {}): Promise<StoredBuild<T>> {
+  if (db.url) {
+    const direct = { url: db.url, scope: input.scope, target, ...(db.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: db.queryTimeoutMs }) };
+    return buildInThread<T>({ kind: input.kind, facts: input.facts, rowsPerSheet: options.rowsPerSheet ?? EXCEL_DATA_ROWS, direct });
+  }
+  const out = new WorkbookWriter(insertChunkWith(db.prisma), target.runId, target.build, target.chunkBytes, target.keepUpTo);
+  const result = await buildWorkbook<T>(input.kind, input.facts, pagesOf(input.scope, prismaPageQuery(db.prisma)), out, options);
+  return { ...result, stored: out.stored(), kept: out.kept() };
+}
+
+/** A direct build: the thread does it all; this side waits for its end. The thread never outlives the call. */
+async function buildInThread<T>(init: ThreadInit): Promise<StoredBuild<T>> {
+  const worker = startThread(siblingModule(import.meta.url, 'build-thread'), { workerData: init, resourceLimits: threadLimits() });
+  try {
+    const done = await new Promise<Extract<FromThread, { type: 'done' }>>((resolve, reject) => {
+      worker.on('message', (m: FromThread) => {
+        if (m.type === 'done') resolve(m);
+      });
+      worker.on('error', reject);
+      worker.on('exit', (code) => reject(new Error(`the report build thread stopped (exit code ${code})`)));
+    });
+    if (!done.stored) throw new Error('the report build thread stored no workbook');
+    return { rows: done.rows, totals: done.totals as T, sheets: done.sheets, stored: done.stored, kept: done.kept ? Buffer.from(done.kept) : undefined };
+  } finally {
+    await worker.terminate();
+  }
 }
 
 /** What the caller sees of a running build thread: its messages, its end, and a way to wait for either. */

@@ -1,6 +1,6 @@
-import type { Writable } from 'node:stream';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { ReportSpec, ReportTotals, ReportType } from './types.ts';
+import type { BuildInput } from './build.ts';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -22,11 +22,8 @@ export interface ReportCount<T extends ReportTotals = ReportTotals> {
 export interface ReportBuilder<T extends ReportTotals = ReportTotals> {
   type: ReportType;
   count(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<T>>;
-  /**
-   * Streams the workbook's bytes into `out`, reading rows in batches, and ends `out`; resolves
-   * once `out` has taken every byte, with the counts of the rows written.
-   */
-  write(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot, out: Writable, generatedAt: Date): Promise<ReportCount<T>>;
+  /** What a build of the workbook reads and states (build.ts builds it): the counted rows of `spec`, as at `generatedAt`. */
+  input(spec: ReportSpec, snapshot: ReportSnapshot, generatedAt: Date): BuildInput;
   /** The workbook's file name, in the e-mail and on a download; a dated name takes the run's `generatedAt`, so it never changes. */
   attachmentName(spec: ReportSpec, generatedAt: Date): string;
   subject(spec: ReportSpec): string;
@@ -47,28 +44,4 @@ export function openingLines(what: string, link?: MailLink): string[] {
     `${what.charAt(0).toUpperCase()}${what.slice(1)} (Excel workbook, .xlsx) is too large to attach. Download it with this link of your own, valid until ${link.expiresAt.toISOString()}:`,
     link.url,
   ];
-}
-
-/** One page of a report's rows as its query returns it: the text, how many rows, and where the next page starts. */
-export interface RowPage<K> {
-  text: string;
-  rows: number;
-  /** The key after which the next page starts (the last row's); read only when the page is full. */
-  after: () => K;
-}
-
-/**
- * A report's pages in order, read by keyset pagination (`fetchAfter(key)`, `batch` rows a page),
- * each page's text yielded while the next is read. Stops at an empty or short page.
- */
-export async function* prefetchedPages<K>(first: K, batch: number, fetchAfter: (key: K) => Promise<RowPage<K>>): AsyncGenerator<string> {
-  let next: Promise<RowPage<K>> | undefined = fetchAfter(first);
-  while (next) {
-    const page: RowPage<K> = await next;
-    if (page.rows === 0) return;
-    next = page.rows === batch ? fetchAfter(page.after()) : undefined;
-    // A caller that stops early never awaits the next page: its failure must not go unhandled.
-    next?.catch(() => undefined);
-    yield page.text;
-  }
 }

@@ -51,7 +51,7 @@ function downloadLimiter(redis: Redis, perMinute: number): (bucket: string) => P
  * Mounts the download route on `router` (served outside /api). `bucketOf` names the caller a per-IP
  * bound counts (the gate's, so both bounds count an IPv6 caller by its /64).
  */
-export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prisma' | 'redis' | 'config' | 'logger'>, bucketOf: (ip: string | undefined) => string): void {
+export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prisma' | 'readChunk' | 'redis' | 'config' | 'logger'>, bucketOf: (ip: string | undefined) => string): void {
   const limit = downloadLimiter(deps.redis, deps.config.reportDownloadsPerIpPerMinute);
   // Mounted as a prefix and read from the raw path, not as a `:token` route: Express would
   // percent-decode the segment and answer a bad escape with an error of its own, while a token is
@@ -77,7 +77,7 @@ export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prism
     // On record before the first byte leaves: a download that starts is never missing from the record.
     await recordDownload(deps.prisma, target, req.ip ?? '');
     try {
-      await pipeline(readWorkbook(deps.prisma, target.workbook), res);
+      await pipeline(readWorkbook(deps.readChunk, target.workbook), res);
     } catch (err) {
       // The caller went away, or the store failed mid-body: the connection ends short of Content-Length.
       deps.logger.warn({ err, requestId: res.locals.requestId }, 'report download ended early');

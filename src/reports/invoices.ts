@@ -1,14 +1,8 @@
-import type { Writable } from 'node:stream';
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { InvoiceTotals, ReportSpec } from './types.ts';
-import { openingLines, prefetchedPages, type ReportBuilder, type ReportCount, type ReportSnapshot, type RowPage } from './builder.ts';
-import { buildWorkbook, type BuildOptions } from './build.ts';
-import { lastOfPage } from './invoice-table.ts';
+import { openingLines, type ReportBuilder, type ReportCount } from './builder.ts';
 
-/** Invoices read per query while the workbook streams (keyset pagination on date, id). */
-export const INVOICE_BATCH = 2_000;
-
-/** The invoice statuses the report covers; `pending` is reported as unpaid. */
+/** The invoice statuses the report covers; `pending` is reported as unpaid (as pages.ts reads them). */
 const REPORTED = Prisma.sql`status IN ('paid'::invoice_status, 'pending'::invoice_status)`;
 
 function rangeOf(spec: ReportSpec): { start: string; end: string } {
@@ -36,48 +30,17 @@ export async function countInvoices(prisma: PrismaClient, spec: ReportSpec): Pro
   };
 }
 
-/**
- * The invoices of the report in (date, id) order, a page per query, each page one text: a line per
- * invoice as invoiceLine (invoice-table.ts) describes it. One text per page is several times cheaper
- * through the driver adapter than a row-by-row result, and these lines cheaper to make and to read
- * than JSON (bench/README.md). The next page is read while the caller uses this one.
- */
-export async function* invoicePages(prisma: PrismaClient, spec: ReportSpec, snapshot: ReportSnapshot): AsyncGenerator<string> {
-  const { start } = rangeOf(spec);
-  const where = inRange(spec);
-  const fetchAfter = async ({ date, id }: { date: string; id: number }): Promise<RowPage<{ date: string; id: number }>> => {
-    const result = await prisma.$queryRaw<Array<{ page: string | null; n: number }>>`
-      SELECT string_agg(concat_ws(E'\t', p.id, p.date, p.service_number, p.date - DATE '1899-12-30', p.status, p.amount,
-                                  (p.amount * 100)::bigint, to_json(p.currency::text), to_json(p.number)),
-                        E'\n' ORDER BY p.date, p.id) AS page,
-             count(*)::int AS n
-      FROM (SELECT id, number, service_number, date, status, amount, currency FROM invoices
-            WHERE ${where} AND id <= ${snapshot.maxId} AND (date, id) > (${date}::date, ${id})
-            ORDER BY date, id LIMIT ${INVOICE_BATCH}) p`;
-    const page = result[0]?.page ?? '';
-    return { text: page, rows: page ? Number(result[0]!.n) : 0, after: () => lastOfPage(page) };
-  };
-  yield* prefetchedPages({ date: start, id: 0 }, INVOICE_BATCH, fetchAfter);
-}
-
-async function writeInvoicesWorkbook(
-  prisma: PrismaClient,
-  spec: ReportSpec,
-  snapshot: ReportSnapshot,
-  out: Writable,
-  generatedAt: Date,
-  options?: BuildOptions,
-): Promise<ReportCount<InvoiceTotals>> {
-  const { start, end } = rangeOf(spec);
-  const facts = { generatedAt: generatedAt.getTime(), startDate: start, endDate: end };
-  const { rows, totals } = await buildWorkbook<InvoiceTotals>('invoices', facts, invoicePages(prisma, spec, snapshot), out, options);
-  return { rows, totals, snapshot };
-}
-
 export const invoicesReport: ReportBuilder<InvoiceTotals> = {
   type: 'invoices',
   count: countInvoices,
-  write: writeInvoicesWorkbook,
+  input: (spec, snapshot, generatedAt) => {
+    const { start, end } = rangeOf(spec);
+    return {
+      kind: 'invoices',
+      facts: { generatedAt: generatedAt.getTime(), startDate: start, endDate: end },
+      scope: { kind: 'invoices', brokerId: spec.brokerId, maxId: snapshot.maxId, startDate: start, endDate: end },
+    };
+  },
   attachmentName: (spec) => {
     const { start, end } = rangeOf(spec);
     return `invoices-${start}-${end}.xlsx`;

@@ -30,11 +30,12 @@ import { describeMailError, isTransientMailError, type MailMessage, type Mailer 
 import { MAIL_QUEUE, type JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
+import { storeWorkbook } from './build.ts';
 import { reportBuilders } from './index.ts';
 import { createLink } from './links.ts';
 import { countRunRecipients } from './runs.ts';
 import { specOfRun, type RunRecord, type ReportTotals } from './types.ts';
-import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, WorkbookWriter, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
+import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, type ReadChunk, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
 
 export interface BuildJobData {
   runId: string;
@@ -57,6 +58,13 @@ const BUILD_JOB_ATTEMPTS = 5;
 /** What every step of the pipeline works with. */
 export interface Pipeline {
   prisma: PrismaClient;
+  /**
+   * The database's node-postgres connection string (PostgreSQL, or the embedded database's socket):
+   * builds then read and store through a connection of their thread's own (build.ts).
+   */
+  databaseUrl?: string | undefined;
+  /** Reads stored workbook chunks (workbook-store.ts, chunkReader). */
+  readChunk: ReadChunk;
   config: Config;
   log: Logger;
   queues: JobQueues;
@@ -123,34 +131,34 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
   const spec = specOfRun(run);
   const started = Date.now();
-  // A workbook small enough to attach is kept whole for this process's own sends of it.
-  const out = new WorkbookWriter(prisma, runId, randomUUID(), undefined, p.config.reportAttachmentMaxBytes);
-  let written;
+  // A workbook small enough to attach comes back whole, for this process's own sends of it.
+  const target = { runId, build: randomUUID(), keepUpTo: p.config.reportAttachmentMaxBytes };
+  const input = reportBuilders[spec.type].input(spec, { maxId: run.snapshotMaxId }, run.generatedAt);
+  let built;
   try {
-    written = await reportBuilders[spec.type].write(prisma, spec, { maxId: run.snapshotMaxId }, out, run.generatedAt);
+    built = await storeWorkbook<ReportTotals>({ prisma, url: process.env.TMP_RELAY ? undefined : p.databaseUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
   } catch (err) {
-    out.destroy();
-    await discardBuild(prisma, runId, out.build).catch(() => undefined);
+    await discardBuild(prisma, runId, target.build).catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
     log.error({ err, runId, attempt: job.attemptsMade + 1 }, 'report build failed');
     if (job.attemptsMade + 1 >= BUILD_JOB_ATTEMPTS) await failRun(p, runId, `report could not be generated: ${reason}`);
     throw err;
   }
-  const stored = out.stored();
-  // A large build's garbage (its pages of rows) goes before the e-mails make theirs (src/gc.ts).
-  // Only a large one: a full collection holds this thread, the API's in `npm start`, for tens of
-  // milliseconds, and after a build small enough to attach it bought little.
-  if (stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
-  if (!(await recordBuilt(p, runId, stored, written.totals))) {
+  const { stored, kept } = built;
+  // A large relayed build's garbage (its pages of rows) goes before the e-mails make theirs
+  // (src/gc.ts). Only a large one: a full collection holds this thread, the API's in `npm start`,
+  // for tens of milliseconds, and after a build small enough to attach it bought little. A build
+  // in the thread (p.databaseUrl) leaves no garbage here.
+  if (!p.databaseUrl && stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
+  if (!(await recordBuilt(p, runId, stored, built.totals))) {
     await discardBuild(prisma, runId, stored.build);
     return { skipped: 'another build of the run was recorded first' };
   }
-  const kept = out.kept();
   if (kept) p.workbooks.put({ runId, build: stored.build }, kept);
   const pending = await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } });
   for (const r of pending) await enqueueSend(p, r.id);
-  log.info({ runId, type: spec.type, rows: written.rows, bytes: stored.bytes, ms: Date.now() - started }, 'report workbook built');
-  return { rows: written.rows };
+  log.info({ runId, type: spec.type, rows: built.rows, bytes: stored.bytes, ms: Date.now() - started }, 'report workbook built');
+  return { rows: built.rows };
 }
 
 /**
@@ -318,7 +326,7 @@ async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; 
     const link = await createLink(p.prisma, p.config, run.id, recipient.id);
     return { message: { ...base, text: builder.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
   }
-  const workbook = await p.workbooks.get(p.prisma, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
+  const workbook = await p.workbooks.get(p.readChunk, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
   return {
     message: {
       ...base,

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
+import pg from 'pg';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 
 /** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */
@@ -32,6 +33,25 @@ export class WorkbookUnavailableError extends Error {
   }
 }
 
+/** Stores one chunk of a build's workbook. */
+export type InsertChunk = (runId: string, build: string, seq: number, data: Uint8Array<ArrayBuffer>) => Promise<void>;
+
+/** The chunk's row, for a connection that sends a Buffer as a binary `bytea` parameter (node-postgres). */
+export const INSERT_CHUNK_SQL = 'INSERT INTO "report_workbook_chunks" ("report_run_id", "build", "seq", "data") VALUES ($1, $2::uuid, $3, $4)';
+
+/**
+ * Chunks stored through Prisma: as base64 text decoded by the database, several times cheaper than a
+ * bytea parameter through the driver adapter, on the embedded database most of all (bench/README.md).
+ */
+export function insertChunkWith(prisma: PrismaClient): InsertChunk {
+  return async (runId, build, seq, data) => {
+    const base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+    await prisma.$executeRaw`
+      INSERT INTO "report_workbook_chunks" ("report_run_id", "build", "seq", "data")
+      VALUES (${runId}, ${build}::uuid, ${seq}, decode(${base64}, 'base64'))`;
+  };
+}
+
 /**
  * The Writable a builder streams a workbook into: it keeps one chunk of bytes, inserts it as a row
  * and goes on filling the next while that insert runs (at most one in flight); the producer waits
@@ -51,7 +71,7 @@ export class WorkbookWriter extends Writable {
   private copy: Buffer[] | undefined = [];
 
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly insertChunk: InsertChunk,
     readonly runId: string,
     readonly build: string,
     private readonly chunkBytes = WORKBOOK_CHUNK_BYTES,
@@ -121,12 +141,7 @@ export class WorkbookWriter extends Writable {
       this.copy.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
       if (this.bytes > this.keepUpTo) this.copy = undefined;
     }
-    // As base64 text decoded by the database: several times cheaper than a bytea parameter through
-    // the driver adapter, on the embedded database most of all (bench/README.md).
-    const base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
-    await this.prisma.$executeRaw`
-      INSERT INTO "report_workbook_chunks" ("report_run_id", "build", "seq", "data")
-      VALUES (${this.runId}, ${this.build}::uuid, ${seq}, decode(${base64}, 'base64'))`;
+    await this.insertChunk(this.runId, this.build, seq, data);
   }
 
   /** The whole workbook, if it was no larger than `keepUpTo` (a copy kept for this process's own sends). */
@@ -154,21 +169,64 @@ export interface WorkbookRef {
   chunks: number;
 }
 
+/** Reads one stored chunk's bytes; undefined when there is no such chunk. */
+export type ReadChunk = (ref: WorkbookRef, seq: number) => Promise<Buffer | undefined>;
+
+const SELECT_CHUNK_SQL = 'SELECT encode("data", \'base64\') AS "data" FROM "report_workbook_chunks" WHERE "report_run_id" = $1 AND "build" = $2::uuid AND "seq" = $3';
+
+/** A process's reader of stored chunks, and its connections' closer. */
+export interface ChunkReader {
+  read: ReadChunk;
+  close(): Promise<void>;
+}
+
+/**
+ * How this process reads stored chunks: where the database has a connection string (PostgreSQL, or
+ * the embedded database's socket), through a small node-postgres pool of its own; else through
+ * Prisma. Either way a chunk comes as base64 text (PostgreSQL's `encode`) decoded here. Through
+ * Prisma, a download of a large workbook left tens of MB of the API's heap per download waiting
+ * for a full collection; node-postgres alone leaves next to none (bench/README.md).
+ */
+export function openChunkReader(db: { prisma: PrismaClient; url?: string | undefined; queryTimeoutMs?: number | undefined }): ChunkReader {
+  const { prisma, url } = db;
+  // PostgreSQL's base64 breaks lines every 76 characters; Node's decoder skips the line breaks.
+  const decoded = (rows: Array<{ data: string }>) => (rows[0] ? Buffer.from(rows[0].data, 'base64') : undefined);
+  if (url) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 4,
+      connectionTimeoutMillis: 5000,
+      ...(db.queryTimeoutMs === undefined ? {} : { query_timeout: db.queryTimeoutMs }),
+    });
+    pool.on('error', () => {}); // an idle connection dropped; the next read reconnects
+    return {
+      read: async (ref, seq) => decoded((await pool.query<{ data: string }>(SELECT_CHUNK_SQL, [ref.runId, ref.build, seq])).rows),
+      close: () => pool.end(),
+    };
+  }
+  return {
+    read: async (ref, seq) =>
+      decoded(
+        await prisma.$queryRaw<Array<{ data: string }>>`
+          SELECT encode("data", 'base64') AS "data" FROM "report_workbook_chunks"
+          WHERE "report_run_id" = ${ref.runId} AND "build" = ${ref.build}::uuid AND "seq" = ${seq}`,
+      ),
+    close: async () => undefined,
+  };
+}
+
 /** The stored workbook as a stream, one chunk (one query) at a time, read only as the consumer asks. */
-export function readWorkbook(prisma: PrismaClient, ref: WorkbookRef): Readable {
+export function readWorkbook(read: ReadChunk, ref: WorkbookRef): Readable {
   async function* chunks(): AsyncGenerator<Buffer> {
     for (let seq = 0; seq < ref.chunks; seq++) {
-      let rows: Array<{ data: string }>;
+      let data: Buffer | undefined;
       try {
-        rows = await prisma.$queryRaw<Array<{ data: string }>>`
-          SELECT encode("data", 'base64') AS "data" FROM "report_workbook_chunks"
-          WHERE "report_run_id" = ${ref.runId} AND "build" = ${ref.build}::uuid AND "seq" = ${seq}`;
+        data = await read(ref, seq);
       } catch (err) {
         throw new WorkbookUnavailableError(`the workbook of report ${ref.runId} could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       }
-      if (rows.length === 0) throw new WorkbookUnavailableError(`chunk ${seq} of the workbook of report ${ref.runId} is missing`);
-      // PostgreSQL's base64 breaks lines every 76 characters; Node's decoder skips the line breaks.
-      yield Buffer.from(rows[0]!.data, 'base64');
+      if (!data) throw new WorkbookUnavailableError(`chunk ${seq} of the workbook of report ${ref.runId} is missing`);
+      yield data;
     }
   }
   return Readable.from(chunks(), { objectMode: false });
@@ -234,7 +292,7 @@ export class WorkbookCache {
   }
 
   /** The workbook: kept, or read from the database (and kept). */
-  async get(prisma: PrismaClient, ref: WorkbookRef): Promise<Buffer> {
+  async get(read: ReadChunk, ref: WorkbookRef): Promise<Buffer> {
     const key = WorkbookCache.keyOf(ref);
     const kept = this.entries.get(key);
     if (kept) {
@@ -244,7 +302,7 @@ export class WorkbookCache {
       return kept;
     }
     const parts: Buffer[] = [];
-    for await (const part of readWorkbook(prisma, ref)) parts.push(part as Buffer);
+    for await (const part of readWorkbook(read, ref)) parts.push(part as Buffer);
     const workbook = sharedConcat(parts);
     this.put(ref, workbook);
     return workbook;

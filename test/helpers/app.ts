@@ -12,12 +12,15 @@ import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
 import { createServiceReadCache } from '../../src/services/read-cache.ts';
 import { createTestDatabase } from './db.ts';
+import { openChunkReader } from '../../src/reports/workbook-store.ts';
 
 export interface TestApp {
   app: Express;
   deps: AppDeps;
   prisma: AppDeps['prisma'];
   redisEndpoint: RedisEndpoint;
+  /** The database's connection string (PostgreSQL runs): report builds then run as in a server (src/reports/build.ts). */
+  databaseUrl: string | undefined;
   jobs: Jobs;
   dataDir: string;
   /** Writes buffered API log entries and last-used times now. */
@@ -74,20 +77,22 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     cleanups.push(() => redis.disconnect());
     await waitUntilReady(redis);
     contract = loadContract();
-    jobs = createJobs({ redisEndpoint, prisma: db.prisma, config, logger, mode: 'both' });
+    jobs = createJobs({ redisEndpoint, prisma: db.prisma, databaseUrl: db.databaseUrl, config, logger, mode: 'both' });
     cleanups.push(() => jobs.close());
     if (options.workers !== false) await jobs.startWorkers();
   } catch (err) {
     await cleanup();
     throw err;
   }
+  const downloads = openChunkReader({ prisma: db.prisma, url: db.databaseUrl });
+  cleanups.push(() => downloads.close());
   const gates: Array<ReturnType<typeof createGate>> = [];
   const build = (): { app: Express; deps: AppDeps } => {
     const gate = createGate({ prisma: db.prisma, redis, logger, ...gateSettings(config) });
     gates.push(gate);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());
-    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
+    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();
@@ -96,6 +101,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     deps,
     prisma: db.prisma,
     redisEndpoint,
+    databaseUrl: db.databaseUrl,
     jobs,
     dataDir,
     flushApiLog: async () => {

@@ -11,12 +11,14 @@
  *   after(() => db.drop());
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { openDatabase, processIsAlive, runAdminSql, type Database, type PrismaClient } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
+import { servePGliteSocket } from '../../src/db/pglite-socket.ts';
 
 export interface TestDatabase {
   prisma: PrismaClient;
@@ -105,4 +107,30 @@ async function dropLeftovers(serverUrl: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A node-postgres connection to the test database, as a server reaches its database (the pool under
+ * Prisma, a build thread's own connection): the server's URL on PostgreSQL runs, and on PGlite runs
+ * the database served on a unix socket of its own (src/db/pglite-socket.ts), as the embedded default
+ * serves it.
+ */
+export async function connectionOf(db: TestDatabase): Promise<{ url: string; pool: pg.Pool; close(): Promise<void> }> {
+  if (db.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: db.databaseUrl, max: 2 });
+    return { url: db.databaseUrl, pool, close: () => pool.end() };
+  }
+  const socketDir = mkdtempSync(path.join(os.tmpdir(), 'capi-socket-'));
+  const socket = await servePGliteSocket(db.pglite!, socketDir);
+  const url = `postgresql://postgres@localhost:5432/postgres?host=${encodeURIComponent(socketDir)}`;
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    url,
+    pool,
+    close: async () => {
+      await pool.end();
+      await socket.stop();
+      rmSync(socketDir, { recursive: true, force: true });
+    },
+  };
 }

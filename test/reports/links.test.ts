@@ -87,7 +87,7 @@ describe('a workbook over REPORT_ATTACHMENT_MAX_BYTES goes out as links', () => 
     assert.deepEqual([res.body.data.recipients_sent, res.body.data.recipients_failed, res.body.data.recipients_pending], [3, 0, 0]);
     runId = res.body.data.report_id;
     const run = await h.t.prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
-    stored = await buffer(readWorkbook(h.t.prisma, { runId, build: run.workbookBuild!, chunks: run.workbookChunks! }));
+    stored = await buffer(readWorkbook(h.t.deps.readChunk, { runId, build: run.workbookBuild!, chunks: run.workbookChunks! }));
     assert.equal(run.delivery, 'link');
     assert.equal(stored.length, run.workbookBytes);
     assert.equal(sha256(stored), run.workbookSha256);

@@ -1,31 +1,51 @@
 /**
  * The stored workbook (src/reports/workbook-store.ts): written in chunks and read back byte for
- * byte, whatever its size against the chunk size; a missing chunk is WorkbookUnavailableError (a
- * send tries again); and the per-process cache of attachments reads a workbook once and holds no
- * more than its bound.
+ * byte, whatever its size against the chunk size, through Prisma and through a node-postgres pool
+ * of its own (as a server with a connection string reads it); a missing chunk is
+ * WorkbookUnavailableError (a send tries again); and the per-process cache of attachments reads a
+ * workbook once and holds no more than its bound.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { connectionOf, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
-import { readWorkbook, WorkbookCache, WorkbookUnavailableError, WorkbookWriter, type WorkbookRef } from '../../src/reports/workbook-store.ts';
+import {
+  insertChunkWith,
+  openChunkReader,
+  readWorkbook,
+  WorkbookCache,
+  WorkbookUnavailableError,
+  WorkbookWriter,
+  type ChunkReader,
+  type WorkbookRef,
+} from '../../src/reports/workbook-store.ts';
 
 let db: TestDatabase;
+let connection: Awaited<ReturnType<typeof connectionOf>>;
 let brokerId: string;
+/** The two ways a process reads chunks: through Prisma, and through a node-postgres pool of its own. */
+const opened: Record<string, ChunkReader> = {};
+const readers: Record<string, () => ChunkReader['read']> = {
+  prisma: () => (opened.prisma ??= openChunkReader({ prisma: db.prisma })).read,
+  'node-postgres': () => (opened.pg ??= openChunkReader({ prisma: db.prisma, url: connection.url })).read,
+};
 
 before(async () => {
   db = await createTestDatabase();
+  connection = await connectionOf(db);
   brokerId = (await broker(db.prisma)).id;
 });
 after(async () => {
+  for (const reader of Object.values(opened)) await reader.close();
+  await connection?.close();
   await db?.drop();
 });
 
 async function store(bytes: Buffer, chunkBytes: number, keepUpTo = 0): Promise<{ ref: WorkbookRef; writer: WorkbookWriter }> {
   const run = await db.prisma.reportRun.create({ data: { brokerId, reportType: 'invoices' } });
-  const writer = new WorkbookWriter(db.prisma, run.id, randomUUID(), chunkBytes, keepUpTo);
+  const writer = new WorkbookWriter(insertChunkWith(db.prisma), run.id, randomUUID(), chunkBytes, keepUpTo);
   await new Promise<void>((resolve, reject) => {
     writer.on('finish', resolve).on('error', reject);
     // In uneven pieces, as the build thread hands them over.
@@ -38,22 +58,24 @@ async function store(bytes: Buffer, chunkBytes: number, keepUpTo = 0): Promise<{
 
 describe('a stored workbook', () => {
   for (const [size, chunkBytes] of [[0, 1000], [1, 1000], [999, 1000], [1000, 1000], [1001, 1000], [25_000, 4096]] as const) {
-    test(`${size} bytes in chunks of ${chunkBytes}: read back byte for byte, its size and SHA-256 recorded`, async () => {
+    test(`${size} bytes in chunks of ${chunkBytes}: read back byte for byte by each reader, its size and SHA-256 recorded`, async () => {
       const bytes = randomBytes(size);
       const { ref, writer } = await store(bytes, chunkBytes);
       assert.equal(ref.chunks, Math.max(1, Math.ceil(size / chunkBytes)));
       const stored = writer.stored();
       assert.equal(stored.bytes, size);
       assert.equal(stored.sha256, (await import('node:crypto')).createHash('sha256').update(bytes).digest('hex'));
-      assert.deepEqual(await buffer(readWorkbook(db.prisma, ref)), bytes);
+      for (const [name, reader] of Object.entries(readers)) assert.deepEqual(await buffer(readWorkbook(reader(), ref)), bytes, name);
     });
   }
 
-  test('a missing chunk is WorkbookUnavailableError, not a short workbook', async () => {
-    const { ref } = await store(randomBytes(3000), 1000);
-    await db.prisma.reportWorkbookChunk.delete({ where: { reportRunId_build_seq: { reportRunId: ref.runId, build: ref.build, seq: 1 } } });
-    await assert.rejects(buffer(readWorkbook(db.prisma, ref)), WorkbookUnavailableError);
-  });
+  for (const [name, reader] of Object.entries(readers)) {
+    test(`a missing chunk is WorkbookUnavailableError, not a short workbook (${name})`, async () => {
+      const { ref } = await store(randomBytes(3000), 1000);
+      await db.prisma.reportWorkbookChunk.delete({ where: { reportRunId_build_seq: { reportRunId: ref.runId, build: ref.build, seq: 1 } } });
+      await assert.rejects(buffer(readWorkbook(reader(), ref)), WorkbookUnavailableError);
+    });
+  }
 
   test('the writer keeps a copy only while the workbook is no larger than keepUpTo', async () => {
     const small = randomBytes(1500);
@@ -68,12 +90,13 @@ describe('the cache of attached workbooks', () => {
     const bytes = randomBytes(5000);
     const { ref } = await store(bytes, 1000);
     const cache = new WorkbookCache(10_000);
-    assert.deepEqual(await cache.get(db.prisma, ref), bytes);
+    const read = readers.prisma!();
+    assert.deepEqual(await cache.get(read, ref), bytes);
     // Gone from the database: the cached copy still answers.
     await db.prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: ref.runId } });
-    assert.deepEqual(await cache.get(db.prisma, ref), bytes);
+    assert.deepEqual(await cache.get(read, ref), bytes);
     cache.dropRun(ref.runId);
-    await assert.rejects(cache.get(db.prisma, ref), WorkbookUnavailableError);
+    await assert.rejects(cache.get(read, ref), WorkbookUnavailableError);
   });
 
   test('holds at most its bound: the least recently used goes first; a workbook over the bound is not kept', () => {
