@@ -136,7 +136,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const input = reportBuilders[spec.type].input(spec, { maxId: run.snapshotMaxId }, run.generatedAt);
   let built;
   try {
-    built = await storeWorkbook<ReportTotals>({ prisma, url: process.env.TMP_RELAY ? undefined : p.databaseUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
+    built = await storeWorkbook<ReportTotals>({ prisma, url: p.databaseUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
   } catch (err) {
     await discardBuild(prisma, runId, target.build).catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
