@@ -199,9 +199,11 @@ export function openChunkReader(db: { prisma: PrismaClient; url?: string | undef
       ...(db.queryTimeoutMs === undefined ? {} : { query_timeout: db.queryTimeoutMs }),
     });
     pool.on('error', () => {}); // an idle connection dropped; the next read reconnects
+    let closed: Promise<void> | undefined;
     return {
       read: async (ref, seq) => decoded((await pool.query<{ data: string }>(SELECT_CHUNK_SQL, [ref.runId, ref.build, seq])).rows),
-      close: () => pool.end(),
+      // Safe to call twice, as the closers of jobs are.
+      close: () => (closed ??= pool.end()),
     };
   }
   return {
