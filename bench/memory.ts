@@ -134,7 +134,7 @@ try {
   const { startRedis, requestRedis, waitUntilReady } = await import('../src/redis.ts');
   const redisEndpoint = await startRedis(config.redisUrl);
   const { createJobs } = await import('../src/work.ts');
-  const jobs = createJobs({ redisEndpoint, prisma: database.prisma, databaseUrl: database.databaseUrl, config, logger, mode: 'both' });
+  const jobs = createJobs({ redisEndpoint, prisma: database.prisma, database, config, logger, mode: 'both' });
   await jobs.startWorkers();
   await step('BullMQ queues + workers started');
 

@@ -1,11 +1,12 @@
 /**
- * The background work of this server: the generic queues of src/jobs, handed the report
- * pipeline's processors (src/reports) and the notice e-mails'. API processes enqueue and wait
- * (mode `producer`); worker processes run the jobs (mode `worker`); `npm start` and the tests do
- * both in one process.
+ * The background work of this server: the generic queues of src/jobs, handed the reports' work
+ * (src/reports/work.ts, wired there) and the notice e-mails' processor. API processes enqueue
+ * and wait (mode `producer`); worker processes run the jobs (mode `worker`); `npm start` and the
+ * tests do both in one process.
  */
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../generated/prisma/client.ts';
+import type { Database } from './db/client.ts';
 import type { Config } from './config.ts';
 import {
   createJobQueues,
@@ -20,10 +21,7 @@ import {
 import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
-import { processBuild, processReportSend, REPORTS_QUEUE, type Pipeline, type SendJobData } from './reports/pipeline.ts';
-import { startReconciling } from './reports/reconcile.ts';
-import { openChunkReader, WorkbookCache } from './reports/workbook-store.ts';
-import { runReport } from './reports/run-report.ts';
+import { createReportWork, REPORTS_QUEUE, type SendJobData } from './reports/work.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
@@ -31,8 +29,8 @@ export type JobsMode = 'producer' | 'worker' | 'both';
 export interface CreateJobsOptions {
   redisEndpoint: RedisEndpoint;
   prisma: PrismaClient;
-  /** The database's connection string, for report builds' own connections (src/reports/build.ts); unset: builds are relayed. */
-  databaseUrl?: string | undefined;
+  /** What the database is and its connection string, for the reports' own connections (src/reports/work.ts). */
+  database?: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
   config: Config;
   logger: Logger;
   /** `producer`: API process; `worker`: job worker process; `both`: one process does both. Workers start only on `startWorkers()`. */
@@ -81,25 +79,20 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     if (!mailer) throw new Error('the mail transport is made when the workers start');
     return mailer;
   };
-  // Stored workbooks for attachments are read through a reader of the jobs' own (closed with them).
-  const chunks = openChunkReader({ prisma, url: options.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
-  const pipeline: Pipeline = {
+  const reports = createReportWork({
     prisma,
-    databaseUrl: options.databaseUrl,
-    readChunk: chunks.read,
+    database: options.database,
     config,
     log,
     queues,
     mailer: mailerOf,
     mailOutcomes: { sent: () => recordMailSent('report'), failed: () => recordMailFailed('report') },
-    // Room for the attachments of the runs a worker sends at once (2 builds at a time).
-    workbooks: new WorkbookCache(2 * config.reportAttachmentMaxBytes),
-  };
+  });
   const notice = noticeProcessor(mailerOf, log, { sent: () => recordMailSent('notice'), failed: () => recordMailFailed('notice') });
   // One `mail` queue carries report e-mails (by recipient record) and notices (the message itself).
   const processMail = (job: Job<SendJobData | NoticeJobData>) =>
     'recipientId' in job.data && job.data.recipientId !== undefined
-      ? processReportSend(pipeline, job as Job<SendJobData>)
+      ? reports.processSend(job as Job<SendJobData>)
       : notice(job as Job<NoticeJobData>);
   let started: Promise<void> | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
@@ -111,11 +104,11 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       await queues.startWorkers({
         // Two builds at a time: more made other brokers' requests wait behind the builds' database
         // work and CPU in the same process (`npm start`) for little gain in report time (bench/README.md).
-        [REPORTS_QUEUE]: { process: (job) => processBuild(pipeline, job), concurrency: 2 },
+        [REPORTS_QUEUE]: { process: (job) => reports.processBuild(job), concurrency: 2 },
         [MAIL_QUEUE]: { process: processMail, concurrency: 10 },
       });
       // On start, then periodically: whatever Redis lost or a dead worker left is picked up again.
-      reconciler = startReconciling(pipeline);
+      reconciler = reports.startReconciling();
       log.info({ mail: mailer.describe, prefix: queues.prefix, reconcileMs: config.reportReconcileMs }, 'job workers started');
     })();
     return started;
@@ -124,7 +117,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
   return {
     runReport<T extends ReportTotals>(spec: ReportSpec) {
       if (!isProducer) return Promise.reject(new Error(`createJobs mode "${mode}" cannot run reports`));
-      return runReport<T>(pipeline, spec);
+      return reports.run<T>(spec);
     },
     async sendMail(message) {
       if (!isProducer) throw new Error(`createJobs mode "${mode}" cannot enqueue mail`);
@@ -137,7 +130,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       await queues.close();
       if (reconciled) await withTimeout(reconciled, 1000);
       mailer?.close();
-      await chunks.close();
+      await reports.close();
     },
   };
 }

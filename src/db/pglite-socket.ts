@@ -56,10 +56,31 @@ export class SessionLockQueue {
   readonly #dead = new Set<number>();
   #waiting = 0;
 
+  /** Each connection's last message, so that its next one starts only after it. */
+  readonly #tails = new Map<number, Promise<unknown>>();
+
   constructor(private readonly db: PGlite) {}
 
-  /** Runs one wire message for connection `handlerId`; resolves with the bytes sent back. */
-  async enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
+  /**
+   * Runs one wire message for connection `handlerId`, after that connection's previous one;
+   * resolves with the bytes sent back. pglite-socket's handler reads each chunk of socket data in
+   * a call of its own, so a message that arrives in a later chunk can be handed over while an
+   * earlier one still waits for the session: taken in turn, the first message of a unit waited
+   * for the lock while the rest of it (Describe, Execute, Sync) ran ahead, Bind was left behind,
+   * and the unit failed with `portal "" does not exist` (two or more clients busy at once).
+   */
+  enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
+    const previous = this.#tails.get(handlerId);
+    const run = previous ? previous.then(() => this.#run(handlerId, message, onData), () => this.#run(handlerId, message, onData)) : this.#run(handlerId, message, onData);
+    this.#tails.set(handlerId, run);
+    const forget = () => {
+      if (this.#tails.get(handlerId) === run) this.#tails.delete(handlerId);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  async #run(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
     if (this.#dead.has(handlerId)) throw new Error('Handler disconnected');
     if (this.#owner !== handlerId) await this.#acquire(handlerId);
     if (this.#dead.has(handlerId)) {

@@ -196,7 +196,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     const jobs = createJobs({
       redisEndpoint,
       prisma: database.prisma,
-      databaseUrl: database.databaseUrl,
+      database,
       config,
       logger,
       mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',

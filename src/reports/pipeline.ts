@@ -58,11 +58,8 @@ const BUILD_JOB_ATTEMPTS = 5;
 /** What every step of the pipeline works with. */
 export interface Pipeline {
   prisma: PrismaClient;
-  /**
-   * The database's node-postgres connection string (PostgreSQL, or the embedded database's socket):
-   * builds then read and store through a connection of their thread's own (build.ts).
-   */
-  databaseUrl?: string | undefined;
+  /** PostgreSQL's connection string: builds read and store through a connection of their thread's own (build.ts); unset: relayed. */
+  buildUrl?: string | undefined;
   /** Reads stored workbook chunks (workbook-store.ts, chunkReader). */
   readChunk: ReadChunk;
   config: Config;
@@ -136,7 +133,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const input = reportBuilders[spec.type].input(spec, { maxId: run.snapshotMaxId }, run.generatedAt);
   let built;
   try {
-    built = await storeWorkbook<ReportTotals>({ prisma, url: p.databaseUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
+    built = await storeWorkbook<ReportTotals>({ prisma, url: p.buildUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
   } catch (err) {
     await discardBuild(prisma, runId, target.build).catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
@@ -148,8 +145,8 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   // A large relayed build's garbage (its pages of rows) goes before the e-mails make theirs
   // (src/gc.ts). Only a large one: a full collection holds this thread, the API's in `npm start`,
   // for tens of milliseconds, and after a build small enough to attach it bought little. A build
-  // in the thread (p.databaseUrl) leaves no garbage here.
-  if (!p.databaseUrl && stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
+  // in the thread (p.buildUrl) leaves no garbage here.
+  if (!p.buildUrl && stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
   if (!(await recordBuilt(p, runId, stored, built.totals))) {
     await discardBuild(prisma, runId, stored.build);
     return { skipped: 'another build of the run was recorded first' };

@@ -5,8 +5,10 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -103,6 +105,67 @@ describe('PGlite shared through the socket', () => {
     assert.equal(typeof (await waiting), 'number');
     assert.equal(await server.prisma.broker.count({ where: { slug: 'gone' } }), 0);
     await client.end().catch(() => {});
+  });
+
+  it('runs a unit whose messages arrive in several pieces whole, while another client holds the session', async () => {
+    // A client speaking the wire protocol by hand, so the unit can be sent in two writes.
+    const message = (type: string, ...parts: Buffer[]) => {
+      const body = Buffer.concat(parts);
+      const head = Buffer.alloc(5);
+      head.write(type, 0, 'latin1');
+      head.writeInt32BE(body.length + 4, 1);
+      return Buffer.concat([head, body]);
+    };
+    const cstring = (text: string) => Buffer.from(`${text}\0`, 'utf8');
+    const int16 = (n: number) => Buffer.from([n >> 8, n & 0xff]);
+    const int32 = (n: number) => {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(n);
+      return b;
+    };
+    const startup = Buffer.concat([int32(196608), cstring('user'), cstring('postgres'), cstring('database'), cstring('postgres'), Buffer.from([0])]);
+    const socket = net.connect(path.join(dataDir, '.s.PGSQL.5432'));
+    const connected = once(socket, 'connect');
+    let received = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => (received = Buffer.concat([received, d])));
+    /** The types of the messages received so far, once the last is ReadyForQuery ('Z'), n of them. */
+    const typesUntilReady = async (n: number): Promise<string[]> => {
+      for (;;) {
+        const types: string[] = [];
+        for (let at = 0; at + 5 <= received.length; at += 1 + received.readInt32BE(at + 1)) types.push(String.fromCharCode(received[at]!));
+        if (types.filter((t) => t === 'Z').length >= n) return types;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const holder = new pg.Client({ connectionString: pgliteSocketUrl(dataDir) });
+    await holder.connect();
+    try {
+      await connected;
+      socket.write(Buffer.concat([int32(startup.length + 4), startup]));
+      await typesUntilReady(1);
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1');
+      // Parse alone, then the rest of the unit, while the holder's transaction keeps the session.
+      socket.write(message('P', cstring(''), cstring("SELECT 'whole' AS unit"), int16(0)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.write(
+        Buffer.concat([
+          message('B', cstring(''), cstring(''), int16(0), int16(0), int16(0)),
+          message('D', Buffer.from('P'), cstring('')),
+          message('E', cstring(''), int32(0)),
+          message('S'),
+        ]),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await holder.query('COMMIT');
+      const types = await typesUntilReady(2);
+      const unit = types.slice(types.indexOf('Z') + 1);
+      // ParseComplete, BindComplete, RowDescription, DataRow, CommandComplete, ReadyForQuery: no ErrorResponse.
+      assert.deepEqual(unit, ['1', '2', 'T', 'D', 'C', 'Z']);
+    } finally {
+      socket.destroy();
+      await holder.end();
+    }
   });
 
   it('after the server closes, the CLI opens the directory itself', async () => {

@@ -13,14 +13,15 @@ import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } f
 import { createServiceReadCache } from '../../src/services/read-cache.ts';
 import { createTestDatabase } from './db.ts';
 import { openChunkReader } from '../../src/reports/workbook-store.ts';
+import type { Database } from '../../src/db/client.ts';
 
 export interface TestApp {
   app: Express;
   deps: AppDeps;
   prisma: AppDeps['prisma'];
   redisEndpoint: RedisEndpoint;
-  /** The database's connection string (PostgreSQL runs): report builds then run as in a server (src/reports/build.ts). */
-  databaseUrl: string | undefined;
+  /** The database (its kind and connection string: report builds run as in a server, src/reports/work.ts). */
+  database: Database;
   jobs: Jobs;
   dataDir: string;
   /** Writes buffered API log entries and last-used times now. */
@@ -77,7 +78,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     cleanups.push(() => redis.disconnect());
     await waitUntilReady(redis);
     contract = loadContract();
-    jobs = createJobs({ redisEndpoint, prisma: db.prisma, databaseUrl: db.databaseUrl, config, logger, mode: 'both' });
+    jobs = createJobs({ redisEndpoint, prisma: db.prisma, database: db.db, config, logger, mode: 'both' });
     cleanups.push(() => jobs.close());
     if (options.workers !== false) await jobs.startWorkers();
   } catch (err) {
@@ -101,7 +102,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     deps,
     prisma: db.prisma,
     redisEndpoint,
-    databaseUrl: db.databaseUrl,
+    database: db.db,
     jobs,
     dataDir,
     flushApiLog: async () => {

@@ -30,7 +30,7 @@ export async function createReportTestApp(baseOverrides: Partial<Config> = {}): 
     async withJobs(overrides = {}, mode = 'both') {
       const config: Config = { ...t.deps.config, ...overrides };
       const prefix = `t${randomBytes(4).toString('hex')}`;
-      const jobs = createJobs({ redisEndpoint: t.redisEndpoint, prisma: t.prisma, databaseUrl: t.databaseUrl, config, logger: t.deps.logger, mode, prefix, closeTimeoutMs: 2000 });
+      const jobs = createJobs({ redisEndpoint: t.redisEndpoint, prisma: t.prisma, database: t.database, config, logger: t.deps.logger, mode, prefix, closeTimeoutMs: 2000 });
       all.push(jobs);
       if (mode !== 'producer') await jobs.startWorkers();
       const app = createApp({ ...t.deps, config, jobs });

@@ -1,0 +1,72 @@
+/**
+ * The reports' background work, wired here and handed to src/work.ts whole: the pipeline every
+ * step shares, the `reports` queue's processor, the report e-mails' processor (on the generic
+ * `mail` queue), the runner the API waits on, and the reconciler. src/work.ts knows none of it
+ * beyond these names.
+ */
+import type { Job } from 'bullmq';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/client.ts';
+import type { JobQueues, Mailer } from '../jobs/index.ts';
+import type { Logger } from '../logger.ts';
+import { processBuild, processReportSend, REPORTS_QUEUE, type BuildJobData, type Pipeline, type SendJobData } from './pipeline.ts';
+import { startReconciling } from './reconcile.ts';
+import { runReport } from './run-report.ts';
+import type { ReportResult, ReportSpec, ReportTotals } from './types.ts';
+import { openChunkReader, WorkbookCache } from './workbook-store.ts';
+
+export { REPORTS_QUEUE };
+export type { SendJobData };
+
+export interface ReportWorkParts {
+  prisma: PrismaClient;
+  /** What the database is and its connection string (unset: an embedded database without a socket). */
+  database: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
+  config: Config;
+  log: Logger;
+  queues: JobQueues;
+  /** The mail transport, made when the workers start. */
+  mailer: () => Mailer;
+  /** Counters of report e-mails sent and failed for good. */
+  mailOutcomes: { sent(): void; failed(): void };
+}
+
+export interface ReportWork {
+  /** A report run: recorded, queued, and waited for up to REPORT_WAIT_MS (run-report.ts). */
+  run<T extends ReportTotals = ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>>;
+  /** The `reports` queue's processor: a run's build. */
+  processBuild(job: Job<BuildJobData>): Promise<unknown>;
+  /** A report e-mail's send (a `mail` job that names a recipient). */
+  processSend(job: Job<SendJobData>): Promise<unknown>;
+  /** Picks up, now and periodically, whatever Redis lost or a dead worker left (reconcile.ts). */
+  startReconciling(): { stop(): Promise<void> };
+  /** Closes what the reports' work holds of its own (its reader of stored workbooks). Safe twice. */
+  close(): Promise<void>;
+}
+
+export function createReportWork(parts: ReportWorkParts): ReportWork {
+  const { prisma, database, config, ...rest } = parts;
+  // Stored workbooks for attachments are read through a reader of the reports' own.
+  const chunks = openChunkReader({ prisma, url: database?.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
+  const pipeline: Pipeline = {
+    ...rest,
+    prisma,
+    config,
+    // On PostgreSQL a build reads and stores through a connection of its thread's own. The embedded
+    // database is one session behind its socket, shared by every client a statement at a time:
+    // there builds stay relayed, as measured before, because the thread's connection met protocol
+    // errors under six concurrent reports (bench/README.md, "third pass").
+    buildUrl: database?.kind === 'postgres' ? database.databaseUrl : undefined,
+    readChunk: chunks.read,
+    // Room for the attachments of the runs a worker sends at once (2 builds at a time).
+    workbooks: new WorkbookCache(2 * config.reportAttachmentMaxBytes),
+  };
+  return {
+    run: (spec) => runReport(pipeline, spec),
+    processBuild: (job) => processBuild(pipeline, job),
+    processSend: (job) => processReportSend(pipeline, job),
+    startReconciling: () => startReconciling(pipeline),
+    close: () => chunks.close(),
+  };
+}
