@@ -33,7 +33,25 @@ import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
 import { storeWorkbook } from './build.ts';
 import { reportBuilders } from './index.ts';
 import { createLink } from './links.ts';
-import { countRunRecipients } from './runs.ts';
+import {
+  claimRecipient,
+  claimRunForBuild,
+  completeRun,
+  countRunRecipients,
+  deliveryOf,
+  failRunRecords,
+  findRecipientWithRun,
+  findRun,
+  pendingRecipientIds,
+  recordedBuildOf,
+  recordRunBuilt,
+  recordRunCounts,
+  recordSendFailed,
+  recordSent,
+  releaseClaim,
+  renewClaim,
+  requeueRunForBuild,
+} from './run-store.ts';
 import { specOfRun, type RunRecord, type ReportTotals } from './types.ts';
 import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, type ReadChunk, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
 
@@ -123,9 +141,8 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const { prisma, log } = p;
   const { runId } = job.data;
   // Only a run that still needs its workbook is built; a repeated job finds it past that and stops.
-  const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
-  if (claimed.count === 0) return { skipped: 'run is not waiting for a build' };
-  const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
+  if (!(await claimRunForBuild(prisma, runId))) return { skipped: 'run is not waiting for a build' };
+  const run = await findRun(prisma, runId);
   const spec = specOfRun(run);
   const started = Date.now();
   // A workbook small enough to attach comes back whole, for this process's own sends of it.
@@ -152,8 +169,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
     return { skipped: 'another build of the run was recorded first' };
   }
   if (kept) p.workbooks.put({ runId, build: stored.build }, kept);
-  const pending = await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } });
-  for (const r of pending) await enqueueSend(p, r.id);
+  for (const recipientId of await pendingRecipientIds(prisma, runId)) await enqueueSend(p, recipientId);
   log.info({ runId, type: spec.type, rows: built.rows, bytes: stored.bytes, ms: Date.now() - started }, 'report workbook built');
   return { rows: built.rows };
 }
@@ -166,23 +182,10 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
 async function recordBuilt(p: Pipeline, runId: string, stored: StoredWorkbook, totals: ReportTotals): Promise<boolean> {
   const { prisma, config } = p;
   const delivery = stored.bytes > config.reportAttachmentMaxBytes ? 'link' : 'attachment';
-  await record(p, 'workbook built', () =>
-    prisma.reportRun.updateMany({
-      where: { id: runId, status: 'building' },
-      data: {
-        status: 'sending',
-        totals: totals as object,
-        workbookBuild: stored.build,
-        workbookBytes: stored.bytes,
-        workbookChunks: stored.chunks,
-        workbookSha256: stored.sha256,
-        delivery,
-      },
-    }),
-  );
+  await record(p, 'workbook built', () => recordRunBuilt(prisma, runId, stored, totals as object, delivery));
   const recorded = { build: null as string | null };
   await record(p, 'workbook build read back', async () => {
-    recorded.build = (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { workbookBuild: true } })).workbookBuild;
+    recorded.build = await recordedBuildOf(prisma, runId);
   });
   if (recorded.build !== stored.build) return false;
   // Best effort: the reconciler's sweep deletes whatever is left (sweepOrphanChunks).
@@ -194,15 +197,7 @@ async function recordBuilt(p: Pipeline, runId: string, stored: StoredWorkbook, t
 async function failRun(p: Pipeline, runId: string, error: string): Promise<void> {
   const { prisma } = p;
   const message = error.slice(0, 1000);
-  await record(p, 'run failed', () =>
-    prisma.$transaction([
-      prisma.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error: message } }),
-      prisma.reportRun.updateMany({
-        where: { id: runId, status: { in: ['queued', 'building'] } },
-        data: { status: 'failed', error: message, completedAt: new Date() },
-      }),
-    ]),
-  );
+  await record(p, 'run failed', () => failRunRecords(prisma, runId, message, ['queued', 'building']));
   await recount(p, runId);
   await releaseWorkbook(prisma, runId).catch((err: unknown) => p.log.warn({ err, runId }, 'could not delete a failed run\'s chunks yet'));
 }
@@ -213,23 +208,18 @@ export async function recount(p: Pipeline, runId: string): Promise<void> {
   const { sent, failed, pending } = await countRunRecipients(prisma, runId);
   const counts = { recipientsSent: sent, recipientsFailed: failed };
   if (pending > 0) {
-    await prisma.reportRun.update({ where: { id: runId }, data: counts });
+    await recordRunCounts(prisma, runId, counts);
     return;
   }
-  const done = await prisma.reportRun.updateMany({
-    where: { id: runId, status: 'sending' },
-    data: { ...counts, status: 'completed', completedAt: new Date() },
-  });
-  if (done.count > 0) {
+  if (await completeRun(prisma, runId, counts)) {
     // An attached workbook is not needed once every e-mail has an outcome; links keep theirs until they expire.
-    const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { delivery: true } });
-    if (run.delivery !== 'link' || counts.recipientsSent === 0) {
+    if ((await deliveryOf(prisma, runId)) !== 'link' || counts.recipientsSent === 0) {
       p.workbooks.dropRun(runId);
       await releaseWorkbook(prisma, runId);
     }
     p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
   } else {
-    await prisma.reportRun.update({ where: { id: runId }, data: counts });
+    await recordRunCounts(prisma, runId, counts);
   }
 }
 
@@ -240,12 +230,8 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
   const { prisma, config } = p;
   const { recipientId } = job.data;
   // The claim comes before the SMTP conversation: no claim, no send.
-  const claimed = await prisma.reportRecipient.updateMany({
-    where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending' } } },
-    data: { status: 'sending', claimedAt: new Date(), attempts: { increment: 1 } },
-  });
-  if (claimed.count === 0) return { skipped: 'recipient is not waiting for a send' };
-  const recipient = await prisma.reportRecipient.findUniqueOrThrow({ where: { id: recipientId }, include: { reportRun: true } });
+  if (!(await claimRecipient(prisma, recipientId))) return { skipped: 'recipient is not waiting for a send' };
+  const recipient = await findRecipientWithRun(prisma, recipientId);
   const run = recipient.reportRun;
   if (run.workbookBuild === null || run.workbookChunks === null) return buildFirst(p, run.id, recipientId);
   let mail: { message: MailMessage; link?: MailLink };
@@ -253,7 +239,7 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
     mail = await reportMail(p, { ...run, workbookBuild: run.workbookBuild, workbookChunks: run.workbookChunks }, recipient);
   } catch (err) {
     // Nothing was sent: the claim goes back (or the reconciler releases it once it is stale).
-    await releaseClaim(p, recipientId).catch(() => undefined);
+    await releaseClaim(prisma, recipientId).catch(() => undefined);
     throw err;
   }
   // The claim is renewed until the outcome is recorded, not only while the SMTP conversation lasts:
@@ -267,9 +253,7 @@ export async function processReportSend(p: Pipeline, job: Job<SendJobData>): Pro
 /** Runs `work` with the recipient's claim renewed meanwhile (a live worker's claim never looks abandoned). */
 async function whileClaimed<T>(p: Pipeline, recipientId: number, work: () => Promise<T>): Promise<T> {
   const heartbeat = setInterval(() => {
-    void p.prisma.reportRecipient
-      .updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } })
-      .catch(() => undefined);
+    void renewClaim(p.prisma, recipientId).catch(() => undefined);
   }, Math.max(250, Math.floor(staleAfterMs(p.config) / 4)));
   try {
     return await work();
@@ -284,17 +268,13 @@ async function recordOutcome(p: Pipeline, job: Job<SendJobData>, runId: string, 
   if (outcome.sent) {
     p.mailOutcomes.sent();
     const { messageId } = outcome;
-    await record(p, 'e-mail sent', () =>
-      prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt } }),
-    );
+    await record(p, 'e-mail sent', () => recordSent(prisma, recipientId, messageId, linkExpiresAt));
     await record(p, 'run counts', () => recount(p, runId));
     return { messageId };
   }
   p.log.warn({ runId, recipientId, attempt, final: outcome.final, error: outcome.error, job: job.id }, 'e-mail send failed');
   const { error, final } = outcome;
-  await record(p, 'e-mail failed', () =>
-    prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: final ? 'failed' : 'pending', error, claimedAt: null } }),
-  );
+  await record(p, 'e-mail failed', () => recordSendFailed(prisma, recipientId, error, final));
   if (final) {
     p.mailOutcomes.failed();
     await record(p, 'run counts', () => recount(p, runId));
@@ -333,21 +313,11 @@ async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; 
   };
 }
 
-async function releaseClaim(p: Pipeline, recipientId: number): Promise<void> {
-  await p.prisma.reportRecipient.updateMany({
-    where: { id: recipientId, status: 'sending' },
-    data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } },
-  });
-}
-
 /** A run in `sending` with no stored workbook (recorded before workbooks were stored): build it, then send. */
 async function buildFirst(p: Pipeline, runId: string, recipientId: number): Promise<unknown> {
   const { prisma } = p;
   p.log.warn({ runId, recipientId }, 'report run has no stored workbook; building it');
-  await prisma.$transaction([
-    prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
-    prisma.reportRun.updateMany({ where: { id: runId, status: 'sending', workbookBuild: null }, data: { status: 'queued' } }),
-  ]);
+  await requeueRunForBuild(prisma, runId, recipientId);
   await enqueueBuild(p, runId);
   return { skipped: 'workbook to be built first' };
 }

@@ -8,6 +8,16 @@
  */
 import { MAIL_QUEUE } from '../jobs/index.ts';
 import { buildJobId, enqueueBuild, enqueueSend, recount, REPORTS_QUEUE, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
+import {
+  abandonedClaims,
+  releaseAbandonedClaim,
+  runsWaitingForBuild,
+  runsWithWorkbooksToRelease,
+  touchRecipient,
+  touchRun,
+  unfinishedRuns,
+  waitingRecipients,
+} from './run-store.ts';
 import { releaseWorkbook, sweepOrphanChunks } from './workbook-store.ts';
 
 export async function reconcile(p: Pipeline): Promise<void> {
@@ -15,12 +25,7 @@ export async function reconcile(p: Pipeline): Promise<void> {
   await resumeRuns(p, before);
   await releaseAbandonedSends(p, before);
   await resumeSends(p, before);
-  const unfinished = await p.prisma.reportRun.findMany({
-    where: { status: 'sending', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
-    select: { id: true },
-    take: 100,
-  });
-  for (const run of unfinished) await recount(p, run.id);
+  for (const run of await unfinishedRuns(p.prisma, before)) await recount(p, run.id);
   await releaseWorkbooks(p);
 }
 
@@ -30,21 +35,7 @@ export async function reconcile(p: Pipeline): Promise<void> {
  * its last link has expired (or when no link e-mail was sent). Then chunks no run reads (sweepOrphanChunks).
  */
 export async function releaseWorkbooks(p: Pipeline): Promise<void> {
-  const now = new Date();
-  const done = await p.prisma.reportRun.findMany({
-    where: {
-      workbookDeletedAt: null,
-      OR: [
-        { status: 'failed' },
-        { status: 'completed', delivery: { not: 'link' } },
-        { status: 'completed', delivery: null },
-        { status: 'completed', recipientsSent: 0 },
-        { status: 'completed', delivery: 'link', links: { none: { expiresAt: { gt: now } } } },
-      ],
-    },
-    select: { id: true },
-    take: 100,
-  });
+  const done = await runsWithWorkbooksToRelease(p.prisma, new Date());
   for (const run of done) await releaseWorkbook(p.prisma, run.id);
   if (done.length > 0) p.log.info({ runs: done.length }, 'stored report workbooks deleted');
   await sweepOrphanChunks(p.prisma);
@@ -52,32 +43,18 @@ export async function releaseWorkbooks(p: Pipeline): Promise<void> {
 
 /** Runs waiting for a build that has no job. */
 async function resumeRuns(p: Pipeline, before: Date): Promise<void> {
-  const stuckRuns = await p.prisma.reportRun.findMany({
-    where: { status: { in: ['queued', 'building'] }, updatedAt: { lt: before } },
-    select: { id: true },
-    take: 100,
-  });
-  for (const run of stuckRuns) {
+  for (const run of await runsWaitingForBuild(p.prisma, before)) {
     if (await p.queues.isLive(REPORTS_QUEUE, buildJobId(run.id))) continue;
     p.log.warn({ runId: run.id }, 'resuming a report run that had no build job');
-    await p.prisma.reportRun.update({ where: { id: run.id }, data: { updatedAt: new Date() } });
+    await touchRun(p.prisma, run.id);
     await enqueueBuild(p, run.id);
   }
 }
 
 /** Sends whose worker stopped renewing its claim: it died, maybe after the server accepted. */
 async function releaseAbandonedSends(p: Pipeline, before: Date): Promise<void> {
-  const abandoned = await p.prisma.reportRecipient.findMany({
-    where: { status: 'sending', claimedAt: { lt: before } },
-    select: { id: true, claimedAt: true, reportRunId: true },
-    take: 500,
-  });
-  for (const r of abandoned) {
-    const released = await p.prisma.reportRecipient.updateMany({
-      where: { id: r.id, status: 'sending', claimedAt: r.claimedAt },
-      data: { status: 'pending', claimedAt: null },
-    });
-    if (released.count === 0) continue;
+  for (const r of await abandonedClaims(p.prisma, before)) {
+    if (!(await releaseAbandonedClaim(p.prisma, r.id, r.claimedAt))) continue;
     p.log.warn({ runId: r.reportRunId, recipientId: r.id }, 'releasing an abandoned send');
     await enqueueSend(p, r.id);
   }
@@ -85,15 +62,10 @@ async function releaseAbandonedSends(p: Pipeline, before: Date): Promise<void> {
 
 /** Recipients waiting for a send that has no job. */
 async function resumeSends(p: Pipeline, before: Date): Promise<void> {
-  const waiting = await p.prisma.reportRecipient.findMany({
-    where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending' } } },
-    select: { id: true, reportRunId: true },
-    take: 500,
-  });
-  for (const r of waiting) {
+  for (const r of await waitingRecipients(p.prisma, before)) {
     if (await p.queues.isLive(MAIL_QUEUE, sendJobId(r.id))) continue;
     p.log.warn({ runId: r.reportRunId, recipientId: r.id }, 'resuming a report e-mail that had no job');
-    await p.prisma.reportRecipient.update({ where: { id: r.id }, data: { updatedAt: new Date() } });
+    await touchRecipient(p.prisma, r.id);
     await enqueueSend(p, r.id);
   }
 }

@@ -9,7 +9,7 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import { admitReportRun, reportLimitsOf } from './limits.ts';
 import { reportBuilders } from './index.ts';
 import { enqueueBuild, type Pipeline } from './pipeline.ts';
-import { countRunRecipients, type RecipientCounts } from './runs.ts';
+import { countRunRecipients, createRunRecords, failRunRecords, runStatusOf, type RecipientCounts } from './run-store.ts';
 import { ReportGenerationError, ReportNoDataError, type ReportResult, type ReportSpec, type ReportTotals } from './types.ts';
 
 interface Outcome extends RecipientCounts {
@@ -19,7 +19,7 @@ interface Outcome extends RecipientCounts {
 
 async function outcomeOf(p: Pipeline, runId: string): Promise<Outcome> {
   const [run, counts] = await Promise.all([
-    p.prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true } }),
+    runStatusOf(p.prisma, runId),
     countRunRecipients(p.prisma, runId),
   ]);
   return { status: run.status, error: run.error, ...counts };
@@ -55,8 +55,9 @@ type Counted = Awaited<ReturnType<(typeof reportBuilders)[ReportSpec['type']]['c
 
 /** The run and its recipients, in the admission's transaction (with the effect's record, if any). */
 async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted: Counted, generatedAt: Date) {
-  const run = await tx.reportRun.create({
-    data: {
+  const run = await createRunRecords(
+    tx,
+    {
       id: randomUUID(),
       brokerId: spec.brokerId,
       apiKeyId: spec.apiKeyId,
@@ -67,10 +68,9 @@ async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted
       totals: counted.totals as object,
       snapshotMaxId: counted.snapshot.maxId,
       generatedAt,
-      recipients: { create: spec.recipients.map((email) => ({ email })) },
     },
-    select: { id: true },
-  });
+    spec.recipients,
+  );
   await spec.work?.within(tx).recordEffect({ type: 'report', id: run.id });
   return run;
 }
@@ -81,13 +81,7 @@ async function queueOrFail(p: Pipeline, runId: string, recipients: number): Prom
     await enqueueBuild(p, runId);
   } catch (err) {
     const reason = `the report could not be queued: ${err instanceof Error ? err.message : String(err)}`;
-    await p.prisma.$transaction([
-      p.prisma.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error: reason } }),
-      p.prisma.reportRun.updateMany({
-        where: { id: runId, status: 'queued' },
-        data: { status: 'failed', error: reason, recipientsFailed: recipients, completedAt: new Date() },
-      }),
-    ]).catch((recordErr: unknown) => p.log.error({ err: recordErr, runId }, 'could not record a report that was not queued'));
+    await failRunRecords(p.prisma, runId, reason, ['queued'], { recipientsFailed: recipients }).catch((recordErr: unknown) => p.log.error({ err: recordErr, runId }, 'could not record a report that was not queued'));
     throw err;
   }
 }

@@ -1,42 +1,19 @@
 /**
  * GET /api/v1/reports/{report_id}: a report run of the key's broker as recorded, with each
  * recipient's delivery (attachment or link) and the downloads through their links. The records are
- * written by the report pipeline (pipeline.ts); this reads them, and counts a run's recipients by
- * outcome for every reader (the answer here, the report request's wait, the run's stored counts).
+ * written by the report pipeline through run-store.ts, which also counts recipients by outcome for
+ * every reader (the answer here, the report request's wait, the run's stored counts).
  */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { NotFoundError } from '../shared/errors.ts';
 import type { components } from '../../generated/api.ts';
+import { recipientCounts } from './run-store.ts';
 
 export type ReportRunData = components['schemas']['ReportRun'];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
-
-/** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
-export interface RecipientCounts {
-  sent: number;
-  failed: number;
-  pending: number;
-}
-
-/** The counts from recipient statuses and how many have each. */
-export function recipientCounts(byStatus: Iterable<readonly [status: string, n: number]>): RecipientCounts {
-  const counts = { sent: 0, failed: 0, pending: 0 };
-  for (const [status, n] of byStatus) {
-    if (status === 'sent') counts.sent += n;
-    else if (status === 'failed') counts.failed += n;
-    else counts.pending += n;
-  }
-  return counts;
-}
-
-/** A run's counts as its recipients' records stand. */
-export async function countRunRecipients(db: PrismaClient | Prisma.TransactionClient, runId: string): Promise<RecipientCounts> {
-  const rows = await db.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } });
-  return recipientCounts(rows.map((r) => [r.status, r._count._all] as const));
-}
 
 /** Downloads shown per recipient, newest first (`download_count` counts them all). */
 export const RECENT_DOWNLOADS = 10;

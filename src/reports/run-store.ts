@@ -1,0 +1,191 @@
+/**
+ * The records of report runs and their recipients, and every change the pipeline makes to them
+ * (run-report.ts records, pipeline.ts builds and sends, reconcile.ts resumes): each a named step
+ * that returns data. Every change is conditional on the state it leaves, so a repeated job or two
+ * workers at once change a record once. The stored workbook's chunks are workbook-store.ts's, the
+ * links links.ts's, the broker's bounds limits.ts's.
+ */
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { StoredWorkbook } from './workbook-store.ts';
+
+type Db = PrismaClient | Prisma.TransactionClient;
+
+/** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
+export interface RecipientCounts {
+  sent: number;
+  failed: number;
+  pending: number;
+}
+
+/** The counts from recipient statuses and how many have each: the one place a status becomes a count. */
+export function recipientCounts(byStatus: Iterable<readonly [status: string, n: number]>): RecipientCounts {
+  const counts = { sent: 0, failed: 0, pending: 0 };
+  for (const [status, n] of byStatus) {
+    if (status === 'sent') counts.sent += n;
+    else if (status === 'failed') counts.failed += n;
+    else counts.pending += n;
+  }
+  return counts;
+}
+
+/** A run's counts as its recipients' records stand. */
+export async function countRunRecipients(db: Db, runId: string): Promise<RecipientCounts> {
+  const rows = await db.reportRecipient.groupBy({ by: ['status'], where: { reportRunId: runId }, _count: { _all: true } });
+  return recipientCounts(rows.map((r) => [r.status, r._count._all] as const));
+}
+
+// ---- runs ----
+
+/** A new run and its recipients (`pending`), in the caller's transaction (the broker's admission). */
+export const createRunRecords = (tx: Prisma.TransactionClient, data: Omit<Prisma.ReportRunUncheckedCreateInput, 'recipients'>, recipients: string[]) =>
+  tx.reportRun.create({ data: { ...data, recipients: { create: recipients.map((email) => ({ email })) } }, select: { id: true } });
+
+export const findRun = (prisma: PrismaClient, runId: string) => prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
+
+export const runStatusOf = (prisma: PrismaClient, runId: string) =>
+  prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true } });
+
+/** Takes a run that waits for its workbook into `building`; false when it no longer waits (a repeated job). */
+export async function claimRunForBuild(prisma: PrismaClient, runId: string): Promise<boolean> {
+  const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
+  return claimed.count > 0;
+}
+
+/** Records a stored workbook as the run's (`sending`), unless another build was recorded first. */
+export const recordRunBuilt = (prisma: PrismaClient, runId: string, stored: StoredWorkbook, totals: object, delivery: 'attachment' | 'link') =>
+  prisma.reportRun.updateMany({
+    where: { id: runId, status: 'building' },
+    data: {
+      status: 'sending',
+      totals,
+      workbookBuild: stored.build,
+      workbookBytes: stored.bytes,
+      workbookChunks: stored.chunks,
+      workbookSha256: stored.sha256,
+      delivery,
+    },
+  });
+
+/** The build recorded as the run's workbook (null: none yet). */
+export async function recordedBuildOf(prisma: PrismaClient, runId: string): Promise<string | null> {
+  return (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { workbookBuild: true } })).workbookBuild;
+}
+
+/**
+ * A run that ends before any e-mail went out (`from`: the states it may still be in): it and every
+ * recipient still waiting end failed with `error`.
+ */
+export const failRunRecords = (prisma: PrismaClient, runId: string, error: string, from: Array<'queued' | 'building'>, extra: { recipientsFailed?: number } = {}) =>
+  prisma.$transaction([
+    prisma.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error } }),
+    prisma.reportRun.updateMany({ where: { id: runId, status: { in: from } }, data: { status: 'failed', error, completedAt: new Date(), ...extra } }),
+  ]);
+
+/** Stores the run's counts. */
+export const recordRunCounts = (prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }) =>
+  prisma.reportRun.update({ where: { id: runId }, data: counts });
+
+/** Completes a `sending` run with its final counts; false when it was not `sending` (completed already). */
+export async function completeRun(prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }): Promise<boolean> {
+  const done = await prisma.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
+  return done.count > 0;
+}
+
+export async function deliveryOf(prisma: PrismaClient, runId: string): Promise<'attachment' | 'link' | null> {
+  return (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { delivery: true } })).delivery;
+}
+
+/** A recipient's claim given back and its run sent back to `queued`: the run was recorded `sending` without a stored workbook. */
+export const requeueRunForBuild = (prisma: PrismaClient, runId: string, recipientId: number) =>
+  prisma.$transaction([
+    prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
+    prisma.reportRun.updateMany({ where: { id: runId, status: 'sending', workbookBuild: null }, data: { status: 'queued' } }),
+  ]);
+
+// ---- recipients ----
+
+export const pendingRecipientIds = async (prisma: PrismaClient, runId: string): Promise<number[]> =>
+  (await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } })).map((r) => r.id);
+
+/** Takes a waiting recipient of a `sending` run into `sending` (one more attempt); false when it does not wait. */
+export async function claimRecipient(prisma: PrismaClient, recipientId: number): Promise<boolean> {
+  const claimed = await prisma.reportRecipient.updateMany({
+    where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending' } } },
+    data: { status: 'sending', claimedAt: new Date(), attempts: { increment: 1 } },
+  });
+  return claimed.count > 0;
+}
+
+export const findRecipientWithRun = (prisma: PrismaClient, recipientId: number) =>
+  prisma.reportRecipient.findUniqueOrThrow({ where: { id: recipientId }, include: { reportRun: true } });
+
+/** Keeps a claim fresh while its worker lives. */
+export const renewClaim = (prisma: PrismaClient, recipientId: number) =>
+  prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } });
+
+/** Gives a claim back with its attempt: nothing was sent. */
+export const releaseClaim = (prisma: PrismaClient, recipientId: number) =>
+  prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending' }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } });
+
+export const recordSent = (prisma: PrismaClient, recipientId: number, messageId: string, linkExpiresAt: Date | null) =>
+  prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt } });
+
+/** A failed attempt: final, or waiting for the next one. */
+export const recordSendFailed = (prisma: PrismaClient, recipientId: number, error: string, final: boolean) =>
+  prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: final ? 'failed' : 'pending', error, claimedAt: null } });
+
+// ---- what the reconciler looks for ----
+
+/** `sending` runs not touched since `before` whose every recipient is final: their completion was missed. */
+export const unfinishedRuns = (prisma: PrismaClient, before: Date) =>
+  prisma.reportRun.findMany({
+    where: { status: 'sending', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
+    select: { id: true },
+    take: 100,
+  });
+
+/** Runs whose stored workbook nobody can need: failed, attached and completed, or every link expired. */
+export const runsWithWorkbooksToRelease = (prisma: PrismaClient, now: Date) =>
+  prisma.reportRun.findMany({
+    where: {
+      workbookDeletedAt: null,
+      OR: [
+        { status: 'failed' },
+        { status: 'completed', delivery: { not: 'link' } },
+        { status: 'completed', delivery: null },
+        { status: 'completed', recipientsSent: 0 },
+        { status: 'completed', delivery: 'link', links: { none: { expiresAt: { gt: now } } } },
+      ],
+    },
+    select: { id: true },
+    take: 100,
+  });
+
+/** Runs waiting for a build, not touched since `before`. */
+export const runsWaitingForBuild = (prisma: PrismaClient, before: Date) =>
+  prisma.reportRun.findMany({ where: { status: { in: ['queued', 'building'] }, updatedAt: { lt: before } }, select: { id: true }, take: 100 });
+
+/** Marks a run as seen now (the reconciler resumed it). */
+export const touchRun = (prisma: PrismaClient, runId: string) => prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: new Date() } });
+
+/** Claims not renewed since `before`: their worker died, maybe after the server accepted. */
+export const abandonedClaims = (prisma: PrismaClient, before: Date) =>
+  prisma.reportRecipient.findMany({ where: { status: 'sending', claimedAt: { lt: before } }, select: { id: true, claimedAt: true, reportRunId: true }, take: 500 });
+
+/** Releases a claim as found (`claimedAt`), without its attempt; false when it changed meanwhile. */
+export async function releaseAbandonedClaim(prisma: PrismaClient, recipientId: number, claimedAt: Date | null): Promise<boolean> {
+  const released = await prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending', claimedAt }, data: { status: 'pending', claimedAt: null } });
+  return released.count > 0;
+}
+
+/** Recipients of `sending` runs waiting for a send, not touched since `before`. */
+export const waitingRecipients = (prisma: PrismaClient, before: Date) =>
+  prisma.reportRecipient.findMany({
+    where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending' } } },
+    select: { id: true, reportRunId: true },
+    take: 500,
+  });
+
+/** Marks a recipient as seen now (the reconciler resumed its send). */
+export const touchRecipient = (prisma: PrismaClient, recipientId: number) =>
+  prisma.reportRecipient.update({ where: { id: recipientId }, data: { updatedAt: new Date() } });
