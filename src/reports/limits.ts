@@ -14,6 +14,7 @@ import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { LimitReachedError } from '../shared/errors.ts';
+import { countRunningRuns, countRunsCreatedSince, lockBrokerAdmissions, nthNewestRunCreatedSince } from './run-store.ts';
 
 export interface ReportLimits {
   concurrentPerBroker: number;
@@ -26,10 +27,6 @@ export interface ReportLimits {
 export const RUNNING_MAX_AGE_MS = 3600_000;
 const HOUR_MS = 3600_000;
 const HOUR_SECONDS = 3600;
-/** Final states of a run; every other state counts as running. */
-const FINAL_STATES = ['completed', 'failed'] as const;
-/** First key of the two-key advisory lock that serialises one broker's admissions. */
-const ADMISSION_LOCK_SPACE = 0x52_50_54; // "RPT"
 
 export function reportLimitsOf(config: Config): ReportLimits {
   return {
@@ -43,27 +40,13 @@ export function reportLimitsOf(config: Config): ReportLimits {
 async function refusal(db: Db, limits: ReportLimits, brokerId: string, now: Date): Promise<LimitReachedError | undefined> {
   const hourAgo = new Date(now.getTime() - HOUR_MS);
   // One after the other: inside an interactive transaction the queries share one connection.
-  const running = await db.reportRun.count({
-    where: {
-      brokerId,
-      status: { notIn: [...FINAL_STATES] },
-      createdAt: { gt: new Date(now.getTime() - RUNNING_MAX_AGE_MS) },
-    },
-  });
-  const lastHour = await db.reportRun.count({ where: { brokerId, createdAt: { gt: hourAgo } } });
+  const running = await countRunningRuns(db, brokerId, new Date(now.getTime() - RUNNING_MAX_AGE_MS));
+  const lastHour = await countRunsCreatedSince(db, brokerId, hourAgo);
   const refusals: LimitReachedError[] = [];
   if (lastHour >= limits.perHourPerBroker) {
     // A report may start again when the run that brought the count to the bound leaves the hour.
-    const [edge] = await db.reportRun.findMany({
-      where: { brokerId, createdAt: { gt: hourAgo } },
-      orderBy: { createdAt: 'desc' },
-      skip: limits.perHourPerBroker - 1,
-      take: 1,
-      select: { createdAt: true },
-    });
-    const retryAfter = edge
-      ? Math.min(HOUR_SECONDS, Math.max(1, Math.ceil((edge.createdAt.getTime() + HOUR_MS - now.getTime()) / 1000)))
-      : 1;
+    const edge = await nthNewestRunCreatedSince(db, brokerId, hourAgo, limits.perHourPerBroker);
+    const retryAfter = edge ? Math.min(HOUR_SECONDS, Math.max(1, Math.ceil((edge.getTime() + HOUR_MS - now.getTime()) / 1000))) : 1;
     refusals.push(
       tooMany(
         `Report limit reached: this broker may start ${limits.perHourPerBroker} reports per hour; retry after ${retryAfter} seconds`,
@@ -112,7 +95,7 @@ export async function admitReportRun<T>(
   create: (tx: Prisma.TransactionClient) => Promise<T>,
 ): Promise<T> {
   return prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId}))`;
+    await lockBrokerAdmissions(tx, brokerId);
     // The counts read after the lock see every run the previous holder committed (read committed).
     const refused = await refusal(tx, limits, brokerId, new Date());
     if (refused) throw refused;

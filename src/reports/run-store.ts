@@ -2,13 +2,12 @@
  * The records of report runs and their recipients, and every change the pipeline makes to them
  * (run-report.ts records, pipeline.ts builds and sends, reconcile.ts resumes): each a named step
  * that returns data. Every change is conditional on the state it leaves, so a repeated job or two
- * workers at once change a record once. The stored workbook's chunks are workbook-store.ts's, the
- * links links.ts's, the broker's bounds limits.ts's.
+ * workers at once change a record once. The bounds' queries are here, their policy limits.ts's; the
+ * stored workbook's chunks are workbook-store.ts's, the links links.ts's.
  */
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Db } from '../shared/db-errors.ts';
 import type { StoredWorkbook } from './workbook-store.ts';
-
-type Db = PrismaClient | Prisma.TransactionClient;
 
 /** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
 export interface RecipientCounts {
@@ -101,6 +100,30 @@ export const requeueRunForBuild = (prisma: PrismaClient, runId: string, recipien
     prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
     prisma.reportRun.updateMany({ where: { id: runId, status: 'sending', workbookBuild: null }, data: { status: 'queued' } }),
   ]);
+
+// ---- the broker's bounds (limits.ts) ----
+
+/** Final states of a run; every other state counts as running. */
+const FINAL_STATES = ['completed', 'failed'] as const;
+/** First key of the two-key advisory lock that serialises one broker's admissions. */
+const ADMISSION_LOCK_SPACE = 0x52_50_54; // "RPT"
+
+/** Holds the broker's admission lock until the transaction ends: its admissions count one after another. */
+export async function lockBrokerAdmissions(tx: Prisma.TransactionClient, brokerId: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId}))`;
+}
+
+/** The broker's runs not final that were created after `createdAfter` (older ones no longer count). */
+export const countRunningRuns = (db: Db, brokerId: string, createdAfter: Date) =>
+  db.reportRun.count({ where: { brokerId, status: { notIn: [...FINAL_STATES] }, createdAt: { gt: createdAfter } } });
+
+export const countRunsCreatedSince = (db: Db, brokerId: string, since: Date) => db.reportRun.count({ where: { brokerId, createdAt: { gt: since } } });
+
+/** When the `n`th newest of the broker's runs created after `since` was created (undefined: fewer runs). */
+export async function nthNewestRunCreatedSince(db: Db, brokerId: string, since: Date, n: number): Promise<Date | undefined> {
+  const [run] = await db.reportRun.findMany({ where: { brokerId, createdAt: { gt: since } }, orderBy: { createdAt: 'desc' }, skip: n - 1, take: 1, select: { createdAt: true } });
+  return run?.createdAt;
+}
 
 // ---- recipients ----
 
