@@ -207,12 +207,7 @@ export function openChunkReader(db: { prisma: PrismaClient; url?: string | undef
     };
   }
   return {
-    read: async (ref, seq) =>
-      decoded(
-        await prisma.$queryRaw<Array<{ data: string }>>`
-          SELECT encode("data", 'base64') AS "data" FROM "report_workbook_chunks"
-          WHERE "report_run_id" = ${ref.runId} AND "build" = ${ref.build}::uuid AND "seq" = ${seq}`,
-      ),
+    read: async (ref, seq) => decoded(await prisma.$queryRawUnsafe<Array<{ data: string }>>(SELECT_CHUNK_SQL, ref.runId, ref.build, seq)),
     close: async () => undefined,
   };
 }
