@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { openDatabase, processIsAlive, runAdminSql, type Database, type PrismaClient } from '../../src/db/client.ts';
+import { openDatabase, pgliteSocketUrl, processIsAlive, runAdminSql, socketDirFor, type Database, type PrismaClient } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { servePGliteSocket } from '../../src/db/pglite-socket.ts';
 
@@ -110,27 +110,20 @@ async function dropLeftovers(serverUrl: string): Promise<void> {
 }
 
 /**
- * A node-postgres connection to the test database, as a server reaches its database (the pool under
- * Prisma, a build thread's own connection): the server's URL on PostgreSQL runs, and on PGlite runs
- * the database served on a unix socket of its own (src/db/pglite-socket.ts), as the embedded default
- * serves it.
+ * A node-postgres connection string for the test database, as a server reaches its database (a
+ * build thread's own connection, a reader's pool): the server's URL on PostgreSQL runs, and on PGlite
+ * runs the database served on a unix socket of its own (src/db/pglite-socket.ts), as the embedded
+ * default serves it.
  */
-export async function connectionOf(db: TestDatabase): Promise<{ url: string; pool: pg.Pool; close(): Promise<void> }> {
-  if (db.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: db.databaseUrl, max: 2 });
-    return { url: db.databaseUrl, pool, close: () => pool.end() };
-  }
-  const socketDir = mkdtempSync(path.join(os.tmpdir(), 'capi-socket-'));
-  const socket = await servePGliteSocket(db.pglite!, socketDir);
-  const url = `postgresql://postgres@localhost:5432/postgres?host=${encodeURIComponent(socketDir)}`;
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
+export async function connectionOf(db: TestDatabase): Promise<{ url: string; close(): Promise<void> }> {
+  if (db.databaseUrl) return { url: db.databaseUrl, close: async () => undefined };
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-socket-'));
+  const socket = await servePGliteSocket(db.pglite!, socketDirFor(dir));
   return {
-    url,
-    pool,
+    url: pgliteSocketUrl(dir),
     close: async () => {
-      await pool.end();
       await socket.stop();
-      rmSync(socketDir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
