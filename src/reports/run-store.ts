@@ -80,9 +80,19 @@ export const failRunRecords = (prisma: PrismaClient, runId: string, error: strin
     prisma.reportRun.updateMany({ where: { id: runId, status: { in: from } }, data: { status: 'failed', error, completedAt: new Date(), ...extra } }),
   ]);
 
-/** Stores the run's counts. */
+/**
+ * Stores the run's counts as one worker counted them. Sends finish at once on several workers and
+ * each counts before it stores, so a count can arrive after a newer one (even after the run was
+ * completed with the final counts): a recipient's `sent` or `failed` is final, counts only grow, and
+ * a late smaller count never lowers them.
+ */
 export const recordRunCounts = (prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }) =>
-  prisma.reportRun.update({ where: { id: runId }, data: counts });
+  prisma.$executeRaw`
+    UPDATE report_runs
+    SET recipients_sent = GREATEST(recipients_sent, ${counts.recipientsSent}::int4),
+        recipients_failed = GREATEST(recipients_failed, ${counts.recipientsFailed}::int4),
+        updated_at = now()
+    WHERE id = ${runId}`;
 
 /** Completes a `sending` run with its final counts; false when it was not `sending` (completed already). */
 export async function completeRun(prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }): Promise<boolean> {

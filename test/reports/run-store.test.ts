@@ -1,0 +1,80 @@
+/**
+ * The run's counts (src/reports/run-store.ts) when sends finish on several workers at once: each
+ * worker records its recipient's outcome, counts, then stores the counts, so a count taken before
+ * another worker's outcome can be stored after it, even after the run was completed. Counts only
+ * grow; a late smaller count never lowers what the run records.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  completeRun,
+  countRunRecipients,
+  createRunRecords,
+  recordRunCounts,
+  recordSendFailed,
+  recordSent,
+} from '../../src/reports/run-store.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { broker } from '../helpers/factories.ts';
+
+let db: TestDatabase;
+let brokerId: string;
+
+before(async () => {
+  db = await createTestDatabase();
+  brokerId = (await broker(db.prisma)).id;
+});
+after(async () => {
+  await db?.drop();
+});
+
+/** A `sending` run with `emails` waiting recipients; their ids in the order given. */
+async function sendingRun(emails: string[]): Promise<{ runId: string; recipientIds: number[] }> {
+  const { id } = await db.prisma.$transaction((tx) => createRunRecords(tx, { brokerId, reportType: 'invoices', status: 'sending' }, emails));
+  const recipients = await db.prisma.reportRecipient.findMany({ where: { reportRunId: id }, orderBy: { id: 'asc' }, select: { id: true } });
+  return { runId: id, recipientIds: recipients.map((r) => r.id) };
+}
+
+const runOf = (runId: string) => db.prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
+
+describe('report run counts (src/reports/run-store.ts)', () => {
+  test('a count taken before the last failure and stored after completion leaves the final counts', async () => {
+    const { runId, recipientIds: [a, b, c] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
+    await recordSendFailed(db.prisma, a!, 'connect ECONNREFUSED', true);
+    await recordSendFailed(db.prisma, b!, 'connect ECONNREFUSED', true);
+    // Worker B counts now: two failed, one still open.
+    const counted = await countRunRecipients(db.prisma, runId);
+    assert.deepEqual(counted, { sent: 0, failed: 2, pending: 1 });
+    // Worker C records the last failure, counts and completes the run first.
+    await recordSendFailed(db.prisma, c!, 'connect ECONNREFUSED', true);
+    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 3 }), true);
+    // Worker B's count arrives last.
+    await recordRunCounts(db.prisma, runId, { recipientsSent: counted.sent, recipientsFailed: counted.failed });
+    const run = await runOf(runId);
+    assert.equal(run.status, 'completed');
+    assert.equal(run.recipientsFailed, 3);
+    assert.equal(run.recipientsSent, 0);
+  });
+
+  test('a newer count raises the stored one, each count on its own', async () => {
+    const { runId, recipientIds: [a, b, c] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
+    await recordSent(db.prisma, a!, '<m1@example.com>', null);
+    await recordRunCounts(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 });
+    await recordSendFailed(db.prisma, b!, 'mailbox unavailable', true);
+    await recordRunCounts(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 1 });
+    let run = await runOf(runId);
+    assert.deepEqual([run.recipientsSent, run.recipientsFailed, run.status], [1, 1, 'sending']);
+    await recordSent(db.prisma, c!, '<m3@example.com>', null);
+    await recordRunCounts(db.prisma, runId, { recipientsSent: 2, recipientsFailed: 1 });
+    run = await runOf(runId);
+    assert.deepEqual([run.recipientsSent, run.recipientsFailed], [2, 1]);
+  });
+
+  test('storing counts marks the run as changed now (the reconciler leaves it alone)', async () => {
+    const { runId } = await sendingRun(['a@example.com']);
+    const long = new Date(Date.now() - 3_600_000);
+    await db.prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: long } });
+    await recordRunCounts(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 0 });
+    assert.ok((await runOf(runId)).updatedAt.getTime() > long.getTime() + 60_000);
+  });
+});
