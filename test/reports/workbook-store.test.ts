@@ -57,7 +57,7 @@ async function store(bytes: Buffer, chunkBytes: number, keepUpTo = 0): Promise<{
 }
 
 describe('a stored workbook', () => {
-  for (const [size, chunkBytes] of [[0, 1000], [1, 1000], [999, 1000], [1000, 1000], [1001, 1000], [25_000, 4096]] as const) {
+  for (const [size, chunkBytes] of [[0, 1000], [1, 1000], [999, 1000], [1000, 1000], [1001, 1000], [25_000, 4096], [2 * 65_536, 2 * 65_536], [3 * 65_536 + 1, 2 * 65_536], [600_000, 512 * 1024]] as const) {
     test(`${size} bytes in chunks of ${chunkBytes}: read back byte for byte by each reader, its size and SHA-256 recorded`, async () => {
       const bytes = randomBytes(size);
       const { ref, writer } = await store(bytes, chunkBytes);
