@@ -20,9 +20,10 @@ const DOMAIN = [
 ];
 
 /**
- * Who may import whom. Lower layers never import higher ones: shared ← db, jobs, http ← the
- * resources (services ← requests; reports) ← the composition (app, routes, work, deps) ← main and
- * cli. No two folders import each other.
+ * Who may import whom. Lower layers never import higher ones: shared ← db, jobs, http ← events ←
+ * the resources (services ← requests; reports), which write their events in the transactions of
+ * their changes ← the composition (app, routes, work, deps) ← main and cli. No two folders import
+ * each other.
  */
 export const importDirection = [
   { target: './src/shared', ...allBut('shared'), message: 'src/shared is used by everything and uses nothing of src/.' },
@@ -32,9 +33,10 @@ export const importDirection = [
   { target: './src/idempotency', ...allBut('idempotency', 'shared'), message: 'src/idempotency keeps the keys: it knows no HTTP and no resource.' },
   { target: './src/ops', ...allBut('ops', 'jobs', 'shared', 'deps.ts', 'config.ts', 'logger.ts'), message: 'src/ops imports no resource.' },
   { target: './src/auth', ...allBut('auth', 'http', 'shared', 'db', 'ops', 'config.ts', 'logger.ts', 'redis.ts', 'deps.ts', 'routes.ts'), message: 'src/auth imports no other resource.' },
-  { target: './src/services', ...allBut('services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
-  { target: './src/requests', ...allBut('requests', 'services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
-  { target: './src/reports', ...allBut('reports', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
+  { target: './src/events', ...allBut('events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/events records and serves events: it imports no resource (the resources write theirs through it).' },
+  { target: './src/services', ...allBut('services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
+  { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
+  { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
   { target: './src/cli', ...allBut('cli', 'auth', 'services', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers, never HTTP.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];

@@ -13,6 +13,7 @@ import {
   createMailer,
   MAIL_QUEUE,
   noticeProcessor,
+  startPeriodic,
   withTimeout,
   type MailMessage,
   type Mailer,
@@ -22,6 +23,8 @@ import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
 import { createReportWork, REPORTS_QUEUE, type SendJobData } from './reports/work.ts';
+import { applyAllDueCancellations } from './services/store.ts';
+import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
@@ -57,6 +60,20 @@ export interface Jobs {
 const QUEUE_NAMES = [REPORTS_QUEUE, MAIL_QUEUE] as const;
 
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
+/**
+ * How often the workers apply every broker's due scheduled cancellations (so that a
+ * `service.cancelled` event fires within a minute of the moment, read or not) and delete events
+ * past their retention.
+ */
+const HOUSEKEEPING_MS = 30_000;
+
+/** The workers' periodic upkeep of records that change with time alone. */
+async function housekeeping(prisma: PrismaClient, log: Logger): Promise<void> {
+  const now = new Date();
+  const cancelled = await applyAllDueCancellations(prisma, now);
+  if (cancelled > 0) log.info({ cancelled }, 'scheduled cancellations took effect');
+  await deleteEventsBefore(prisma, new Date(now.getTime() - EVENT_RETENTION_DAYS * 86_400_000));
+}
 /** A dead worker's job is handed on after this: shorter than BullMQ's 30 s, far above a lock renewal. */
 const STALLED_AFTER_MS = 15_000;
 
@@ -96,6 +113,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       : notice(job as Job<NoticeJobData>);
   let started: Promise<void> | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
+  let upkeep: { stop(): Promise<void> } | undefined;
 
   function startWorkers(): Promise<void> {
     if (!isWorker) return Promise.reject(new Error(`createJobs mode "${mode}" runs no workers`));
@@ -109,6 +127,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       });
       // On start, then periodically: whatever Redis lost or a dead worker left is picked up again.
       reconciler = reports.startReconciling();
+      upkeep = startPeriodic(() => housekeeping(prisma, log), HOUSEKEEPING_MS, (err) => log.warn({ err }, 'housekeeping failed; trying again later'));
       log.info({ mail: mailer.describe, prefix: queues.prefix, reconcileMs: config.reportReconcileMs }, 'job workers started');
     })();
     return started;
@@ -127,8 +146,10 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     queueNames: QUEUE_NAMES,
     async close() {
       const reconciled = reconciler?.stop();
+      const keptUp = upkeep?.stop();
       await queues.close();
       if (reconciled) await withTimeout(reconciled, 1000);
+      if (keptUp) await withTimeout(keptUp, 1000);
       mailer?.close();
       await reports.close();
     },

@@ -6,7 +6,7 @@
  * run in several workers at once: every step is a conditional update, an idempotent delete or an
  * enqueue under a fixed job id.
  */
-import { MAIL_QUEUE } from '../jobs/index.ts';
+import { MAIL_QUEUE, startPeriodic } from '../jobs/index.ts';
 import { buildJobId, enqueueBuild, enqueueSend, recount, REPORTS_QUEUE, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
 import {
   abandonedClaims,
@@ -72,27 +72,5 @@ async function resumeSends(p: Pipeline, before: Date): Promise<void> {
 
 /** Runs the reconciler now and then every REPORT_RECONCILE_MS until stopped. */
 export function startReconciling(p: Pipeline): { stop(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  const schedule = (delayMs: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = reconcile(p)
-        .catch((err: unknown) => p.log.warn({ err }, 'report reconciliation failed; trying again later'))
-        .finally(() => {
-          running = undefined;
-          schedule(p.config.reportReconcileMs);
-        });
-    }, delayMs);
-    timer.unref();
-  };
-  schedule(0);
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic(() => reconcile(p), p.config.reportReconcileMs, (err) => p.log.warn({ err }, 'report reconciliation failed; trying again later'));
 }

@@ -7,6 +7,8 @@
  */
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Db } from '../shared/db-errors.ts';
+import { recordEvents } from '../events/store.ts';
+import { reportRunOf } from './runs.ts';
 import type { StoredWorkbook } from './workbook-store.ts';
 
 /** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
@@ -75,10 +77,17 @@ export async function recordedBuildOf(prisma: PrismaClient, runId: string): Prom
  * recipient still waiting end failed with `error`.
  */
 export const failRunRecords = (prisma: PrismaClient, runId: string, error: string, from: Array<'queued' | 'building'>, extra: { recipientsFailed?: number } = {}) =>
-  prisma.$transaction([
-    prisma.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error } }),
-    prisma.reportRun.updateMany({ where: { id: runId, status: { in: from } }, data: { status: 'failed', error, completedAt: new Date(), ...extra } }),
-  ]);
+  prisma.$transaction(async (tx) => {
+    await tx.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error } });
+    const failed = await tx.reportRun.updateMany({ where: { id: runId, status: { in: from } }, data: { status: 'failed', error, completedAt: new Date(), ...extra } });
+    if (failed.count > 0) await recordRunEvent(tx, runId, 'report.failed');
+  });
+
+/** The event of a run's end, in the transaction that ended it: the run as `GET /reports/{report_id}` shows it then. */
+async function recordRunEvent(tx: Db, runId: string, type: 'report.completed' | 'report.failed'): Promise<void> {
+  const run = await reportRunOf(tx, runId);
+  await recordEvents(tx, [{ brokerId: run.brokerId, type, object: run.data }]);
+}
 
 /**
  * Stores the run's counts as one worker counted them. Sends finish at once on several workers and
@@ -96,8 +105,11 @@ export const recordRunCounts = (prisma: PrismaClient, runId: string, counts: { r
 
 /** Completes a `sending` run with its final counts; false when it was not `sending` (completed already). */
 export async function completeRun(prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }): Promise<boolean> {
-  const done = await prisma.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
-  return done.count > 0;
+  return prisma.$transaction(async (tx) => {
+    const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
+    if (done.count > 0) await recordRunEvent(tx, runId, 'report.completed');
+    return done.count > 0;
+  });
 }
 
 export async function deliveryOf(prisma: PrismaClient, runId: string): Promise<'attachment' | 'link' | null> {

@@ -4,7 +4,7 @@
  * written by the report pipeline through run-store.ts, which also counts recipients by outcome for
  * every reader (the answer here, the report request's wait, the run's stored counts).
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Db } from '../shared/db-errors.ts';
 import { NotFoundError } from '../shared/errors.ts';
 import type { components } from '../../generated/api.ts';
 import { recipientCounts } from './run-store.ts';
@@ -19,22 +19,34 @@ const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
 export const RECENT_DOWNLOADS = 10;
 
 /** The run, or `404 not_found` when no run of this broker has that id (another broker's included). */
-export async function findReportRun(prisma: PrismaClient, brokerId: string, reportId: string): Promise<ReportRunData> {
-  const run = UUID.test(reportId)
-    ? await prisma.reportRun.findFirst({
-        where: { id: reportId.toLowerCase(), brokerId },
-        include: {
-          recipients: {
-            orderBy: { id: 'asc' },
-            include: {
-              downloads: { orderBy: [{ downloadedAt: 'desc' }, { id: 'desc' }], take: RECENT_DOWNLOADS, select: { downloadedAt: true, ip: true } },
-              _count: { select: { downloads: true } },
-            },
-          },
-        },
-      })
-    : null;
+export async function findReportRun(db: Db, brokerId: string, reportId: string): Promise<ReportRunData> {
+  const run = UUID.test(reportId) ? await loadRun(db, { id: reportId.toLowerCase(), brokerId }) : null;
   if (!run) throw new NotFoundError(`Report ${reportId} not found`);
+  return runData(run);
+}
+
+/** A run as its broker's `GET /reports/{report_id}` shows it, with its broker (the events of its end). */
+export async function reportRunOf(db: Db, runId: string): Promise<{ brokerId: string; data: ReportRunData }> {
+  const run = await loadRun(db, { id: runId });
+  if (!run) throw new NotFoundError(`Report ${runId} not found`);
+  return { brokerId: run.brokerId, data: runData(run) };
+}
+
+const loadRun = (db: Db, where: { id: string; brokerId?: string }) =>
+  db.reportRun.findFirst({
+    where,
+    include: {
+      recipients: {
+        orderBy: { id: 'asc' },
+        include: {
+          downloads: { orderBy: [{ downloadedAt: 'desc' }, { id: 'desc' }], take: RECENT_DOWNLOADS, select: { downloadedAt: true, ip: true } },
+          _count: { select: { downloads: true } },
+        },
+      },
+    },
+  });
+
+function runData(run: NonNullable<Awaited<ReturnType<typeof loadRun>>>): ReportRunData {
   const counts = recipientCounts(run.recipients.map((r) => [r.status, 1] as const));
   const start = day(run.startDate);
   const end = day(run.endDate);

@@ -12,7 +12,9 @@ import {
   withServiceNumberRetry,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
-import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
+import { REQUEST_INCLUDE, requestData, type RequestWithRelations } from '../services/change-requests.ts';
+import { serviceData, type ServiceData } from '../services/present.ts';
+import { recordEvents } from '../events/store.ts';
 
 export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';
 export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';
@@ -125,6 +127,7 @@ export async function denyRequest(
   const request = await findRequest(prisma, brokerId, id);
   await prisma.$transaction(async (tx) => {
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
+    await recordEvents(tx, [{ brokerId, type: 'request.denied', object: requestData(await findRequest(tx, brokerId, id)) }], now);
     await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
   });
   return findRequest(prisma, brokerId, id);
@@ -149,14 +152,19 @@ export async function approveRequest(
   await withServiceNumberRetry(() =>
     prisma.$transaction(async (tx) => {
       await claim(tx, brokerId, request.id, 'approved', now, null);
-      await carryOut(tx, credentials, request, now);
+      const serviceEvent = await carryOut(tx, credentials, request, now);
+      const approved = requestData(await findRequest(tx, brokerId, id));
+      await recordEvents(tx, [{ brokerId, type: 'request.approved', object: approved }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])], now);
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
     }),
   );
   return findRequest(prisma, brokerId, id);
 }
 
-async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<void> {
+/** What carrying out a request did to its service, as the event that tells of it (none: a cancellation only scheduled). */
+type ServiceEvent = { type: 'service.created' | 'service.updated' | 'service.cancelled'; object: ServiceData } | undefined;
+
+async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<ServiceEvent> {
   if (request.type === 'create') {
     if (request.requestedPlanId === null || request.hostname === null || request.customerEmail === null) {
       throw new BrokenRecordError(`Request ${formatRequestId(request.id)} lacks the data to create a service`);
@@ -175,7 +183,7 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
       now,
     );
     await tx.serviceRequest.update({ where: { id: request.id }, data: { serviceId: service.id, updatedAt: now } });
-    return;
+    return { type: 'service.created', object: serviceData(service) };
   }
   const service = request.serviceId === null ? null : await tx.service.findUnique({ where: { id: request.serviceId } });
   if (!service) {
@@ -191,20 +199,23 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
     if (request.requestedPlanId === null) {
       throw new BrokenRecordError(`Request ${formatRequestId(request.id)} names no plan`);
     }
-    await tx.service.update({ where: { id: service.id }, data: { planId: request.requestedPlanId, updatedAt: now } });
-    return;
+    const changed = await tx.service.update({ where: { id: service.id }, data: { planId: request.requestedPlanId, updatedAt: now }, include: { plan: true } });
+    return { type: 'service.updated', object: serviceData(changed) };
   }
   // cancel
   if (service.status === 'cancelled') {
     throw new ConflictError(`Service ${service.serviceNumber} is already cancelled`, 'cancelled');
   }
   if (request.cancelWhen === 'immediate') {
-    await tx.service.update({
+    const cancelled = await tx.service.update({
       where: { id: service.id },
       data: { status: 'cancelled', cancelledAt: now, cancelAt: null, updatedAt: now },
+      include: { plan: true },
     });
-  } else {
-    const cancelAt = endOfCurrentBillingPeriod(service.createdAt, service.billingCycle, now);
-    await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now } });
+    return { type: 'service.cancelled', object: serviceData(cancelled) };
   }
+  // `service.cancelled` is written when the cancellation takes effect (applyDueCancellations).
+  const cancelAt = endOfCurrentBillingPeriod(service.createdAt, service.billingCycle, now);
+  await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now } });
+  return undefined;
 }

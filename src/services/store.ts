@@ -8,8 +8,10 @@ import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
+import { recordEvents } from '../events/store.ts';
+import { REQUEST_INCLUDE, requestData } from './change-requests.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
-import type { BillingCycle, ServiceStatus, ServiceWithPlan } from './present.ts';
+import { serviceData, type BillingCycle, type ServiceStatus, type ServiceWithPlan } from './present.ts';
 
 export type { BillingCycle, ServiceStatus };
 
@@ -20,22 +22,45 @@ export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
 
 /**
  * Scheduled (`end_of_billing_period`) cancellations whose time has come take effect here, before
- * a broker's services are read or changed; the service then shows `cancelled`, with
- * `cancelled_at` = its `cancel_at`. Idempotent and cheap: the not-cancelled statuses are named
- * (not `<> 'cancelled'`) so the index services (broker_id, status, cancel_at) answers with three
- * short range scans instead of a pass over every row of the broker.
+ * a broker's services are read or changed (and on the worker's schedule, `applyAllDueCancellations`);
+ * the service then shows `cancelled`, with `cancelled_at` = its `cancel_at`, and a
+ * `service.cancelled` event is written in the same transaction. Idempotent and cheap when nothing
+ * is due (one indexed probe): the not-cancelled statuses are named (not `<> 'cancelled'`) so the
+ * index services (broker_id, status, cancel_at) answers with three short range scans. Two callers
+ * at once cancel each service once: the UPDATE's condition is re-checked on the locked row.
  */
-export async function applyDueCancellations(db: Db, brokerId: string, now = new Date()): Promise<number> {
-  return db.$executeRaw(dueCancellationsUpdate(brokerId, now));
+export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
+  const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
+  if (!due?.due) return 0;
+  return cancelDue(prisma, Prisma.sql`"broker_id" = ${brokerId}`, now);
 }
 
-function dueCancellationsUpdate(brokerId: string, now: Date): Prisma.Sql {
+/** Every broker's due cancellations (the worker, once a minute); how many services were cancelled. */
+export async function applyAllDueCancellations(prisma: PrismaClient, now = new Date()): Promise<number> {
+  return cancelDue(prisma, Prisma.sql`true`, now);
+}
+
+async function cancelDue(prisma: PrismaClient, which: Prisma.Sql, now: Date): Promise<number> {
+  return prisma.$transaction(async (tx) => {
+    const cancelled = await tx.$queryRaw<Array<{ id: number }>>`
+      UPDATE "services"
+         SET "status" = 'cancelled', "cancelled_at" = "cancel_at", "updated_at" = ${now}
+       WHERE ${which} AND "status" IN ('pending', 'active', 'suspended') AND "cancel_at" <= ${now}
+      RETURNING "id"`;
+    if (cancelled.length === 0) return 0;
+    const services = await tx.service.findMany({ where: { id: { in: cancelled.map((c) => c.id) } }, include: { plan: true } });
+    await recordEvents(tx, services.map((service) => ({ brokerId: service.brokerId, type: 'service.cancelled' as const, object: serviceData(service) })), now);
+    return cancelled.length;
+  });
+}
+
+/** Whether any of the broker's services has a scheduled cancellation due at `now` (one row: `due`). */
+function dueCancellationsProbe(brokerId: string, now: Date): Prisma.Sql {
   return Prisma.sql`
-    UPDATE "services"
-       SET "status" = 'cancelled', "cancelled_at" = "cancel_at", "updated_at" = ${now}
-     WHERE "broker_id" = ${brokerId} AND "status" IN ('pending', 'active', 'suspended')
-       AND "cancel_at" <= ${now}
-    RETURNING 1`;
+    SELECT EXISTS (
+      SELECT 1 FROM "services"
+       WHERE "broker_id" = ${brokerId} AND "status" IN ('pending', 'active', 'suspended')
+         AND "cancel_at" <= ${now}) AS "due"`;
 }
 
 /** The broker's service with that number, or `404 not_found` (also for another broker's service). */
@@ -59,19 +84,18 @@ export interface ServiceListQuery {
  * A page of the broker's services, newest first (created_at, then id, descending: stable), after
  * the broker's due scheduled cancellations are applied.
  *
- * One statement, one round trip: the UPDATE of `applyDueCancellations` (a data-modifying WITH),
+ * One statement, one round trip: the probe of `applyDueCancellations` (is a cancellation due?),
  * the count of all matching rows and the page joined with its plans (the index services
  * (broker_id, created_at DESC, id DESC) serves the order). Under load a round trip to the
  * database is what a list request costs most (a CPU profile of `npm run bench` showed the socket
- * writes of three queries as a fifth of the API process's time). The SELECT of that statement
- * still sees the rows as they were before its UPDATE, so when the UPDATE changed any row (a
- * cancellation fell due since the last read: rare) the page and count are read again.
+ * writes of three queries as a fifth of the API process's time). When a cancellation fell due
+ * since the last read (rare), it is applied with its event and the page and count are read again.
  *
  * `nextDueAt` is when the broker's next scheduled cancellation falls due (null: none is
  * scheduled): until then, the page and count cannot change without a write.
  */
 export async function listServices(
-  db: Db,
+  db: PrismaClient,
   brokerId: string,
   query: ServiceListQuery,
   now = new Date(),
@@ -88,9 +112,8 @@ export async function listServices(
       OR s."service_number"::text ILIKE ${pattern} ESCAPE '\\')`);
   }
   const where = Prisma.join(conditions, ' AND ');
-  const read = (applyDue: boolean) => db.$queryRaw<PageRow[]>`
-    WITH "due" AS (${applyDue ? dueCancellationsUpdate(brokerId, now) : Prisma.sql`SELECT 1 WHERE false`})
-    SELECT c."total", (SELECT count(*)::int FROM "due") AS "applied",
+  const read = () => db.$queryRaw<PageRow[]>`
+    SELECT c."total", (${dueCancellationsProbe(brokerId, now)}) AS "due",
            (SELECT min(n."cancel_at") FROM "services" n
              WHERE n."broker_id" = ${brokerId} AND n."status" IN ('pending', 'active', 'suspended')
                AND n."cancel_at" > ${now}) AS "nextDueAt",
@@ -109,11 +132,14 @@ export async function listServices(
          ORDER BY s."created_at" DESC, s."id" DESC LIMIT ${query.limit} OFFSET ${query.offset}
       ) page ON true
      ORDER BY page."createdAt" DESC, page."id" DESC`;
-  let result = await read(true);
-  if ((result[0]?.applied ?? 0) > 0) result = await read(false);
+  let result = await read();
+  if (result[0]?.due) {
+    await applyDueCancellations(db, brokerId, now);
+    result = await read();
+  }
   const rows = result
     .filter((row) => row.id !== null)
-    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, applied: _applied, nextDueAt: _next, ...service }): ServiceWithPlan => ({
+    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, due: _due, nextDueAt: _next, ...service }): ServiceWithPlan => ({
       ...service,
       plan: { id: service.planId, name: planName, tier: planTier, monthlyPrice: new Prisma.Decimal(planMonthlyPrice), currency: planCurrency },
     }));
@@ -126,7 +152,7 @@ export async function listServices(
  */
 type PageRow = Omit<ServiceWithPlan, 'plan'> & {
   total: number;
-  applied: number;
+  due: boolean;
   nextDueAt: Date | null;
   planName: string;
   planTier: number;
@@ -257,8 +283,9 @@ export async function createChangeRequest(
           cancelWhen: input.cancelWhen ?? null,
           apiKeyId: input.apiKeyId,
         },
-        include: { service: true, currentPlan: true, requestedPlan: true },
+        include: REQUEST_INCLUDE,
       });
+      await recordEvents(tx, [{ brokerId: service.brokerId, type: 'request.created', object: requestData(request) }]);
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
       return request;
     });

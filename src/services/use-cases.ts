@@ -12,6 +12,7 @@ import { clampInstant } from '../shared/dates.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { pageOf, type Page } from '../shared/page.ts';
 import { ConflictError } from '../shared/errors.ts';
+import { recordEvents } from '../events/store.ts';
 import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange, type Catalogue } from './plans.ts';
@@ -127,6 +128,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
         include: REQUEST_INCLUDE,
       });
+      await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'request.created', object: requestData(created) }]);
       await caller.work.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
       return created;
     });
@@ -139,7 +141,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
   const service = await withServiceNumberRetry(() =>
     prisma.$transaction(async (tx) => {
       const created = await insertActiveService(tx, cipher, { ...fields, planId: plan.id }, now);
-      await tx.serviceRequest.create({
+      const request = await tx.serviceRequest.create({
         data: {
           ...fields,
           type: 'create',
@@ -152,7 +154,16 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
           updatedAt: now,
           decidedAt: now,
         },
+        include: REQUEST_INCLUDE,
       });
+      await recordEvents(
+        tx,
+        [
+          { brokerId: caller.brokerId, type: 'service.created', object: serviceData(created) },
+          { brokerId: caller.brokerId, type: 'request.created', object: requestData(request) },
+        ],
+        now,
+      );
       await caller.work.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
       return created;
     }),
@@ -199,7 +210,8 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const password = chosen ?? generatePassword();
   const passwordEnc = (await deps.credentials()).encrypt(password);
   const updated = await prisma.$transaction(async (tx) => {
-    const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now } });
+    const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
+    await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'service.updated', object: serviceData(changed) }], now);
     await caller.work.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
     return changed;
   });

@@ -31,6 +31,11 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/db/client.ts', '../services/store.ts', false],
   ['src/cli/keys.ts', '../http/errors.ts', false],
   ['src/main/runtime.ts', '../services/store.ts', true],
+  ['src/services/store.ts', '../events/store.ts', true],
+  ['src/reports/run-store.ts', '../events/store.ts', true],
+  ['src/events/store.ts', '../services/present.ts', false],
+  ['src/events/store.ts', '../reports/runs.ts', false],
+  ['src/auth/gate.ts', '../events/store.ts', false],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {

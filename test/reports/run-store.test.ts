@@ -10,10 +10,12 @@ import {
   completeRun,
   countRunRecipients,
   createRunRecords,
+  failRunRecords,
   recordRunCounts,
   recordSendFailed,
   recordSent,
 } from '../../src/reports/run-store.ts';
+import { findReportRun } from '../../src/reports/runs.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
 
@@ -76,5 +78,27 @@ describe('report run counts (src/reports/run-store.ts)', () => {
     await db.prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: long } });
     await recordRunCounts(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 0 });
     assert.ok((await runOf(runId)).updatedAt.getTime() > long.getTime() + 60_000);
+  });
+
+  test('the run\'s end writes its event once: report.completed with the run as GET /reports/{id} shows it', async () => {
+    const { runId, recipientIds: [a] } = await sendingRun(['a@example.com']);
+    await recordSent(db.prisma, a!, '<m@example.com>', null);
+    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 }), true);
+    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 }), false);
+    const events = await db.prisma.event.findMany({ where: { brokerId, type: { startsWith: 'report.' } } });
+    const mine = events.filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId);
+    assert.deepEqual(mine.map((e) => [e.type, e.mode]), [['report.completed', 'live']]);
+    assert.deepEqual((mine[0]!.data as { object: unknown }).object, await findReportRun(db.prisma, brokerId, runId));
+  });
+
+  test('a run that fails before any e-mail writes report.failed once, its recipients failed', async () => {
+    const { id: runId } = await db.prisma.$transaction((tx) => createRunRecords(tx, { brokerId, reportType: 'invoices', status: 'building' }, ['a@example.com', 'b@example.com']));
+    await failRunRecords(db.prisma, runId, 'the workbook could not be built', ['queued', 'building']);
+    await failRunRecords(db.prisma, runId, 'the workbook could not be built', ['queued', 'building']);
+    const events = await db.prisma.event.findMany({ where: { brokerId, type: 'report.failed' } });
+    const mine = events.filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId);
+    assert.equal(mine.length, 1);
+    const object = (mine[0]!.data as { object: { status: string; recipients_failed: number; error: string } }).object;
+    assert.deepEqual([object.status, object.recipients_failed, object.error], ['failed', 2, 'the workbook could not be built']);
   });
 });
