@@ -23,6 +23,7 @@ import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
 import { createReportWork, REPORTS_QUEUE, type SendJobData } from './reports/work.ts';
+import type { ChunkReader } from './reports/workbook-store.ts';
 import { applyAllDueCancellations } from './services/store.ts';
 import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
@@ -42,6 +43,8 @@ export interface CreateJobsOptions {
   prefix?: string;
   /** How long `close()` waits for running jobs before forcing the workers to stop (default 10 s). */
   closeTimeoutMs?: number;
+  /** The process's reader of stored workbooks (shared with its downloads); without one the reports open their own. */
+  chunkReader?: ChunkReader | undefined;
 }
 
 export interface Jobs {
@@ -104,6 +107,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     queues,
     mailer: mailerOf,
     mailOutcomes: { sent: () => recordMailSent('report'), failed: () => recordMailFailed('report') },
+    chunkReader: options.chunkReader,
   });
   const notice = noticeProcessor(mailerOf, log, { sent: () => recordMailSent('notice'), failed: () => recordMailFailed('notice') });
   // One `mail` queue carries report e-mails (by recipient record) and notices (the message itself).

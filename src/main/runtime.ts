@@ -146,20 +146,16 @@ async function drainThenClose(
 
 /** The API's parts around the process's database, Redis and jobs; each part with a lifetime adds its closer. */
 function appDeps(
-  base: Pick<AppDeps, 'config' | 'logger' | 'contract' | 'prisma' | 'redis' | 'jobs'>,
-  databaseUrl: string | undefined,
+  base: Pick<AppDeps, 'config' | 'logger' | 'contract' | 'prisma' | 'redis' | 'jobs' | 'readChunk'>,
   closers: Array<[string, () => Promise<void>]>,
 ): AppDeps {
   const { config, logger, prisma, redis } = base;
-  // Closed after the HTTP server (closers run in reverse): downloads in flight finish first.
-  const workbookReads = openChunkReader({ prisma, url: databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
-  closers.push(['workbook reads', () => workbookReads.close()]);
   const gate = createGate({ prisma, redis, logger, ...gateSettings(config) });
   // Flushed after the server has stopped, so the entries of the last requests are kept.
   closers.push(['api log', () => gate.apiLog.close()]);
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   closers.push(['services cache', () => serviceReads.close()]);
-  return { ...base, readChunk: workbookReads.read, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
+  return { ...base, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
 }
 
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
@@ -193,10 +189,15 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
 
+    // One reader of stored workbooks for the process, its downloads and its e-mails' attachments;
+    // closed after the HTTP server and the jobs (closers run in reverse), so reads in flight finish.
+    const workbookReads = openChunkReader({ prisma: database.prisma, url: database.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
+    closers.push(['workbook reads', () => workbookReads.close()]);
     const jobs = createJobs({
       redisEndpoint,
       prisma: database.prisma,
       database,
+      chunkReader: workbookReads,
       config,
       logger,
       mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',
@@ -232,7 +233,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       return runtime;
     }
 
-    const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs }, database.databaseUrl, closers));
+    const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs, readChunk: workbookReads.read }, closers));
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;
     closers.push(['http server', () => drainThenClose(app, listening, logger, preStopMs, drainBoundMs)]);

@@ -14,7 +14,7 @@ import { processBuild, processReportSend, REPORTS_QUEUE, type BuildJobData, type
 import { startReconciling } from './reconcile.ts';
 import { runReport } from './run-report.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './types.ts';
-import { openChunkReader, WorkbookCache } from './workbook-store.ts';
+import { openChunkReader, WorkbookCache, type ChunkReader } from './workbook-store.ts';
 
 export { REPORTS_QUEUE };
 export type { SendJobData };
@@ -30,6 +30,8 @@ export interface ReportWorkParts {
   mailer: () => Mailer;
   /** Counters of report e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
+  /** The process's reader of stored workbooks, closed by its owner; without one the reports open their own. */
+  chunkReader?: ChunkReader | undefined;
 }
 
 export interface ReportWork {
@@ -41,14 +43,15 @@ export interface ReportWork {
   processSend(job: Job<SendJobData>): Promise<unknown>;
   /** Picks up, now and periodically, whatever Redis lost or a dead worker left (reconcile.ts). */
   startReconciling(): { stop(): Promise<void> };
-  /** Closes what the reports' work holds of its own (its reader of stored workbooks). Safe twice. */
+  /** Closes what the reports' work holds of its own (its reader of stored workbooks, if it opened one). Safe twice. */
   close(): Promise<void>;
 }
 
 export function createReportWork(parts: ReportWorkParts): ReportWork {
-  const { prisma, database, config, ...rest } = parts;
-  // Stored workbooks for attachments are read through a reader of the reports' own.
-  const chunks = openChunkReader({ prisma, url: database?.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
+  const { prisma, database, config, chunkReader, ...rest } = parts;
+  // Stored workbooks for attachments are read through the process's reader (its downloads use the
+  // same connections), or one of the reports' own, closed with them.
+  const chunks = chunkReader ?? openChunkReader({ prisma, url: database?.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
   const pipeline: Pipeline = {
     ...rest,
     prisma,
@@ -67,6 +70,8 @@ export function createReportWork(parts: ReportWorkParts): ReportWork {
     processBuild: (job) => processBuild(pipeline, job),
     processSend: (job) => processReportSend(pipeline, job),
     startReconciling: () => startReconciling(pipeline),
-    close: () => chunks.close(),
+    close: async () => {
+      if (!chunkReader) await chunks.close();
+    },
   };
 }
