@@ -39,7 +39,7 @@ import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
-import { createJobs } from '../work.ts';
+import { createJobs, type CreateJobsOptions } from '../work.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
@@ -158,6 +158,32 @@ function appDeps(
   return { ...base, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
 }
 
+/**
+ * The process's jobs (producer, workers or both, by role) and its one reader of stored workbooks,
+ * shared by its downloads and its e-mails' attachments; closed after the HTTP server (closers run
+ * in reverse), so reads in flight finish.
+ */
+async function startJobs(
+  role: Role,
+  parts: Pick<CreateJobsOptions, 'redisEndpoint' | 'config' | 'logger'> & { database: Database },
+  options: StartOptions,
+  closers: Array<[string, () => Promise<void>]>,
+) {
+  const { database, config } = parts;
+  const workbookReads = openChunkReader({ prisma: database.prisma, url: database.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
+  closers.push(['workbook reads', () => workbookReads.close()]);
+  const jobs = createJobs({
+    ...parts,
+    prisma: database.prisma,
+    chunkReader: workbookReads,
+    mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',
+    ...(options.jobsCloseTimeoutMs !== undefined ? { closeTimeoutMs: options.jobsCloseTimeoutMs } : {}),
+  });
+  closers.push(['jobs', () => jobs.close()]);
+  if (role !== 'api') await jobs.startWorkers();
+  return { jobs, workbookReads };
+}
+
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
@@ -189,22 +215,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
 
-    // One reader of stored workbooks for the process, its downloads and its e-mails' attachments;
-    // closed after the HTTP server and the jobs (closers run in reverse), so reads in flight finish.
-    const workbookReads = openChunkReader({ prisma: database.prisma, url: database.databaseUrl, queryTimeoutMs: config.dbStatementTimeoutMs });
-    closers.push(['workbook reads', () => workbookReads.close()]);
-    const jobs = createJobs({
-      redisEndpoint,
-      prisma: database.prisma,
-      database,
-      chunkReader: workbookReads,
-      config,
-      logger,
-      mode: role === 'all' ? 'both' : role === 'api' ? 'producer' : 'worker',
-      ...(options.jobsCloseTimeoutMs !== undefined ? { closeTimeoutMs: options.jobsCloseTimeoutMs } : {}),
-    });
-    closers.push(['jobs', () => jobs.close()]);
-    if (role !== 'api') await jobs.startWorkers();
+    const { jobs, workbookReads } = await startJobs(role, { redisEndpoint, database, config, logger }, options, closers);
 
     const runtime: Runtime = {
       config,
