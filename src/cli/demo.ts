@@ -1,8 +1,9 @@
 /**
  * `demo`: a ready-made broker to try the API with. The first run creates the broker (automatic
  * approval), a handful of services across statuses and plans, two pending requests and a few
- * months of invoices; every run issues a fresh pair of admin:full keys (test and live), since a
- * key is shown only once and cannot be printed again.
+ * months of invoices; every run puts the records openapi.yaml's examples name in place as the
+ * examples show them (demo-examples.ts) and issues a fresh pair of admin:full keys (test and
+ * live), since a key is shown only once and cannot be printed again.
  */
 import type { Plan, PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
@@ -10,6 +11,7 @@ import { createKey } from './keys.ts';
 import { randomId, randomServiceNumber } from '../shared/ids.ts';
 import { generatePassword } from '../services/generate.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
+import { putContractExamples } from './demo-examples.ts';
 
 export const DEMO_SLUG = 'demo';
 
@@ -21,8 +23,10 @@ export interface DemoResult {
 
 export interface DemoOutcome {
   result: DemoResult;
-  /** False when the demo broker already existed (only new keys were made). */
+  /** False when the demo broker already existed (its sample data was kept). */
   created: boolean;
+  /** Contract examples left out because another broker holds their id (one line each). */
+  skipped: string[];
 }
 
 const DAY = 86_400_000;
@@ -201,21 +205,24 @@ async function createDemoData(prisma: PrismaClient, credentials: Credentials, no
 }
 
 /**
- * Creates the demo broker and its sample data (first run only) and a fresh pair of admin:full
- * keys (every run).
+ * Creates the demo broker and its sample data (first run only), puts the contract examples'
+ * records back as the examples show them, and issues a fresh pair of admin:full keys (every run).
  */
-export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date }): Promise<DemoOutcome> {
+export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {
+  const now = options.now ?? new Date();
   let created = false;
   if (!(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG }, select: { id: true } }))) {
     try {
-      await createDemoData(prisma, options.credentials, options.now ?? new Date());
+      await createDemoData(prisma, options.credentials, now);
       created = true;
     } catch (e) {
       // A demo run in another process created it a moment ago: use that one.
       if (!isUniqueViolation(e) || !(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG } }))) throw e;
     }
   }
+  const broker = await prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG }, select: { id: true } });
+  const { skipped } = await putContractExamples(prisma, broker.id, { credentials: options.credentials, linkTtlHours: options.linkTtlHours ?? 168, now });
   const test = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'test', scopes: ['admin:full'], name: 'Demo test key' });
   const live = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'live', scopes: ['admin:full'], name: 'Demo live key' });
-  return { result: { broker: DEMO_SLUG, test_key: test.key, live_key: live.key }, created };
+  return { result: { broker: DEMO_SLUG, test_key: test.key, live_key: live.key }, created, skipped };
 }

@@ -213,11 +213,12 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     async run({ db, io, json }) {
       const prisma = (await db()).prisma;
-      const { result, created } = await runDemo(prisma, { credentials: await serverCredentials(io) });
+      const { result, created, skipped } = await runDemo(prisma, { credentials: await serverCredentials(io), linkTtlHours: loadConfig().reportLinkTtlHours });
+      for (const line of skipped) io.err(`note: contract example left out: ${line}`);
       if (!created) {
-        io.err(`demo broker "${result.broker}" already exists: created a new pair of keys for it (earlier keys stay valid)`);
+        io.err(`demo broker "${result.broker}" already exists: kept its data, put the contract examples' records back as openapi.yaml shows them and created a new pair of keys for it (earlier keys stay valid)`);
       } else if (!json) {
-        io.err(`Created demo broker "${result.broker}" with sample services, requests and invoices.`);
+        io.err(`Created demo broker "${result.broker}" with sample services, requests and invoices, and the records openapi.yaml's examples name.`);
       }
       return result;
     },

@@ -1,0 +1,273 @@
+/**
+ * The records openapi.yaml's examples name, for the demo broker: an example-driven tool (Portman,
+ * a generated client's tests, a reader copying an example) that calls the API with a live demo key
+ * finds what it would find in the sandbox. Every `demo` run puts them back as the examples show
+ * them (the live calls change them: an approval, a new password, a download), so the examples run
+ * again after it. test/cli/demo-examples.test.ts reads openapi.yaml and holds the two in step.
+ *
+ * Request ids and service numbers are global: one of another broker is never taken over (the
+ * example is then skipped, with a note). Report runs are recorded as the pipeline leaves them; the
+ * link run's workbook is built and stored by the report build itself.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Prisma, PrismaClient, Plan } from '../../generated/prisma/client.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { generatePassword } from '../services/generate.ts';
+import { formatRequestId } from '../shared/ids.ts';
+import { reportBuilders } from '../reports/index.ts';
+import { storeWorkbook } from '../reports/build.ts';
+import { tokenHash } from '../reports/links.ts';
+import { discardOtherBuilds } from '../reports/workbook-store.ts';
+import { specOfRun } from '../reports/types.ts';
+
+const at = (iso: string) => new Date(iso);
+
+/** components.parameters.ServiceNumber and every live service example. */
+const EXAMPLE_SERVICE = 482913570;
+/** The second service the examples name (service-create's and the services list's sandbox answers, the code samples). */
+const SECOND_SERVICE = 731845206;
+/** The create request 482913570 came from (manage's `approved` answer). */
+const CREATE_REQUEST = 43;
+/** components.parameters.RequestIdPath: a pending upgrade, created 2025-03-02 (listRequests' query examples). */
+const PENDING_REQUEST = 44;
+/** components.parameters.ReportId: the completed January invoices report. */
+const EXAMPLE_REPORT = '5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11';
+/** getReport's `link` answer: the run whose workbook the download example's token fetches. */
+const LINK_REPORT = '9a41c3d2-6b7e-4f80-a1b2-c3d4e5f60718';
+/** downloadReport's token example: finance@broker.example's link of LINK_REPORT. */
+const EXAMPLE_TOKEN = 'q3v9Tz0bWkXc1mH7yR2LpN4sJ8dA6eF5gU0iO3tK9wE';
+/** The invoices report's body example (2025-01-01..2025-01-31) and the InvoicesReport example's totals. */
+const JANUARY = { paid: 21, pending: 6 };
+
+type Tx = Prisma.TransactionClient;
+type PlanOf = (name: string) => Plan;
+
+interface ExampleService {
+  number: number;
+  hostname: string;
+  email: string;
+  name: string;
+}
+
+const SERVICES: ExampleService[] = [
+  { number: EXAMPLE_SERVICE, hostname: 'web01.client.example', email: 'ops@client.example', name: 'Client Ltd' },
+  { number: SECOND_SERVICE, hostname: 'shop.client.example', email: 'owner@client.example', name: 'Client Ltd' },
+];
+
+interface ExamplesOutcome {
+  /** Examples left out because another broker holds their id (one line each). */
+  skipped: string[];
+}
+
+/** Each example service, active on Standard VPS as the examples show it; its id, or undefined when another broker has the number. */
+async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: Credentials, s: ExampleService): Promise<number | undefined> {
+  const existing = await tx.service.findUnique({ where: { serviceNumber: s.number }, select: { id: true, brokerId: true } });
+  if (existing && existing.brokerId !== brokerId) return undefined;
+  const shown = {
+    planId: plan('Standard VPS').id,
+    status: 'active' as const,
+    hostname: s.hostname,
+    customerEmail: s.email,
+    customerName: s.name,
+    billingCycle: 'monthly' as const,
+    createdAt: at('2025-03-01T09:30:00.000Z'),
+    updatedAt: at('2025-03-02T11:00:00.000Z'),
+    cancelAt: null,
+    cancelledAt: null,
+  };
+  if (existing) {
+    await tx.service.update({ where: { id: existing.id }, data: shown });
+    return existing.id;
+  }
+  const created = await tx.service.create({
+    data: { ...shown, serviceNumber: s.number, brokerId, username: 'root', passwordEnc: credentials.encrypt(generatePassword()) },
+  });
+  return created.id;
+}
+
+/** Any other open request on the example services (left by earlier live calls) is denied, so the examples' calls can make theirs. */
+async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date): Promise<void> {
+  await tx.serviceRequest.updateMany({
+    where: { serviceId: { in: serviceIds }, status: { in: ['pending', 'provider_review'] }, id: { notIn: [CREATE_REQUEST, PENDING_REQUEST] } },
+    data: { status: 'denied', denialReason: 'Closed by the demo command: the contract examples start from no open request', decidedAt: now },
+  });
+}
+
+/** A request with the example's id; false when another broker has that id. */
+async function putRequest(tx: Tx, brokerId: string, id: number, data: Omit<Prisma.ServiceRequestUncheckedCreateInput, 'id' | 'brokerId'>): Promise<boolean> {
+  const existing = await tx.serviceRequest.findUnique({ where: { id }, select: { brokerId: true } });
+  if (existing && existing.brokerId !== brokerId) return false;
+  await tx.serviceRequest.upsert({ where: { id }, create: { ...data, id, brokerId }, update: data });
+  return true;
+}
+
+const CLEAR_DECISION = { reason: null, cancelWhen: null, denialReason: null, apiKeyId: null };
+
+async function putRequests(tx: Tx, brokerId: string, plan: PlanOf, ids: { example?: number; second?: number }, skipped: string[]): Promise<void> {
+  if (ids.example !== undefined) {
+    const create = await putRequest(tx, brokerId, CREATE_REQUEST, {
+      ...CLEAR_DECISION, serviceId: ids.example, type: 'create', status: 'approved', source: 'api', currentPlanId: null, requestedPlanId: plan('Standard VPS').id,
+      hostname: 'web01.client.example', customerEmail: 'ops@client.example', customerName: 'Client Ltd', billingCycle: 'monthly',
+      createdAt: at('2025-03-01T09:30:00.000Z'), updatedAt: at('2025-03-02T12:00:00.000Z'), decidedAt: at('2025-03-02T12:00:00.000Z'),
+    });
+    if (!create) skipped.push(`${formatRequestId(CREATE_REQUEST)}: another broker's request has that id`);
+  }
+  // On the second service, not on 482913570: a pending request there would turn the examples'
+  // upgrade, downgrade and cancellation of 482913570 into 409s (one open request per service).
+  if (ids.second !== undefined) {
+    const pending = await putRequest(tx, brokerId, PENDING_REQUEST, {
+      ...CLEAR_DECISION, serviceId: ids.second, type: 'upgrade', status: 'pending', source: 'api', currentPlanId: plan('Standard VPS').id, requestedPlanId: plan('Professional VPS').id,
+      hostname: 'shop.client.example', customerEmail: 'owner@client.example', customerName: 'Client Ltd', billingCycle: 'monthly',
+      createdAt: at('2025-03-02T11:00:00.000Z'), updatedAt: at('2025-03-02T11:00:00.000Z'), decidedAt: null,
+    });
+    if (!pending) skipped.push(`${formatRequestId(PENDING_REQUEST)}: another broker's request has that id`);
+  }
+  // Explicit ids leave the id sequence behind them: it moves past them, so no later request collides.
+  await tx.$executeRaw`
+    SELECT setval('service_requests_id_seq', m) FROM (SELECT MAX(id) AS m FROM service_requests) AS t
+    WHERE m >= (SELECT last_value FROM service_requests_id_seq)`;
+}
+
+/** The invoices of the report examples' January 2025 (the InvoicesReport example's 21 paid and 6 unpaid), over the example services. */
+async function putInvoices(tx: Tx, brokerId: string, plan: PlanOf): Promise<void> {
+  const data: Prisma.InvoiceCreateManyInput[] = [];
+  for (let i = 0; i < JANUARY.paid + JANUARY.pending; i++) {
+    data.push({
+      brokerId,
+      number: `EX-202501-${String(i + 1).padStart(4, '0')}`,
+      serviceNumber: SERVICES[i % SERVICES.length]!.number,
+      amount: plan('Standard VPS').monthlyPrice,
+      currency: 'USD',
+      status: i < JANUARY.paid ? 'paid' : 'pending',
+      date: at(`2025-01-${String(i + 1).padStart(2, '0')}`),
+    });
+  }
+  await tx.invoice.createMany({ data, skipDuplicates: true });
+}
+
+interface ExampleRun {
+  id: string;
+  range: [string, string];
+  createdAt: string;
+  completedAt: string;
+  delivery: 'attachment' | 'link';
+  recipients: Array<{ email: string; sentAt: string }>;
+}
+
+const RUNS: ExampleRun[] = [
+  {
+    id: EXAMPLE_REPORT, range: ['2025-01-01', '2025-01-31'], createdAt: '2025-03-02T12:00:00.000Z', completedAt: '2025-03-02T12:00:02.250Z', delivery: 'attachment',
+    recipients: [{ email: 'finance@broker.example', sentAt: '2025-03-02T12:00:02.200Z' }],
+  },
+  {
+    id: LINK_REPORT, range: ['2024-01-01', '2024-12-31'], createdAt: '2025-03-02T12:00:00.000Z', completedAt: '2025-03-02T12:00:09.400Z', delivery: 'link',
+    recipients: [
+      { email: 'finance@broker.example', sentAt: '2025-03-02T12:00:09.100Z' },
+      { email: 'ops@broker.example', sentAt: '2025-03-02T12:00:09.300Z' },
+    ],
+  },
+];
+
+/** A completed invoices run as the pipeline leaves it (an attached workbook is deleted once sent); false when another broker has the id. */
+async function putRun(tx: Tx, brokerId: string, run: ExampleRun): Promise<boolean> {
+  const existing = await tx.reportRun.findUnique({ where: { id: run.id }, select: { brokerId: true } });
+  if (existing && existing.brokerId !== brokerId) return false;
+  if (existing) return true; // recorded with its recipients: a run's record is never changed by a call
+  const [start, end] = run.range;
+  const totals = await tx.$queryRaw<Array<{ paid: number; pending: number; max_id: number | null }>>`
+    SELECT count(*) FILTER (WHERE status = 'paid')::int AS paid, count(*) FILTER (WHERE status = 'pending')::int AS pending, max(id)::int AS max_id
+    FROM invoices WHERE broker_id = ${brokerId} AND date >= ${start}::date AND date <= ${end}::date AND status IN ('paid', 'pending')`;
+  const t = totals[0]!;
+  await tx.reportRun.create({
+    data: {
+      id: run.id, brokerId, reportType: 'invoices', startDate: at(start), endDate: at(end),
+      totals: { total_invoices: t.paid + t.pending, paid_invoices: t.paid, unpaid_invoices: t.pending },
+      snapshotMaxId: t.max_id ?? 0, generatedAt: at(run.createdAt), status: 'completed', recipientsSent: run.recipients.length, recipientsFailed: 0,
+      createdAt: at(run.createdAt), completedAt: at(run.completedAt), delivery: run.delivery,
+      workbookDeletedAt: run.delivery === 'attachment' ? at(run.completedAt) : null,
+      recipients: {
+        create: run.recipients.map((r) => ({ email: r.email, status: 'sent' as const, attempts: 1, sentAt: at(r.sentAt), messageId: `<${run.id}.${r.email}@demo>` })),
+      },
+    },
+  });
+  return true;
+}
+
+/**
+ * The link run's first recipient's link is the example token, valid for the server's link lifetime
+ * from this run of `demo` (a download's `404` after that is the server's rule; `demo` renews it),
+ * with the two downloads of the example on record the first time.
+ */
+async function putLink(tx: Tx, linkTtlHours: number, now: Date): Promise<void> {
+  const recipients = await tx.reportRecipient.findMany({ where: { reportRunId: LINK_REPORT }, orderBy: { id: 'asc' } });
+  const expiresAt = new Date(now.getTime() + linkTtlHours * 3600_000);
+  for (const r of recipients) await tx.reportRecipient.update({ where: { id: r.id }, data: { linkExpiresAt: expiresAt } });
+  const finance = recipients[0]!;
+  const hash = tokenHash(EXAMPLE_TOKEN);
+  const existing = await tx.reportLink.findUnique({ where: { tokenHash: hash } });
+  await tx.reportLink.upsert({ where: { tokenHash: hash }, create: { tokenHash: hash, reportRunId: LINK_REPORT, recipientId: finance.id, expiresAt }, update: { expiresAt } });
+  if (!existing) {
+    await tx.reportDownload.createMany({
+      data: [
+        { recipientId: finance.id, tokenHash: hash, ip: '2001:db8:5::17', downloadedAt: at('2025-03-02T12:05:40.020Z') },
+        { recipientId: finance.id, tokenHash: hash, ip: '198.51.100.23', downloadedAt: at('2025-03-03T08:15:02.310Z') },
+      ],
+    });
+  }
+}
+
+/** The link run's workbook, built by the report build and stored, unless one is stored already. */
+async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
+  const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: LINK_REPORT } });
+  if (run.workbookBuild !== null && run.workbookDeletedAt === null) return;
+  const build = randomUUID();
+  const input = reportBuilders.invoices.input(specOfRun(run), { maxId: run.snapshotMaxId }, run.generatedAt);
+  const { stored } = await storeWorkbook({ prisma }, input, { runId: run.id, build, keepUpTo: 0 });
+  await prisma.reportRun.update({
+    where: { id: run.id },
+    data: { workbookBuild: stored.build, workbookBytes: stored.bytes, workbookChunks: stored.chunks, workbookSha256: stored.sha256, workbookDeletedAt: null },
+  });
+  await discardOtherBuilds(prisma, run.id, stored.build);
+}
+
+/**
+ * Puts the examples' records in place for the broker, as the examples show them. Safe to repeat:
+ * nothing is duplicated, and what the examples' live calls changed is put back.
+ */
+export async function putContractExamples(
+  prisma: PrismaClient,
+  brokerId: string,
+  options: { credentials: Credentials; linkTtlHours: number; now: Date },
+): Promise<ExamplesOutcome> {
+  const skipped: string[] = [];
+  const linkRun = await prisma.$transaction(
+    async (tx) => {
+      const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
+      const plan = (name: string) => {
+        const p = plans.get(name);
+        if (!p) throw new Error(`plan catalogue is missing "${name}" (are the migrations applied?)`);
+        return p;
+      };
+      const ids: { example?: number; second?: number } = {};
+      for (const [key, s] of [['example', SERVICES[0]!], ['second', SERVICES[1]!]] as const) {
+        const id = await putService(tx, brokerId, plan, options.credentials, s);
+        if (id === undefined) skipped.push(`service ${s.number}: another broker's service has that number`);
+        else ids[key] = id;
+      }
+      await closeOtherRequests(tx, Object.values(ids), options.now);
+      await putRequests(tx, brokerId, plan, ids, skipped);
+      await putInvoices(tx, brokerId, plan);
+      let linkRunOk = false;
+      for (const run of RUNS) {
+        const ok = await putRun(tx, brokerId, run);
+        if (!ok) skipped.push(`report ${run.id}: another broker's report run has that id`);
+        else if (run.id === LINK_REPORT) linkRunOk = true;
+      }
+      if (linkRunOk) await putLink(tx, options.linkTtlHours, options.now);
+      return linkRunOk;
+    },
+    { maxWait: 30_000, timeout: 60_000 },
+  );
+  if (linkRun) await putLinkWorkbook(prisma);
+  return { skipped };
+}

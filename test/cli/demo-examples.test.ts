@@ -1,0 +1,165 @@
+// `demo` and openapi.yaml's examples in step: every service number, request id, report id and
+// download token an example names (except the ones listed in NOT_STORED, with why), and the
+// examples' query parameters and invoice range, find the demo broker's records with its live key,
+// through the app (responses validated against the contract). Change an example and this fails
+// until src/cli/demo-examples.ts creates what it names.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import request from 'supertest';
+import { parse } from 'yaml';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { broker } from '../helpers/factories.ts';
+import { serviceRequest } from '../helpers/service-factories.ts';
+import type { Credentials } from '../../src/db/credentials.ts';
+import { DEMO_SLUG, runDemo } from '../../src/cli/demo.ts';
+
+type Node = unknown;
+const document = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as Record<string, Node>;
+
+/** Ids examples name that no record can stand for, and why. */
+const NOT_STORED: Record<string, string> = {
+  'REQ-000045': "the cancellation example's answer: the request that very call makes",
+  '0f6f3f0e-7f2a-4a53-8c49-58b1a2f0d7c4': "getReport's `sending` example: the worker's reconciler sends a run left sending, so none can be kept",
+};
+
+interface Named {
+  services: Set<number>;
+  requests: Set<string>;
+  reports: Set<string>;
+  tokens: Set<string>;
+}
+
+const isObject = (v: Node): v is Record<string, Node> => typeof v === 'object' && v !== null;
+/** A sandbox answer (`mode: test` anywhere in it): its ids are generated and never stored. */
+const isSandbox = (v: Node): boolean => isObject(v) && (v.mode === 'test' || Object.values(v).some(isSandbox));
+
+/** The ids in one example value, by the field that holds them. */
+function collect(value: Node, named: Named): void {
+  if (Array.isArray(value)) return value.forEach((v) => collect(v, named));
+  if (!isObject(value)) return;
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'service_number' && typeof v === 'number') named.services.add(v);
+    else if (['request_id', 'pending_request_id', 'effect_id'].includes(key) && typeof v === 'string' && /^REQ-\d+$/.test(v)) named.requests.add(v);
+    else if (key === 'report_id' && typeof v === 'string') named.reports.add(v);
+    else collect(v, named);
+  }
+}
+
+/** Every example and examples value in the document (a parameter's, a schema's, a body's, an answer's), sandbox answers left out. */
+function examplesOf(node: Node, out: Node[] = []): Node[] {
+  if (Array.isArray(node)) node.forEach((n) => examplesOf(n, out));
+  else if (isObject(node)) {
+    for (const [key, v] of Object.entries(node)) {
+      if (key === 'example') out.push(v);
+      else if (key === 'examples' && Array.isArray(v)) out.push(...v);
+      else if (key === 'examples' && isObject(v)) out.push(...Object.values(v).map((e) => (isObject(e) && 'value' in e ? e.value : e)));
+      else examplesOf(v, out);
+    }
+  }
+  return out.filter((v) => !isSandbox(v));
+}
+
+const components = document.components as { parameters: Record<string, { example: Node }> };
+const paths = document.paths as Record<string, Record<string, { parameters?: Array<{ name?: string; in?: string; example?: Node; schema?: { examples?: Node[] } }> }>>;
+const named: Named = { services: new Set(), requests: new Set(), reports: new Set(), tokens: new Set() };
+for (const value of examplesOf(document)) collect(value, named);
+named.services.add(components.parameters.ServiceNumber!.example as number);
+named.requests.add(components.parameters.RequestIdPath!.example as string);
+named.reports.add(components.parameters.ReportId!.example as string);
+for (const token of paths['/downloads/reports/{token}']!.get!.parameters![0]!.schema!.examples!) named.tokens.add(token as string);
+for (const id of Object.keys(NOT_STORED)) {
+  named.requests.delete(id);
+  named.reports.delete(id);
+}
+
+/** A query of an operation's own parameter examples (every query parameter that has one). */
+function exampleQuery(path: string): Record<string, string> {
+  const own = paths[path]!.get!.parameters!.filter((p) => p.in === 'query' && p.example !== undefined);
+  return Object.fromEntries(own.map((p) => [p.name!, String(p.example)]));
+}
+
+let t: TestApp;
+let liveKey: string;
+let credentials: Credentials;
+const live = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${liveKey}`);
+
+before(async () => {
+  t = await createTestApp({}, { workers: false });
+  credentials = await t.deps.credentials();
+  liveKey = (await runDemo(t.prisma, { credentials })).result.live_key;
+});
+after(async () => {
+  await t?.close();
+});
+
+test('the examples name what this test looks for', () => {
+  assert.ok(named.services.has(482913570) && named.services.size >= 1, [...named.services].join());
+  assert.ok(named.requests.size >= 2, [...named.requests].join());
+  assert.ok(named.reports.size >= 1 && named.tokens.size === 1);
+});
+
+test('every service number, request id, report id and token an example names is the demo broker\'s', async () => {
+  for (const n of named.services) {
+    const res = await live(`/api/v1/services/${n}`);
+    assert.equal(res.status, 200, `service ${n}: ${JSON.stringify(res.body)}`);
+  }
+  for (const id of named.requests) {
+    const res = await live(`/api/v1/requests?search=${id}`);
+    assert.deepEqual(res.body.data?.map((r: { request_id: string }) => r.request_id), [id], `request ${id}: ${JSON.stringify(res.body)}`);
+  }
+  for (const id of named.reports) {
+    const res = await live(`/api/v1/reports/${id}`);
+    assert.equal(res.status, 200, `report ${id}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.data.status, 'completed');
+  }
+  for (const token of named.tokens) {
+    const res = await request(t.app).get(`/downloads/reports/${token}`);
+    assert.equal(res.status, 200, `token ${token}`);
+  }
+});
+
+test("the examples' query parameters find records, and their invoice range has invoices", async () => {
+  for (const path of ['/api/v1/services', '/api/v1/requests']) {
+    const res = await live(path).query(exampleQuery(path));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(res.body.data.length >= 1, `${path}?${new URLSearchParams(exampleQuery(path))} finds nothing`);
+  }
+  const body = examplesOf(paths['/api/v1/reports/invoices']!.post!).find((v) => isObject(v) && 'start_date' in v) as { start_date: string; end_date: string };
+  const demo = await t.prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG } });
+  const inRange = await t.prisma.invoice.count({
+    where: { brokerId: demo.id, status: { in: ['paid', 'pending'] }, date: { gte: new Date(body.start_date), lte: new Date(body.end_date) } },
+  });
+  assert.ok(inRange >= 1, `no paid or pending invoice from ${body.start_date} to ${body.end_date}`);
+});
+
+test('demo again puts back what the live calls changed and duplicates nothing; new requests get ids past the examples\'', async () => {
+  const demo = await t.prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG } });
+  const counts = async () => Promise.all([t.prisma.service.count(), t.prisma.serviceRequest.count(), t.prisma.invoice.count(), t.prisma.reportRun.count(), t.prisma.reportLink.count()]);
+  const before = await counts();
+  const approved = await request(t.app).post('/api/v1/requests/REQ-000044/manage').set('Authorization', `Bearer ${liveKey}`).send({ action: 'approve' });
+  assert.equal(approved.status, 200, JSON.stringify(approved.body));
+  const upgraded = await request(t.app).post('/api/v1/services/482913570/upgrade').set('Authorization', `Bearer ${liveKey}`).send({ plan: 'Professional VPS' });
+  assert.equal(upgraded.status, 202, JSON.stringify(upgraded.body));
+  assert.ok(Number(upgraded.body.data.request_id.slice(4)) > 44, upgraded.body.data.request_id);
+
+  const again = await runDemo(t.prisma, { credentials });
+  assert.deepEqual(again.skipped, []);
+  const after = await counts();
+  assert.deepEqual(after, [before[0], before[1] + 1, before[2], before[3], before[4]], 'only the upgrade request made above is new');
+  const pending = await live('/api/v1/requests?search=REQ-000044');
+  assert.equal(pending.body.data[0].request_status, 'pending');
+  assert.equal((await live('/api/v1/services/731845206')).body.data.plan, 'Standard VPS');
+  const open = await t.prisma.serviceRequest.count({ where: { brokerId: demo.id, service: { serviceNumber: 482913570 }, status: 'pending' } });
+  assert.equal(open, 0, 'the upgrade left open on 482913570 is closed, so the examples can make theirs');
+});
+
+test("another broker's request with an example's id is left alone (the example is skipped, with a note)", async () => {
+  const other = await broker(t.prisma);
+  const mine = await serviceRequest(t.prisma, { brokerId: other.id, type: 'create' });
+  await t.prisma.serviceRequest.update({ where: { id: 44 }, data: { id: 1_000_044 } });
+  await t.prisma.serviceRequest.update({ where: { id: mine.id }, data: { id: 44 } });
+  const again = await runDemo(t.prisma, { credentials });
+  assert.deepEqual(again.skipped, ["REQ-000044: another broker's request has that id"]);
+  assert.equal((await t.prisma.serviceRequest.findUniqueOrThrow({ where: { id: 44 } })).brokerId, other.id);
+});
