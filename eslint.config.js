@@ -35,6 +35,7 @@ export const importDirection = [
   { target: './src/services', ...allBut('services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
   { target: './src/requests', ...allBut('requests', 'services', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
   { target: './src/reports', ...allBut('reports', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
+  { target: './src/webhooks', ...allBut('webhooks', 'shared'), message: 'src/webhooks is the delivery engine: it knows no database, Redis, config or resource; it is handed what it needs.' },
   { target: './src/cli', ...allBut('cli', 'auth', 'services', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers, never HTTP.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];

@@ -31,6 +31,10 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/db/client.ts', '../services/store.ts', false],
   ['src/cli/keys.ts', '../http/errors.ts', false],
   ['src/main/runtime.ts', '../services/store.ts', true],
+  ['src/webhooks/sign.ts', '../shared/random.ts', true],
+  ['src/webhooks/sign.ts', '../config.ts', false],
+  ['src/webhooks/sign.ts', '../db/client.ts', false],
+  ['src/webhooks/sign.ts', '../redis.ts', false],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {
