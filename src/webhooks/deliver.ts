@@ -1,0 +1,139 @@
+/**
+ * One delivery attempt: a signed POST to the endpoint, its outcome as plain data. It never
+ * throws: a refused address, a connection failure or a timeout is a failed attempt like a 500,
+ * and the caller's schedule decides what happens next.
+ *
+ * Each attempt has a socket of its own, closed when the attempt ends (no keep-alive pool): an
+ * attempt leaves nothing behind that keeps the process alive, and every connection goes through
+ * the address check (`checkedLookup`) again.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import { checkedLookup, checkEndpointUrl, DestinationRefusedError } from './destination.ts';
+import type { SignatureHeaders } from './sign.ts';
+
+export interface DeliveryAttempt {
+  url: string;
+  /** The JSON text the signature was made over, sent as it is. */
+  body: string;
+  /** From signatureHeaders, made for this attempt. */
+  headers: SignatureHeaders;
+  /** For the whole attempt: connecting, the answer and reading its body. */
+  timeoutMs: number;
+  /** Development and tests only: http: and private addresses (see DestinationPolicy). */
+  allowPrivate: boolean;
+  userAgent: string;
+}
+
+export interface DeliveryResult {
+  /** A 2xx answer. Redirects are not followed: a 3xx is a failed attempt. */
+  ok: boolean;
+  /** The answer's status, when there was one. */
+  status?: number;
+  /** Why there was no answer: `timeout after 15000 ms`, `ECONNREFUSED`, `address 10.0.0.1 is private`, … */
+  error?: string;
+  durationMs: number;
+  /** 410 Gone: the receiver asks for no more deliveries to this endpoint. */
+  gone: boolean;
+  /** The start of the answer's body (at most 1 KiB, as UTF-8), for the delivery's record. */
+  responseExcerpt?: string;
+}
+
+/** How much of an answer's body is kept; the rest is read and dropped. */
+const EXCERPT_BYTES = 1024;
+
+/** An attempt's failure in a few words: a system error's code, else the error's message. */
+function describe(error: unknown): string {
+  if (error instanceof DestinationRefusedError) return error.message;
+  const { code, syscall, message } = error as NodeJS.ErrnoException;
+  if (typeof code === 'string' && syscall !== undefined) return code;
+  // Happy Eyeballs (several addresses tried) fails with an AggregateError that has the code but no syscall.
+  if (typeof code === 'string' && error instanceof AggregateError) return code;
+  return message || String(error);
+}
+
+/** The first EXCERPT_BYTES of a body, fed chunk by chunk. */
+class Excerpt {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  add(chunk: Buffer): void {
+    if (this.kept >= EXCERPT_BYTES) return;
+    const part = chunk.subarray(0, EXCERPT_BYTES - this.kept);
+    this.chunks.push(part);
+    this.kept += part.length;
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** The request: the endpoint's URL, the body's type and length, the signature, our name. */
+function send(url: URL, attempt: DeliveryAttempt, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
+  const { headers } = attempt;
+  const request = url.protocol === 'https:' ? https.request : http.request;
+  return request(
+    url,
+    {
+      method: 'POST',
+      // A fresh agent without keep-alive: the socket closes with the attempt.
+      agent: false,
+      // Every connection's addresses are checked before the socket connects.
+      lookup: checkedLookup({ allowPrivate: attempt.allowPrivate }),
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(attempt.body),
+        'user-agent': attempt.userAgent,
+        'webhook-id': headers['webhook-id'],
+        'webhook-timestamp': headers['webhook-timestamp'],
+        'webhook-signature': headers['webhook-signature'],
+      },
+    },
+    onResponse,
+  );
+}
+
+/**
+ * Makes one attempt. The answer's status decides the outcome once it has come: a body that is
+ * still arriving at the timeout is cut off there, and the attempt counts by its status.
+ */
+export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
+  const started = performance.now();
+  const durationMs = (): number => Math.round(performance.now() - started);
+  let url: URL;
+  try {
+    // An IP-literal host is judged here: Node connects to it without a lookup.
+    url = checkEndpointUrl(attempt.url, { allowPrivate: attempt.allowPrivate });
+  } catch (error) {
+    return Promise.resolve({ ok: false, error: describe(error), durationMs: durationMs(), gone: false });
+  }
+  return new Promise((resolve) => {
+    const excerpt = new Excerpt();
+    let status: number | undefined;
+    let request: http.ClientRequest | undefined;
+    let settled = false;
+    const settle = (error?: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request?.destroy();
+      if (status === undefined) resolve({ ok: false, error: error ?? 'no answer', durationMs: durationMs(), gone: false });
+      else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410, responseExcerpt: excerpt.text() });
+    };
+    const timer = setTimeout(() => settle(`timeout after ${attempt.timeoutMs} ms`), attempt.timeoutMs);
+    try {
+      request = send(url, attempt, (res) => {
+        status = res.statusCode;
+        res.on('data', (chunk: Buffer) => excerpt.add(chunk));
+        res.on('error', () => settle());
+        res.on('end', () => settle());
+        res.on('close', () => settle());
+      });
+      request.on('error', (error) => settle(describe(error)));
+      request.end(attempt.body);
+    } catch (error) {
+      // A header value Node refuses (a user agent with a line break) throws at once.
+      settle(describe(error));
+    }
+  });
+}
