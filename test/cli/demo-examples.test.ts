@@ -1,6 +1,7 @@
 // `demo` and openapi.yaml's examples in step: every service number, request id, report id and
 // download token an example names (except the ones listed in NOT_STORED, with why), and the
-// examples' query parameters and invoice range, find the demo broker's records with its live key,
+// examples' query parameters and invoice range, and the ids the code samples name, find the demo
+// broker's records with its live key,
 // through the app (responses validated against the contract). Change an example and this fails
 // until src/cli/demo-examples.ts creates what it names.
 import assert from 'node:assert/strict';
@@ -68,6 +69,16 @@ named.services.add(components.parameters.ServiceNumber!.example as number);
 named.requests.add(components.parameters.RequestIdPath!.example as string);
 named.reports.add(components.parameters.ReportId!.example as string);
 for (const token of paths['/downloads/reports/{token}']!.get!.parameters![0]!.schema!.examples!) named.tokens.add(token as string);
+// The code samples too: a sample copied with the live demo key finds what it names.
+for (const item of Object.values(paths)) {
+  for (const op of Object.values(item) as Array<{ 'x-codeSamples'?: Array<{ source: string }> }>) {
+    for (const { source } of op['x-codeSamples'] ?? []) {
+      for (const [, n] of source.matchAll(/\/services\/(\d{9})\b/g)) named.services.add(Number(n));
+      for (const [id] of source.matchAll(/\bREQ-\d{6,}\b/g)) named.requests.add(id);
+      for (const [, id] of source.matchAll(/\/reports\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/g)) named.reports.add(id!);
+    }
+  }
+}
 for (const id of Object.keys(NOT_STORED)) {
   named.requests.delete(id);
   named.reports.delete(id);
