@@ -259,6 +259,14 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     );
     written.add('IdempotencyKey');
 
+    const event = await t.prisma.event.create({
+      data: { id: 'evt_test1', brokerId: broker.id, mode: 'live', type: 'service.updated', data: { object: { service_number: 482913570 } }, createdAt: at },
+    });
+    assert.equal(typeof event.seq, 'bigint', 'events are ordered by a sequence of their own');
+    assert.deepEqual(await t.prisma.event.findUniqueOrThrow({ where: { id: 'evt_test1' } }), event);
+    assert.equal(event.createdAt.toISOString(), at.toISOString());
+    written.add('Event');
+
     assert.deepEqual([...written].sort(), Object.values(Prisma.ModelName).sort(), 'every model of the schema is covered');
 
     // Deleting a broker takes its data with it; API log rows stay as written, naming the broker and
@@ -268,6 +276,7 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.equal(await t.prisma.reportWorkbookChunk.count({ where: { reportRunId: run.id } }), 0, 'chunks go with their run');
     assert.equal(await t.prisma.reportDownload.count({ where: { id: download.id } }), 0, 'downloads go with their recipient');
     assert.equal(await t.prisma.idempotencyKey.count({ where: { apiKeyId: key.id } }), 0, 'a key goes with its API key');
+    assert.equal(await t.prisma.event.count({ where: { brokerId: broker.id } }), 0, 'events go with their broker');
     const kept = await t.prisma.apiLog.findUniqueOrThrow({ where: { id: log.id } });
     assert.equal(kept.brokerId, broker.id);
     assert.equal(kept.apiKeyId, key.id);
