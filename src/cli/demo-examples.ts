@@ -47,11 +47,19 @@ interface ExampleService {
   hostname: string;
   email: string;
   name: string;
+  plan: string;
 }
 
+/** components.parameters.DowngradeServiceNumber: a service of its own, on a plan above the example's Basic VPS. */
+const DOWNGRADE_SERVICE = 615204387;
+/** components.parameters.CancelServiceNumber: a service of its own (a service has one open change request at a time). */
+const CANCEL_SERVICE = 508716294;
+
 const SERVICES: ExampleService[] = [
-  { number: EXAMPLE_SERVICE, hostname: 'web01.client.example', email: 'ops@client.example', name: 'Client Ltd' },
-  { number: SECOND_SERVICE, hostname: 'shop.client.example', email: 'owner@client.example', name: 'Client Ltd' },
+  { number: EXAMPLE_SERVICE, hostname: 'web01.client.example', email: 'ops@client.example', name: 'Client Ltd', plan: 'Standard VPS' },
+  { number: SECOND_SERVICE, hostname: 'shop.client.example', email: 'owner@client.example', name: 'Client Ltd', plan: 'Standard VPS' },
+  { number: DOWNGRADE_SERVICE, hostname: 'db01.client.example', email: 'ops@client.example', name: 'Client Ltd', plan: 'Professional VPS' },
+  { number: CANCEL_SERVICE, hostname: 'mail.client.example', email: 'ops@client.example', name: 'Client Ltd', plan: 'Standard VPS' },
 ];
 
 interface ExamplesOutcome {
@@ -59,12 +67,12 @@ interface ExamplesOutcome {
   skipped: string[];
 }
 
-/** Each example service, active on Standard VPS as the examples show it; its id, or undefined when another broker has the number. */
+/** Each example service, active on its plan as the examples show it; its id, or undefined when another broker has the number. */
 async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: Credentials, s: ExampleService): Promise<number | undefined> {
   const existing = await tx.service.findUnique({ where: { serviceNumber: s.number }, select: { id: true, brokerId: true } });
   if (existing && existing.brokerId !== brokerId) return undefined;
   const shown = {
-    planId: plan('Standard VPS').id,
+    planId: plan(s.plan).id,
     status: 'active' as const,
     hostname: s.hostname,
     customerEmail: s.email,
@@ -135,7 +143,7 @@ async function putInvoices(tx: Tx, brokerId: string, plan: PlanOf): Promise<void
     data.push({
       brokerId,
       number: `EX-202501-${String(i + 1).padStart(4, '0')}`,
-      serviceNumber: SERVICES[i % SERVICES.length]!.number,
+      serviceNumber: [EXAMPLE_SERVICE, SECOND_SERVICE][i % 2]!,
       amount: plan('Standard VPS').monthlyPrice,
       currency: 'USD',
       status: i < JANUARY.paid ? 'paid' : 'pending',
@@ -249,12 +257,18 @@ export async function putContractExamples(
         return p;
       };
       const ids: { example?: number; second?: number } = {};
-      for (const [key, s] of [['example', SERVICES[0]!], ['second', SERVICES[1]!]] as const) {
+      const serviceIds: number[] = [];
+      for (const s of SERVICES) {
         const id = await putService(tx, brokerId, plan, options.credentials, s);
-        if (id === undefined) skipped.push(`service ${s.number}: another broker's service has that number`);
-        else ids[key] = id;
+        if (id === undefined) {
+          skipped.push(`service ${s.number}: another broker's service has that number`);
+          continue;
+        }
+        serviceIds.push(id);
+        if (s.number === EXAMPLE_SERVICE) ids.example = id;
+        if (s.number === SECOND_SERVICE) ids.second = id;
       }
-      await closeOtherRequests(tx, Object.values(ids), options.now);
+      await closeOtherRequests(tx, serviceIds, options.now);
       await putRequests(tx, brokerId, plan, ids, skipped);
       await putInvoices(tx, brokerId, plan);
       let linkRunOk = false;

@@ -65,7 +65,8 @@ const components = document.components as { parameters: Record<string, { example
 const paths = document.paths as Record<string, Record<string, { parameters?: Array<{ name?: string; in?: string; example?: Node; schema?: { examples?: Node[] } }> }>>;
 const named: Named = { services: new Set(), requests: new Set(), reports: new Set(), tokens: new Set() };
 for (const value of examplesOf(document)) collect(value, named);
-named.services.add(components.parameters.ServiceNumber!.example as number);
+// Every service-number parameter's example (each service operation whose example needs a service of its own has one).
+for (const [name, parameter] of Object.entries(components.parameters)) if (/ServiceNumber$/.test(name)) named.services.add(parameter.example as number);
 named.requests.add(components.parameters.RequestIdPath!.example as string);
 named.reports.add(components.parameters.ReportId!.example as string);
 for (const token of paths['/downloads/reports/{token}']!.get!.parameters![0]!.schema!.examples!) named.tokens.add(token as string);
@@ -163,6 +164,20 @@ test('demo again puts back what the live calls changed and duplicates nothing; n
   assert.equal((await live('/api/v1/services/731845206')).body.data.plan, 'Standard VPS');
   const open = await t.prisma.serviceRequest.count({ where: { brokerId: demo.id, service: { serviceNumber: 482913570 }, status: 'pending' } });
   assert.equal(open, 0, 'the upgrade left open on 482913570 is closed, so the examples can make theirs');
+});
+
+test('the examples of upgrade, downgrade and cancel run one after another with the live key, each on its example service', async () => {
+  await runDemo(t.prisma, { credentials });
+  type Op = { parameters?: Array<{ $ref?: string }>; requestBody: { content: { 'application/json': { examples: Record<string, { value: object }> } } } };
+  const ops = paths as unknown as Record<string, { post: Op }>;
+  for (const change of ['upgrade', 'downgrade', 'cancel']) {
+    const op = ops[`/api/v1/services/{service_number}/${change}`]!.post;
+    const ref = op.parameters!.find((p) => p.$ref?.endsWith('ServiceNumber'))!.$ref!.split('/').pop()!;
+    const serviceNumber = components.parameters[ref]!.example as number;
+    const body = Object.values(op.requestBody.content['application/json'].examples)[0]!.value;
+    const res = await request(t.app).post(`/api/v1/services/${serviceNumber}/${change}`).set('Authorization', `Bearer ${liveKey}`).send(body);
+    assert.equal(res.status, 202, `${change} of ${serviceNumber} with ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
+  }
 });
 
 test("another broker's request with an example's id is left alone (the example is skipped, with a note)", async () => {

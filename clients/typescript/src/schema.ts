@@ -290,7 +290,7 @@ export interface paths {
          *     Worked example:
          *
          *     ```
-         *     POST /api/v1/services/482913570/downgrade
+         *     POST /api/v1/services/615204387/downgrade
          *     Authorization: Bearer sk_test_...
          *     Content-Type: application/json
          *
@@ -331,7 +331,7 @@ export interface paths {
          *     Worked example:
          *
          *     ```
-         *     POST /api/v1/services/482913570/cancel
+         *     POST /api/v1/services/508716294/cancel
          *     Authorization: Bearer sk_live_...
          *     Content-Type: application/json
          *
@@ -3079,6 +3079,16 @@ export interface components {
          */
         ServiceNumber: number;
         /**
+         * @description The service number (a positive integer; generated ones have nine digits); the example names a service of its own, on a plan that can be downgraded, so that the examples of the service operations can run one after another. Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
+         * @example 615204387
+         */
+        DowngradeServiceNumber: number;
+        /**
+         * @description The service number (a positive integer; generated ones have nine digits); the example names a service of its own, so that the examples of the service operations can run one after another (a service has at most one open change request). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
+         * @example 508716294
+         */
+        CancelServiceNumber: number;
+        /**
          * @description The request id, `REQ-` followed by digits, matched case-insensitively (`REQ-000044`, `req-44`). Another form is `400 invalid_parameter`; an unknown id is `404 not_found`.
          * @example REQ-000044
          */
@@ -3618,10 +3628,10 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
-                 * @example 482913570
+                 * @description The service number (a positive integer; generated ones have nine digits); the example names a service of its own, on a plan that can be downgraded, so that the examples of the service operations can run one after another. Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
+                 * @example 615204387
                  */
-                service_number: components["parameters"]["ServiceNumber"];
+                service_number: components["parameters"]["DowngradeServiceNumber"];
             };
             cookie?: never;
         };
@@ -3688,10 +3698,10 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The service number (a positive integer; generated ones have nine digits). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
-                 * @example 482913570
+                 * @description The service number (a positive integer; generated ones have nine digits); the example names a service of its own, so that the examples of the service operations can run one after another (a service has at most one open change request). Not a plain positive integer, or above 9007199254740991 (the largest integer a JSON client can hold exactly), is `400 invalid_parameter`; any other number that names none of the key's broker's services is `404 not_found` (a sandbox key's detail echoes it).
+                 * @example 508716294
                  */
-                service_number: components["parameters"]["ServiceNumber"];
+                service_number: components["parameters"]["CancelServiceNumber"];
             };
             cookie?: never;
         };
