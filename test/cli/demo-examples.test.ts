@@ -125,9 +125,12 @@ test('every service number, request id, report id and token an example names is 
     assert.equal(res.status, 200, `report ${id}: ${JSON.stringify(res.body)}`);
     assert.equal(res.body.data.status, 'completed');
   }
+  const download = (paths['/downloads/reports/{token}'] as unknown as { get: { responses: Record<string, { headers: Record<string, { schema: { examples: string[] } }> }> } }).get;
+  const disposition = download.responses['200']!.headers['Content-Disposition']!.schema.examples[0];
   for (const token of named.tokens) {
     const res = await request(t.app).get(`/downloads/reports/${token}`);
     assert.equal(res.status, 200, `token ${token}`);
+    assert.equal(res.headers['content-disposition'], disposition, 'the file name the example shows');
   }
 });
 
