@@ -46,8 +46,9 @@ import {
   recordedBuildOf,
   recordRunBuilt,
   recordRunCounts,
+  recordOutcomeAndCounts,
   recordSendFailed,
-  recordSent,
+  type RecipientOutcome,
   releaseClaim,
   renewClaim,
   requeueRunForBuild,
@@ -211,16 +212,27 @@ export async function recount(p: Pipeline, runId: string): Promise<void> {
     await recordRunCounts(prisma, runId, counts);
     return;
   }
-  if (await completeRun(prisma, runId, counts)) {
-    // An attached workbook is not needed once every e-mail has an outcome; links keep theirs until they expire.
-    if ((await deliveryOf(prisma, runId)) !== 'link' || counts.recipientsSent === 0) {
-      p.workbooks.dropRun(runId);
-      await releaseWorkbook(prisma, runId);
-    }
-    p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
-  } else {
-    await recordRunCounts(prisma, runId, counts);
+  if (await completeRun(prisma, runId, counts)) await afterCompletion(p, runId, counts);
+  else await recordRunCounts(prisma, runId, counts);
+}
+
+/** A run just completed: its attached workbook is released (links keep theirs until they expire). */
+async function afterCompletion(p: Pipeline, runId: string, counts: { recipientsSent: number; recipientsFailed: number }): Promise<void> {
+  if ((await deliveryOf(p.prisma, runId)) !== 'link' || counts.recipientsSent === 0) {
+    p.workbooks.dropRun(runId);
+    await releaseWorkbook(p.prisma, runId);
   }
+  p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
+}
+
+/** A recipient's outcome with its run's counts (run-store.ts), then what the run's completion asks for. */
+async function recordOutcomeOf(p: Pipeline, what: string, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<void> {
+  let completed: { recipientsSent: number; recipientsFailed: number } | undefined;
+  await record(p, what, async () => {
+    const recorded = await recordOutcomeAndCounts(p.prisma, runId, recipientId, outcome);
+    completed = recorded.completed ? { recipientsSent: recorded.counts.sent, recipientsFailed: recorded.counts.failed } : undefined;
+  });
+  if (completed) await afterCompletion(p, runId, completed);
 }
 
 type SendOutcome = { sent: true; messageId: string } | { sent: false; error: string; final: boolean };
@@ -268,18 +280,17 @@ async function recordOutcome(p: Pipeline, job: Job<SendJobData>, runId: string, 
   if (outcome.sent) {
     p.mailOutcomes.sent();
     const { messageId } = outcome;
-    await record(p, 'e-mail sent', () => recordSent(prisma, recipientId, messageId, linkExpiresAt));
-    await record(p, 'run counts', () => recount(p, runId));
+    await recordOutcomeOf(p, 'e-mail sent', runId, recipientId, { sent: true, messageId, linkExpiresAt });
     return { messageId };
   }
   p.log.warn({ runId, recipientId, attempt, final: outcome.final, error: outcome.error, job: job.id }, 'e-mail send failed');
   const { error, final } = outcome;
-  await record(p, 'e-mail failed', () => recordSendFailed(prisma, recipientId, error, final));
   if (final) {
+    await recordOutcomeOf(p, 'e-mail failed', runId, recipientId, { sent: false, error, final });
     p.mailOutcomes.failed();
-    await record(p, 'run counts', () => recount(p, runId));
     return { failed: error };
   }
+  await record(p, 'e-mail failed', () => recordSendFailed(prisma, recipientId, error, final));
   // A transient failure: the queue tries again after the back-off (MAIL_RETRY_DELAY_MS, doubling).
   throw new Error(error);
 }

@@ -172,12 +172,47 @@ export const renewClaim = (prisma: PrismaClient, recipientId: number) =>
 export const releaseClaim = (prisma: PrismaClient, recipientId: number) =>
   prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending' }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } });
 
+/** What one attempt of a recipient's e-mail came to, as its record changes. */
+export type RecipientOutcome =
+  | { sent: true; messageId: string; linkExpiresAt: Date | null }
+  | { sent: false; error: string; final: boolean };
+
+const outcomeChange = (o: RecipientOutcome): Prisma.ReportRecipientUpdateInput =>
+  o.sent
+    ? { status: 'sent', messageId: o.messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt: o.linkExpiresAt }
+    : { status: o.final ? 'failed' : 'pending', error: o.error, claimedAt: null };
+
 export const recordSent = (prisma: PrismaClient, recipientId: number, messageId: string, linkExpiresAt: Date | null) =>
-  prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt } });
+  prisma.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange({ sent: true, messageId, linkExpiresAt }) });
 
 /** A failed attempt: final, or waiting for the next one. */
 export const recordSendFailed = (prisma: PrismaClient, recipientId: number, error: string, final: boolean) =>
-  prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: final ? 'failed' : 'pending', error, claimedAt: null } });
+  prisma.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange({ sent: false, error, final }) });
+
+/**
+ * A recipient's outcome and its run's counts in one transaction, the run's row locked first, so the
+ * outcomes of one run are recorded one after another: each count sees every outcome recorded before
+ * it, and the last outcome completes the run (with its `report.completed` event) in the same commit.
+ * Nobody sees every recipient final while the run still shows `sending` (a report's answer, the
+ * broker's count of running reports). Returns the counts, and whether this call completed the run.
+ */
+export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<{ counts: RecipientCounts; completed: boolean }> {
+  return prisma.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT 1 FROM "report_runs" WHERE "id" = ${runId} FOR UPDATE`;
+    await tx.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange(outcome) });
+    const counts = await countRunRecipients(tx, runId);
+    const stored = { recipientsSent: counts.sent, recipientsFailed: counts.failed };
+    if (counts.pending === 0) {
+      const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...stored, status: 'completed', completedAt: new Date() } });
+      if (done.count > 0) {
+        await recordRunEvent(tx, runId, 'report.completed');
+        return { counts, completed: true };
+      }
+    }
+    await tx.reportRun.update({ where: { id: runId }, data: stored });
+    return { counts, completed: false };
+  });
+}
 
 // ---- what the reconciler looks for ----
 

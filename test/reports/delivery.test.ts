@@ -167,21 +167,34 @@ describe('recording an accepted e-mail fails for a while', () => {
     // The database refuses the "sent" record four times, as during an outage: the record's retries
     // (0.1 + 0.2 + 0.4 + 0.8 s) outlast a claim's staleness (1 s here), so the claim must be kept alive.
     let refusals = 4;
-    const prisma = h.t.prisma;
-    const recipients = new Proxy(prisma.reportRecipient, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (prop !== 'update' || typeof value !== 'function') return value;
-        return (args: { data: { status?: string } }) => {
-          if (args.data.status === 'sent' && refusals > 0) {
-            refusals--;
-            return Promise.reject(new Error('database is unavailable'));
-          }
-          return (value as (a: unknown) => Promise<unknown>).call(target, args);
-        };
-      },
-    });
-    const flaky = new Proxy(prisma, { get: (target, prop, receiver) => (prop === 'reportRecipient' ? recipients : Reflect.get(target, prop, receiver)) });
+    const refusing = (model: object) =>
+      new Proxy(model, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop !== 'update' || typeof value !== 'function') return value;
+          return (args: { data: { status?: string } }) => {
+            if (args.data.status === 'sent' && refusals > 0) {
+              refusals--;
+              return Promise.reject(new Error('database is unavailable'));
+            }
+            return (value as (a: unknown) => Promise<unknown>).call(target, args);
+          };
+        },
+      });
+    // The recipient's record is written in a transaction (with its run's counts): the transaction's client refuses it too.
+    const flakyClient = <T extends object>(client: T): T =>
+      new Proxy(client, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop === 'reportRecipient') return refusing(value as object);
+          if (prop !== '$transaction' || typeof value !== 'function') return value;
+          return (arg: unknown, ...rest: unknown[]) =>
+            typeof arg === 'function'
+              ? (value as (...a: unknown[]) => Promise<unknown>).call(target, (tx: object) => (arg as (t: object) => unknown)(flakyClient(tx)), ...rest)
+              : (value as (...a: unknown[]) => Promise<unknown>).call(target, arg, ...rest);
+        },
+      });
+    const flaky = flakyClient(h.t.prisma);
     const config = { ...h.t.deps.config, smtpUrl: smtp.url, reportReconcileMs: 200 };
     const jobs = createJobs({ redisEndpoint: h.t.redisEndpoint, prisma: flaky, config, logger: h.t.deps.logger, mode: 'both', prefix: 'flakyrecord', closeTimeoutMs: 2000 });
     try {

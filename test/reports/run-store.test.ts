@@ -11,6 +11,7 @@ import {
   countRunRecipients,
   createRunRecords,
   failRunRecords,
+  recordOutcomeAndCounts,
   recordRunCounts,
   recordSendFailed,
   recordSent,
@@ -100,5 +101,30 @@ describe('report run counts (src/reports/run-store.ts)', () => {
     assert.equal(mine.length, 1);
     const object = (mine[0]!.data as { object: { status: string; recipients_failed: number; error: string } }).object;
     assert.deepEqual([object.status, object.recipients_failed, object.error], ['failed', 2, 'the workbook could not be built']);
+  });
+
+  test('outcomes recorded at once: the last one completes the run in its own commit, once, with every count', async () => {
+    const emails = Array.from({ length: 6 }, (_, i) => `r${i}@example.com`);
+    const { runId, recipientIds } = await sendingRun(emails);
+    const results = await Promise.all(
+      recipientIds.map((id, i) =>
+        recordOutcomeAndCounts(db.prisma, runId, id, i % 2 === 0 ? { sent: true, messageId: `<m${i}@example.com>`, linkExpiresAt: null } : { sent: false, error: '550 rejected', final: true }),
+      ),
+    );
+    assert.equal(results.filter((r) => r.completed).length, 1, 'exactly one outcome completes the run');
+    const last = results.find((r) => r.completed)!;
+    assert.deepEqual(last.counts, { sent: 3, failed: 3, pending: 0 });
+    const run = await runOf(runId);
+    assert.deepEqual([run.status, run.recipientsSent, run.recipientsFailed], ['completed', 3, 3]);
+    const events = (await db.prisma.event.findMany({ where: { brokerId, type: 'report.completed' } })).filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId);
+    assert.equal(events.length, 1);
+  });
+
+  test('an outcome that leaves a recipient open stores the counts and leaves the run sending', async () => {
+    const { runId, recipientIds: [a] } = await sendingRun(['a@example.com', 'b@example.com']);
+    const r = await recordOutcomeAndCounts(db.prisma, runId, a!, { sent: true, messageId: '<m@example.com>', linkExpiresAt: null });
+    assert.deepEqual(r, { counts: { sent: 1, failed: 0, pending: 1 }, completed: false });
+    const run = await runOf(runId);
+    assert.deepEqual([run.status, run.recipientsSent], ['sending', 1]);
   });
 });
