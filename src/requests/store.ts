@@ -125,12 +125,14 @@ export async function denyRequest(
   now = new Date(),
 ): Promise<RequestWithRelations> {
   const request = await findRequest(prisma, brokerId, id);
-  await prisma.$transaction(async (tx) => {
+  // The request as decided, read in the decision's transaction: its event's object and the answer.
+  return prisma.$transaction(async (tx) => {
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
-    await recordEvents(tx, [{ brokerId, type: 'request.denied', object: requestData(await findRequest(tx, brokerId, id)) }], now);
+    const denied = await findRequest(tx, brokerId, id);
+    await recordEvents(tx, [{ brokerId, type: 'request.denied', object: requestData(denied) }], now);
     await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
+    return denied;
   });
-  return findRequest(prisma, brokerId, id);
 }
 
 /**
@@ -149,16 +151,17 @@ export async function approveRequest(
   // No status check here: the conditional UPDATE in `claim` is the only judge of "still pending".
   const request = await findRequest(prisma, brokerId, id);
   await applyDueCancellations(prisma, brokerId, now);
-  await withServiceNumberRetry(() =>
+  // The request as carried out, read in the approval's transaction: its event's object and the answer.
+  return withServiceNumberRetry(() =>
     prisma.$transaction(async (tx) => {
       await claim(tx, brokerId, request.id, 'approved', now, null);
       const serviceEvent = await carryOut(tx, credentials, request, now);
-      const approved = requestData(await findRequest(tx, brokerId, id));
-      await recordEvents(tx, [{ brokerId, type: 'request.approved', object: approved }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])], now);
+      const approved = await findRequest(tx, brokerId, id);
+      await recordEvents(tx, [{ brokerId, type: 'request.approved', object: requestData(approved) }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])], now);
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
+      return approved;
     }),
   );
-  return findRequest(prisma, brokerId, id);
 }
 
 /** What carrying out a request did to its service, as the event that tells of it (none: a cancellation only scheduled). */
