@@ -32,8 +32,11 @@ export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
 export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
   const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
   if (!due?.due) return 0;
-  return cancelDue(prisma, Prisma.sql`"broker_id" = ${brokerId}`, now);
+  return cancelDueOf(prisma, brokerId, now);
 }
+
+/** The broker's due cancellations, with their events, without the probe (its caller has probed). */
+const cancelDueOf = (prisma: PrismaClient, brokerId: string, now: Date) => cancelDue(prisma, Prisma.sql`"broker_id" = ${brokerId}`, now);
 
 /** Every broker's due cancellations (the worker, once a minute); how many services were cancelled. */
 export async function applyAllDueCancellations(prisma: PrismaClient, now = new Date()): Promise<number> {
@@ -134,7 +137,7 @@ export async function listServices(
      ORDER BY page."createdAt" DESC, page."id" DESC`;
   let result = await read();
   if (result[0]?.due) {
-    await applyDueCancellations(db, brokerId, now);
+    await cancelDueOf(db, brokerId, now);
     result = await read();
   }
   const rows = result
