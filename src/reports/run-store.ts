@@ -104,12 +104,16 @@ export const recordRunCounts = (prisma: PrismaClient, runId: string, counts: { r
     WHERE id = ${runId}`;
 
 /** Completes a `sending` run with its final counts; false when it was not `sending` (completed already). */
-export async function completeRun(prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }): Promise<boolean> {
-  return prisma.$transaction(async (tx) => {
-    const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
-    if (done.count > 0) await recordRunEvent(tx, runId, 'report.completed');
-    return done.count > 0;
-  });
+export const completeRun = (prisma: PrismaClient, runId: string, counts: StoredCounts): Promise<boolean> =>
+  prisma.$transaction((tx) => completeSendingRun(tx, runId, counts));
+
+type StoredCounts = { recipientsSent: number; recipientsFailed: number };
+
+/** In `tx`: a `sending` run completed with its final counts and its `report.completed` event; false when it was not `sending`. */
+async function completeSendingRun(tx: Db, runId: string, counts: StoredCounts): Promise<boolean> {
+  const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
+  if (done.count > 0) await recordRunEvent(tx, runId, 'report.completed');
+  return done.count > 0;
 }
 
 export async function deliveryOf(prisma: PrismaClient, runId: string): Promise<'attachment' | 'link' | null> {
@@ -202,13 +206,7 @@ export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string
     await tx.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange(outcome) });
     const counts = await countRunRecipients(tx, runId);
     const stored = { recipientsSent: counts.sent, recipientsFailed: counts.failed };
-    if (counts.pending === 0) {
-      const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...stored, status: 'completed', completedAt: new Date() } });
-      if (done.count > 0) {
-        await recordRunEvent(tx, runId, 'report.completed');
-        return { counts, completed: true };
-      }
-    }
+    if (counts.pending === 0 && (await completeSendingRun(tx, runId, stored))) return { counts, completed: true };
     await tx.reportRun.update({ where: { id: runId }, data: stored });
     return { counts, completed: false };
   });
