@@ -4,7 +4,6 @@
  * worker), so that a change never commits without its event nor an event without its change.
  * Delivery (webhooks) reads them from here; they are kept EVENT_RETENTION_DAYS days.
  */
-import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
 
@@ -34,24 +33,47 @@ export interface NewEvent {
   /** The object as the API's own answers show it (never credentials). */
   object: object;
   mode?: EventMode;
+  /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
+  endpointId?: string;
 }
 
 /** `evt_` and 24 base62 characters (≈ 143 bits): never guessed, never reused. */
 export const newEventId = (): string => randomId('evt_', 24);
 
-/** Writes `events` through `tx`, the transaction of the change they tell of; they all share its moment. */
-export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()): Promise<void> {
-  if (events.length === 0) return;
-  await tx.event.createMany({
-    data: events.map((e) => ({
-      id: newEventId(),
-      brokerId: e.brokerId,
-      mode: e.mode ?? 'live',
-      type: e.type,
-      data: { object: e.object } as Prisma.InputJsonObject,
-      createdAt: at,
-    })),
-  });
+/**
+ * Writes `events` through `tx`, the transaction of the change they tell of (they all share its
+ * moment), and in the same statement the webhook deliveries they owe: one per event and endpoint
+ * that takes it, due at once. Deliveries are thereby never lost between a change and its
+ * webhooks; the worker sends them (src/webhooks). Returns the events' ids, in order.
+ */
+export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()): Promise<string[]> {
+  if (events.length === 0) return [];
+  const rows = events.map((e, ord) => ({
+    ord,
+    id: newEventId(),
+    broker_id: e.brokerId,
+    mode: e.mode ?? 'live',
+    type: e.type,
+    data: { object: e.object },
+    endpoint_id: e.endpointId ?? null,
+  }));
+  // One round trip for events and deliveries: the common case (a broker with no endpoints) costs an index probe.
+  await tx.$executeRaw`
+    WITH src AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        AS r("ord" int, "id" text, "broker_id" text, "mode" text, "type" text, "data" jsonb, "endpoint_id" text)),
+    ev AS (
+      INSERT INTO "events" ("id", "broker_id", "mode", "type", "data", "created_at")
+      SELECT "id", "broker_id", "mode"::"key_mode", "type", "data", ${at} FROM src ORDER BY "ord"
+      RETURNING "id", "broker_id", "mode", "type")
+    INSERT INTO "webhook_deliveries" ("event_id", "endpoint_id", "next_attempt_at", "created_at")
+    SELECT ev."id", w."id", ${at}, ${at}
+      FROM ev
+      JOIN src ON src."id" = ev."id"
+      JOIN "webhook_endpoints" w ON w."broker_id" = ev."broker_id" AND w."mode" = ev."mode"
+     WHERE CASE WHEN src."endpoint_id" IS NOT NULL THEN w."id" = src."endpoint_id"
+                ELSE w."status" = 'enabled' AND (cardinality(w."events") = 0 OR ev."type" = ANY (w."events")) END`;
+  return rows.map((r) => r.id);
 }
 
 /** Deletes the events written before `before`, a batch at a time; how many went. */

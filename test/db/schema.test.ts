@@ -267,6 +267,23 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.equal(event.createdAt.toISOString(), at.toISOString());
     written.add('Event');
 
+    const endpoint = await t.prisma.webhookEndpoint.create({
+      data: { id: 'we_test1', brokerId: broker.id, mode: 'live', url: 'https://hooks.client.example/capi', events: ['service.updated'], secret: 'v1:sealed' },
+    });
+    assert.equal(endpoint.status, 'enabled', 'an endpoint starts enabled');
+    assert.deepEqual(endpoint.events, ['service.updated']);
+    written.add('WebhookEndpoint');
+    const delivery = await t.prisma.webhookDelivery.create({ data: { eventId: event.id, endpointId: endpoint.id } });
+    assert.equal(delivery.status, 'pending');
+    assert.ok(delivery.nextAttemptAt, 'a new delivery is due at once');
+    written.add('WebhookDelivery');
+    await t.prisma.webhookAttempt.create({ data: { deliveryId: delivery.id, number: 1, attemptedAt: at, statusCode: 500, durationMs: 12 } });
+    await assert.rejects(
+      t.prisma.webhookAttempt.create({ data: { deliveryId: delivery.id, number: 1, attemptedAt: at, error: 'timeout', durationMs: 15000 } }),
+      'an attempt is recorded under its number once',
+    );
+    written.add('WebhookAttempt');
+
     assert.deepEqual([...written].sort(), Object.values(Prisma.ModelName).sort(), 'every model of the schema is covered');
 
     // Deleting a broker takes its data with it; API log rows stay as written, naming the broker and
@@ -277,6 +294,8 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.equal(await t.prisma.reportDownload.count({ where: { id: download.id } }), 0, 'downloads go with their recipient');
     assert.equal(await t.prisma.idempotencyKey.count({ where: { apiKeyId: key.id } }), 0, 'a key goes with its API key');
     assert.equal(await t.prisma.event.count({ where: { brokerId: broker.id } }), 0, 'events go with their broker');
+    assert.equal(await t.prisma.webhookEndpoint.count({ where: { brokerId: broker.id } }), 0, 'endpoints go with their broker');
+    assert.equal(await t.prisma.webhookAttempt.count({ where: { deliveryId: delivery.id } }), 0, 'attempts go with their delivery');
     const kept = await t.prisma.apiLog.findUniqueOrThrow({ where: { id: log.id } });
     assert.equal(kept.brokerId, broker.id);
     assert.equal(kept.apiKeyId, key.id);

@@ -162,3 +162,44 @@ describe('events written with each change (live)', () => {
     assert.deepEqual(events.map((e) => [e.type, e.object.service_number]), [['service.cancelled', s.serviceNumber]]);
   });
 });
+
+describe('deliveries owed, written with the events', () => {
+  /** An endpoint row as the webhook operations write it (the secret's form does not matter here). */
+  async function endpoint(brokerId: string, over: { mode?: 'live' | 'test'; events?: string[]; status?: 'enabled' | 'disabled' } = {}) {
+    return t.prisma.webhookEndpoint.create({
+      data: { id: `we_${Math.random().toString(36).slice(2, 14)}`, brokerId, mode: over.mode ?? 'live', url: 'https://hooks.client.example/', events: over.events ?? [], status: over.status ?? 'enabled', secret: 'sealed' },
+    });
+  }
+  const owed = async (endpointId: string) => (await t.prisma.webhookDelivery.findMany({ where: { endpointId }, include: { event: true } })).map((d) => d.event.type).sort();
+
+  test('each enabled endpoint of the mode subscribed to the type gets one delivery per event, due at once', async () => {
+    const { brokerId, key } = await brokerWithKey('manual');
+    const all = await endpoint(brokerId);
+    const onlyRequests = await endpoint(brokerId, { events: ['request.created'] });
+    const onlyServices = await endpoint(brokerId, { events: ['service.updated'] });
+    const disabled = await endpoint(brokerId, { status: 'disabled' });
+    const test = await endpoint(brokerId, { mode: 'test' });
+    const other = await endpoint((await brokerWithKey('manual')).brokerId);
+    const s = await service(t, { brokerId });
+    const before = Date.now();
+    const res = await post(key, `/api/v1/services/${s.serviceNumber}/password`, {});
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(await owed(all.id), ['service.updated']);
+    assert.deepEqual(await owed(onlyRequests.id), []);
+    assert.deepEqual(await owed(onlyServices.id), ['service.updated']);
+    assert.deepEqual(await owed(disabled.id), [], 'a disabled endpoint is owed nothing');
+    assert.deepEqual(await owed(test.id), [], 'live events never go to test endpoints');
+    assert.deepEqual(await owed(other.id), [], "another broker's endpoint is owed nothing");
+    const [d] = await t.prisma.webhookDelivery.findMany({ where: { endpointId: all.id } });
+    assert.equal(d!.status, 'pending');
+    assert.ok(d!.nextAttemptAt!.getTime() >= before - 1000 && d!.nextAttemptAt!.getTime() <= Date.now() + 1000);
+  });
+
+  test('a refused change owes nothing', async () => {
+    const { brokerId, key } = await brokerWithKey('manual');
+    const all = await endpoint(brokerId);
+    const res = await post(key, '/api/v1/services/999999999/password', {});
+    assert.equal(res.status, 404, JSON.stringify(res.body));
+    assert.deepEqual(await owed(all.id), []);
+  });
+});
