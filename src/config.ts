@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_DISABLE_AFTER_HOURS, DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetrySchedule } from './webhooks/schedule.ts';
 
 /** Every setting in the README's "Configuration" table, read once from the environment. */
 export interface Config {
@@ -53,6 +54,14 @@ export interface Config {
   reportLinkTtlHours: number;
   /** Requests to /downloads/reports per caller IP (IPv6: per /64) and minute (REPORT_DOWNLOADS_PER_IP_PER_MINUTE). */
   reportDownloadsPerIpPerMinute: number;
+  /** How long a webhook receiver has to answer an attempt (WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** Seconds before each attempt of a webhook delivery, the first counted from the event (WEBHOOK_RETRY_SCHEDULE). */
+  webhookRetrySchedule: RetrySchedule;
+  /** An endpoint failing without a success for this long is disabled (WEBHOOK_DISABLE_AFTER_HOURS). */
+  webhookDisableAfterHours: number;
+  /** Allow http and loopback or private webhook addresses, never the metadata address (WEBHOOK_ALLOW_PRIVATE_URLS; development and tests). */
+  webhookAllowPrivateUrls: boolean;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -69,6 +78,13 @@ function integer(name: string, value: string | undefined, fallback: number, min:
     throw new Error(`${name} must be an integer from ${min} to ${max}, got "${text}"`);
   }
   return n;
+}
+
+function flag(name: string, value: string | undefined): boolean {
+  const text = optional(value);
+  if (text === undefined || text === 'false') return false;
+  if (text === 'true') return true;
+  throw new Error(`${name} must be true or false, got "${text}"`);
 }
 
 /**
@@ -141,6 +157,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: publicBaseUrlOf(env, host, port),
     reportLinkTtlHours: integer('REPORT_LINK_TTL_HOURS', env.REPORT_LINK_TTL_HOURS, 168, 1, 8760),
     reportDownloadsPerIpPerMinute: integer('REPORT_DOWNLOADS_PER_IP_PER_MINUTE', env.REPORT_DOWNLOADS_PER_IP_PER_MINUTE, 30, 1, 100_000),
+    webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000, 100, 120_000),
+    webhookRetrySchedule: optional(env.WEBHOOK_RETRY_SCHEDULE) === undefined ? DEFAULT_RETRY_SCHEDULE : parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE!),
+    webhookDisableAfterHours: integer('WEBHOOK_DISABLE_AFTER_HOURS', env.WEBHOOK_DISABLE_AFTER_HOURS, DEFAULT_DISABLE_AFTER_HOURS, 1, 8760),
+    webhookAllowPrivateUrls: flag('WEBHOOK_ALLOW_PRIVATE_URLS', env.WEBHOOK_ALLOW_PRIVATE_URLS),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }
