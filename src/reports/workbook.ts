@@ -67,17 +67,21 @@ class SheetPart {
   }
 }
 
-/** Bytes per piece of Utf8Pieces: about a page of rows. */
+/** Bytes per buffer of Utf8Pieces: a few pages of rows. */
 const PIECE_BYTES = 1 << 20;
 
 /**
  * Text gathered as UTF-8 bytes, a string at a time. Writing each row's text into a buffer costs a
  * fraction of joining the rows' texts and encoding the whole page: V8 flattens a page-long string of
- * thousands of parts slowly (bench/README.md, "Report build profile").
+ * thousands of parts slowly (bench/README.md, "Report build profile"). What `take` hands out are
+ * views of a buffer that later text fills further on (never over them), so a buffer serves several
+ * takes before the next is allocated.
  */
 class Utf8Pieces {
   private pieces: Buffer[] = [];
   private current = Buffer.allocUnsafe(PIECE_BYTES);
+  /** Where the bytes not yet taken start in `current`, and where they end. */
+  private start = 0;
   private used = 0;
 
   add(text: string): void {
@@ -86,21 +90,19 @@ class Utf8Pieces {
     this.used += this.current.write(text, this.used);
   }
 
-  /** The bytes gathered so far (each piece a buffer of its own, never written again), and a fresh start. */
+  /** The bytes gathered so far (each piece never written again). */
   take(): Buffer[] {
-    this.next(0);
+    if (this.used > this.start) this.pieces.push(this.current.subarray(this.start, this.used));
+    this.start = this.used;
     const pieces = this.pieces;
     this.pieces = [];
     return pieces;
   }
 
   private next(atLeast: number): void {
-    if (this.used > 0) {
-      this.pieces.push(this.current.subarray(0, this.used));
-      this.current = Buffer.allocUnsafe(Math.max(PIECE_BYTES, atLeast));
-    } else if (this.current.length < atLeast) {
-      this.current = Buffer.allocUnsafe(atLeast);
-    }
+    if (this.used > this.start) this.pieces.push(this.current.subarray(this.start, this.used));
+    this.current = Buffer.allocUnsafe(Math.max(PIECE_BYTES, atLeast));
+    this.start = 0;
     this.used = 0;
   }
 }
