@@ -127,6 +127,13 @@ export function transportMailer(config: Config): Omit<Mailer, 'send'> & { send(m
 const THREAD_LOST = 'ETHREADLOST';
 
 /**
+ * The mail thread's heap: a small young generation. Its work (a message at a time) leaves little
+ * alive, and V8's default nursery kept most of the thread's 17 MB heap resident beside every later
+ * report build (bench/README.md).
+ */
+const MAIL_THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 };
+
+/**
  * The mailer of this server: messages are built and sent in a worker thread of their own
  * (src/jobs/mail-thread.ts), started at the first send, so that encoding attachments never holds
  * the thread that serves the API. A failure comes back as an Error with the transport's `code`,
@@ -138,7 +145,7 @@ export function createMailer(config: Config): Mailer {
   let thread: Worker | undefined;
   const threadOf = (): Worker => {
     if (thread) return thread;
-    const started = startThread(siblingModule(import.meta.url, 'mail-thread'), { workerData: config });
+    const started = startThread(siblingModule(import.meta.url, 'mail-thread'), { workerData: config, resourceLimits: MAIL_THREAD_LIMITS });
     started.unref();
     const lost = (reason: string) => {
       if (thread === started) thread = undefined;

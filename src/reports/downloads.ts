@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { pipeline } from 'node:stream/promises';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { AppDeps } from '../deps.ts';
+import { collectGarbage } from '../gc.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import { XLSX_MEDIA_TYPE } from './builder.ts';
 import { reportBuilders } from './index.ts';
@@ -82,6 +83,10 @@ export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prism
       // The caller went away, or the store failed mid-body: the connection ends short of Content-Length.
       deps.logger.warn({ err, requestId: res.locals.requestId }, 'report download ended early');
       res.destroy();
+    } finally {
+      // A workbook's worth of chunks (their base64 texts, the driver's buffers) is garbage now, and
+      // would stay resident beside the next report's build until V8's next full collection.
+      collectGarbage();
     }
   });
 }
