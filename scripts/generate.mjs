@@ -2,8 +2,9 @@
 // Writes what is generated from the sources of truth:
 //   generated/api.ts    <- openapi.yaml (openapi-typescript; committed, checked fresh in CI)
 //   clients/typescript/src/schema.ts <- the same types, for the TypeScript client package (committed, checked)
-//   clients/typescript/dist/ <- the client compiled (tsc: ESM .js + .d.ts) with openapi-fetch vendored in
-//                       dist/vendor/, so the package has no dependencies (committed, checked fresh)
+//   clients/typescript/dist/ <- the client compiled (tsc: ESM .js + .d.ts) with openapi-fetch and
+//                       standardwebhooks vendored in dist/vendor/, so the package has no dependencies
+//                       (committed, checked fresh)
 //   generated/prisma/   <- prisma/schema.prisma (prisma generate; build output, not committed)
 // `--check` regenerates the API types and the client's build to a temporary place and fails if the
 // committed copy differs.
@@ -12,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { buildSync } from 'esbuild';
 
 const args = new Set(process.argv.slice(2));
 const only = args.has('--prisma') ? 'prisma' : args.has('--api') ? 'api' : 'all';
@@ -26,10 +28,31 @@ function run(command, argv, env = {}) {
 }
 
 /**
+ * standardwebhooks (MIT) and the two modules it needs (@stablelib/base64, MIT; fast-sha256, public
+ * domain), CommonJS all three, bundled by esbuild into one ES module that exports what the client
+ * uses. Paths are relative to this repository, so the bytes do not depend on where it is checked out.
+ */
+function standardWebhooksModule() {
+  const { outputFiles } = buildSync({
+    stdin: { contents: "export { Webhook } from 'standardwebhooks';", resolveDir: process.cwd(), sourcefile: 'standardwebhooks-entry.js' },
+    absWorkingDir: process.cwd(),
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['main'],
+    target: 'es2022',
+    legalComments: 'inline',
+    write: false,
+    banner: { js: `// standardwebhooks ${JSON.parse(readFileSync('node_modules/standardwebhooks/package.json', 'utf8')).version} with @stablelib/base64 and fast-sha256, bundled by scripts/generate.mjs (licences beside this file).` },
+  });
+  return outputFiles[0].text;
+}
+
+/**
  * The client package's build into `outDir`: its sources compiled by tsc (clients/typescript/tsconfig.json),
  * and openapi-fetch (MIT, a single dependency-free ES module; its types need openapi-typescript-helpers'
- * types only) copied into `vendor/`, so an integrator installs the package offline, from a tarball,
- * with nothing else to fetch.
+ * types only) and standardwebhooks (bundled, standardWebhooksModule) in `vendor/`, so an integrator
+ * installs the package offline, from a tarball, with nothing else to fetch.
  */
 function buildClient(outDir) {
   rmSync(outDir, { recursive: true, force: true });
@@ -47,11 +70,18 @@ function buildClient(outDir) {
   writeFileSync(path.join(vendor, 'openapi-typescript-helpers.js'), 'export {};\n');
   copy(path.join(fetchDir, 'LICENSE'), 'LICENSE.openapi-fetch');
   copy(path.join(helpersDir, 'LICENSE'), 'LICENSE.openapi-typescript-helpers');
+  // Used by webhooks.js only, whose .d.ts names none of its types: no .d.ts of its own.
+  writeFileSync(path.join(vendor, 'standardwebhooks.js'), standardWebhooksModule());
+  // The package ships no licence file; its repository's (libraries/LICENSE) is kept in scripts/licenses/.
+  copy('scripts/licenses/standardwebhooks.LICENSE', 'LICENSE.standardwebhooks');
+  copy('node_modules/@stablelib/base64/LICENSE', 'LICENSE.stablelib-base64');
+  copy('node_modules/fast-sha256/LICENSE', 'LICENSE.fast-sha256');
   for (const file of readdirSync(outDir).filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))) {
     const target = path.join(outDir, file);
     writeFileSync(target, readFileSync(target, 'utf8')
       .replaceAll("from 'openapi-fetch'", "from './vendor/openapi-fetch.js'")
-      .replaceAll("from './schema.ts'", "from './schema.js'"));
+      .replaceAll("from 'standardwebhooks'", "from './vendor/standardwebhooks.js'")
+      .replace(/from '\.\/(\w+)\.ts'/g, "from './$1.js'"));
   }
 }
 

@@ -32,7 +32,7 @@ function servicesReportInput(body: Record<string, unknown>): ServicesReportInput
 }
 
 export function reportUseCases(deps: AppDeps): ByMode<ReportUseCases> {
-  return { live: liveReports(deps), sandbox: sandboxReports() };
+  return { live: liveReports(deps), sandbox: sandboxReports(deps) };
 }
 
 export const registerReportRoutes: RegisterRoutes = (router, deps) => {

@@ -1,8 +1,12 @@
 /**
  * The sandbox's report use cases: fixed totals (documented in openapi.yaml), no record read, no
- * file written, no e-mail sent, no run recorded.
+ * file written, no e-mail sent, no run recorded; only the simulated run's `report.completed`
+ * event, in test mode (src/events/simulated.ts).
  */
 import { randomUUID } from 'node:crypto';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { recordSimulatedEvents } from '../events/simulated.ts';
+import type { Caller } from '../shared/caller.ts';
 import type { ReportRunData } from './runs.ts';
 import type { InvoiceTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportUseCases } from './use-cases.ts';
@@ -24,11 +28,22 @@ export function sandboxServiceTotals(status: ServiceStatusFilter | null): Servic
 const nothingSent = { recipients_sent: 0, recipients_failed: 0, recipients_pending: 0 };
 const SIMULATED = { mode: 'test', simulated: true } as const;
 
-export function sandboxReports(): ReportUseCases {
+/**
+ * The simulated run's end, as a sandbox `GET /reports/{report_id}` shows a run: completed, every
+ * recipient sent (nothing is sent), written before the report is answered.
+ */
+async function simulatedCompletion(prisma: PrismaClient, caller: Caller, run: SimulatedRun): Promise<void> {
+  const object = sandboxReportRun(run.reportId, new Date(), run);
+  await recordSimulatedEvents(prisma, caller, { type: 'report', id: run.reportId }, [{ type: 'report.completed', object }]);
+}
+
+export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
   return {
-    async sendInvoicesReport(_caller, { recipients, start, end }) {
+    async sendInvoicesReport(caller, { recipients, start, end }) {
+      const reportId = randomUUID();
+      await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'invoices', recipients, dateRange: { start, end }, statusFilter: null });
       return {
-        report_id: randomUUID(),
+        report_id: reportId,
         report_type: 'invoices',
         ...SANDBOX_INVOICE_TOTALS,
         ...nothingSent,
@@ -39,9 +54,11 @@ export function sandboxReports(): ReportUseCases {
       };
     },
 
-    async sendServicesReport(_caller, { recipients, status }) {
+    async sendServicesReport(caller, { recipients, status }) {
+      const reportId = randomUUID();
+      await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'services', recipients, dateRange: null, statusFilter: status });
       return {
-        report_id: randomUUID(),
+        report_id: reportId,
         report_type: 'services',
         ...sandboxServiceTotals(status),
         status_filter: status,
@@ -56,24 +73,45 @@ export function sandboxReports(): ReportUseCases {
   };
 }
 
-/** The sandbox's run: any id answers a completed invoices run with one recipient; nothing is read. */
-export function sandboxReportRun(reportId: string, now: Date): ReportRunData {
+/** What a simulated run was asked for. */
+interface SimulatedRun {
+  reportId: string;
+  reportType: ReportRunData['report_type'];
+  recipients: string[];
+  dateRange: ReportRunData['date_range'];
+  statusFilter: ServiceStatusFilter | null;
+}
+
+/**
+ * The sandbox's run: completed, each recipient sent by attachment; nothing is read. `GET
+ * /reports/{id}` answers any id with an invoices run of this month and one recipient.
+ */
+export function sandboxReportRun(reportId: string, now: Date, run?: SimulatedRun): ReportRunData {
   const at = now.toISOString();
+  const recipients = run?.recipients ?? ['recipient@example.com'];
   return {
     report_id: reportId,
-    report_type: 'invoices',
+    report_type: run?.reportType ?? 'invoices',
     status: 'completed',
-    date_range: { start: at.slice(0, 8) + '01', end: at.slice(0, 10) },
-    status_filter: null,
-    recipients_sent: 1,
+    date_range: run ? run.dateRange : { start: at.slice(0, 8) + '01', end: at.slice(0, 10) },
+    status_filter: run?.statusFilter ?? null,
+    recipients_sent: recipients.length,
     recipients_failed: 0,
     recipients_pending: 0,
     created_at: at,
     finished_at: at,
     error: null,
-    recipients: [
-      { email: 'recipient@example.com', status: 'sent', attempts: 1, last_error: null, sent_at: at, delivery: 'attachment', link_expires_at: null, download_count: 0, downloads: [] },
-    ],
+    recipients: recipients.map((email) => ({
+      email,
+      status: 'sent' as const,
+      attempts: 1,
+      last_error: null,
+      sent_at: at,
+      delivery: 'attachment' as const,
+      link_expires_at: null,
+      download_count: 0,
+      downloads: [],
+    })),
     mode: 'test',
     simulated: true,
   };

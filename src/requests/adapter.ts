@@ -15,7 +15,7 @@ import type { RequestSource, RequestStatus, RequestType } from './store.ts';
 import { liveRequests, type Decision, type RequestUseCases } from './use-cases.ts';
 
 export function requestUseCases(deps: AppDeps): ByMode<RequestUseCases> {
-  return { live: liveRequests(deps), sandbox: sandboxRequests() };
+  return { live: liveRequests(deps), sandbox: sandboxRequests(deps) };
 }
 
 export const registerRequestRoutes: RegisterRoutes = (router, deps) => {

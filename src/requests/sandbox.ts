@@ -1,6 +1,11 @@
-/** Sandbox (test-mode) rows of the request operations: generated, never stored. */
+/**
+ * Sandbox (test-mode) rows of the request operations: generated, never stored. A simulated
+ * decision writes the events a live one writes, in test mode (src/events/simulated.ts).
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { recordSimulatedEvents } from '../events/simulated.ts';
 import type { RequestData } from '../services/change-requests.ts';
-import { sandboxed, sandboxPage, sandboxRequestRow } from '../services/sandbox.ts';
+import { sandboxed, sandboxPage, sandboxRequestRow, sandboxService } from '../services/sandbox.ts';
 import { canonicalRequestId, randomServiceNumber } from '../shared/ids.ts';
 import type { RequestUseCases } from './use-cases.ts';
 
@@ -51,8 +56,8 @@ export function requestMatches(row: RequestData, filters: RequestListFilters): b
   return true;
 }
 
-/** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored. */
-export function sandboxRequests(): RequestUseCases {
+/** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored but their events. */
+export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases {
   return {
     async listRequests(_caller, { limit, offset, ...filters }) {
       const row = sandboxRequest(new Date());
@@ -76,16 +81,30 @@ export function sandboxRequests(): RequestUseCases {
         created_at: now,
         updated_at: now,
       };
+      const effect = { type: 'request' as const, id: base.request_id };
       if (decision.action === 'deny') {
-        const denied = { ...base, request_status: 'denied' as const, service_number: null, denial_reason: decision.denialReason, decided_at: now };
-        return { decided: sandboxed(denied) };
+        const denied = sandboxed({ ...base, request_status: 'denied' as const, service_number: null, denial_reason: decision.denialReason, decided_at: now });
+        await recordSimulatedEvents(deps.prisma, caller, effect, [{ type: 'request.denied', object: denied }]);
+        return { decided: denied };
       }
       if (caller.providerReview) {
+        // Neither approved nor denied yet: no event tells of a request waiting for the provider.
         const waiting = { ...base, request_status: 'provider_review' as const, service_number: null, denial_reason: null, decided_at: null };
         return { inReview: sandboxed(waiting) };
       }
-      const approved = { ...base, request_status: 'approved' as const, service_number: randomServiceNumber(), denial_reason: null, decided_at: now };
-      return { decided: sandboxed(approved) };
+      const approved = sandboxed({ ...base, request_status: 'approved' as const, service_number: randomServiceNumber(), denial_reason: null, decided_at: now });
+      // The approved create request made its service, as a live approval's events tell.
+      const service = sandboxed({
+        ...sandboxService(approved.service_number, new Date(now)),
+        plan: approved.requested_plan,
+        hostname: approved.hostname,
+        customer_email: approved.customer_email,
+      });
+      await recordSimulatedEvents(deps.prisma, caller, effect, [
+        { type: 'request.approved', object: approved },
+        { type: 'service.created', object: service },
+      ]);
+      return { decided: approved };
     },
   };
 }

@@ -1,7 +1,9 @@
 /**
  * Sandbox (test-mode) answers of the service operations. Nothing here reads or writes a business
  * record: every value is generated, and nothing generated is stored, so it never shows up later.
+ * A simulated change writes the events its live twin writes, in test mode (src/events/simulated.ts).
  */
+import { recordSimulatedEvents } from '../events/simulated.ts';
 import type { Caller } from '../shared/caller.ts';
 import { pageOf, type Page } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
@@ -102,7 +104,16 @@ function sandboxRequest(caller: Caller, fields: Omit<RequestFields, 'request_id'
   );
 }
 
-async function sandboxCreate(deps: Pick<ServiceDeps, 'catalogue'>, caller: Caller, input: NewService): Promise<CreateOutcome> {
+/** What the sandbox's service use cases need: the plan catalogue, and the database for their events only. */
+export type SandboxServiceDeps = Pick<ServiceDeps, 'catalogue' | 'prisma'>;
+
+/** A simulated request's `request.created` event, written before it is answered. */
+async function requested(deps: SandboxServiceDeps, caller: Caller, request: RequestData): Promise<RequestData> {
+  await recordSimulatedEvents(deps.prisma, caller, { type: 'request', id: request.request_id }, [{ type: 'request.created', object: request }]);
+  return request;
+}
+
+async function sandboxCreate(deps: SandboxServiceDeps, caller: Caller, input: NewService): Promise<CreateOutcome> {
   const plan = requirePlan(await deps.catalogue(), input.plan).name;
   if (caller.providerReview || caller.approval === 'manual') {
     const request = sandboxRequest(caller, {
@@ -111,26 +122,45 @@ async function sandboxCreate(deps: Pick<ServiceDeps, 'catalogue'>, caller: Calle
       hostname: input.hostname,
       customer_email: input.customerEmail,
     });
-    return { requested: { ...request, request_type: 'create', service_number: null } };
+    return { requested: { ...(await requested(deps, caller, request)), request_type: 'create', service_number: null } };
   }
-  const service = sandboxService(randomServiceNumber(), new Date());
-  return {
-    created: sandboxed({
-      ...service,
-      plan,
-      hostname: input.hostname,
-      customer_email: input.customerEmail,
-      customer_name: input.customerName,
-      billing_cycle: input.billingCycle,
-    }),
-  };
+  const now = new Date();
+  const service = sandboxed({
+    ...sandboxService(randomServiceNumber(), now),
+    plan,
+    hostname: input.hostname,
+    customer_email: input.customerEmail,
+    customer_name: input.customerName,
+    billing_cycle: input.billingCycle,
+  });
+  // As a live automatic approval: the service and its create request, approved at once.
+  const request = sandboxed(
+    sandboxRequestRow(
+      {
+        request_id: formatRequestId(randomSandboxRequestNumber()),
+        request_type: 'create',
+        request_status: 'approved',
+        service_number: service.service_number,
+        requested_plan: plan,
+        hostname: input.hostname,
+        customer_email: input.customerEmail,
+        decided_at: now.toISOString(),
+      },
+      now,
+    ),
+  );
+  await recordSimulatedEvents(deps.prisma, caller, { type: 'service', id: String(service.service_number) }, [
+    { type: 'service.created', object: service },
+    { type: 'request.created', object: request },
+  ]);
+  return { created: service };
 }
 
 /**
  * The sandbox's service use cases: every answer generated, nothing read but the plan catalogue
  * (reference data) and the broker's approval mode (configuration), nothing stored or sent.
  */
-export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUseCases {
+export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
   return {
     async checkNewService(plan) {
       requirePlan(await deps.catalogue(), plan);
@@ -156,20 +186,24 @@ export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUs
       return { ...service, credentials: SANDBOX_CREDENTIALS };
     },
 
-    async changePassword(_caller, serviceNumber, chosen) {
+    async changePassword(caller, serviceNumber, chosen) {
+      const now = new Date();
       const change: PasswordChange = sandboxed({
         service_number: serviceNumber,
         password_generated: chosen === undefined,
         customer_notified: false,
-        updated_at: new Date().toISOString(),
+        updated_at: now.toISOString(),
       });
+      // The service as the sandbox shows it, never the password (as a live change's event).
+      const service = sandboxed(sandboxService(serviceNumber, now));
+      await recordSimulatedEvents(deps.prisma, caller, { type: 'service', id: String(serviceNumber) }, [{ type: 'service.updated', object: service }]);
       if (chosen === undefined) change.password = generatePassword();
       return change;
     },
 
     async requestPlanChange(caller, serviceNumber, change, plan) {
       const catalogue = await deps.catalogue();
-      return sandboxRequest(caller, {
+      const request = sandboxRequest(caller, {
         request_type: change,
         service_number: serviceNumber,
         current_plan: change === 'upgrade' ? SANDBOX_UPGRADE_FROM : SANDBOX_DOWNGRADE_FROM,
@@ -177,10 +211,11 @@ export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUs
         hostname: 'test-server.example.com',
         customer_email: 'test.customer@example.com',
       });
+      return requested(deps, caller, request);
     },
 
     async requestCancellation(caller, serviceNumber, reason, when) {
-      return sandboxRequest(caller, {
+      const request = sandboxRequest(caller, {
         request_type: 'cancel',
         service_number: serviceNumber,
         current_plan: 'Standard VPS',
@@ -189,6 +224,7 @@ export function sandboxServices(deps: Pick<ServiceDeps, 'catalogue'>): ServiceUs
         reason,
         cancel_when: when,
       });
+      return requested(deps, caller, request);
     },
   };
 }

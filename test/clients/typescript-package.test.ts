@@ -1,7 +1,8 @@
 // The TypeScript client as an integrator gets it (issue 24): the server serves the package at
 // /clients/typescript.tgz; `npm install <that URL>` into an empty directory needs nothing else (the
-// package has no dependencies: openapi-fetch is vendored into dist/), every TypeScript sample of
-// /docs and the README type-checks against the installed package's .d.ts, and a sample runs with
+// package has no dependencies: openapi-fetch and standardwebhooks are vendored into dist/), every
+// TypeScript sample of /docs and both READMEs type-checks against the installed package's .d.ts,
+// its webhook verifier verifies what the server signs, and a sample runs with
 // plain `node` (no tsx): as it is on a Node that strips types, compiled to JavaScript by
 // TypeScript's transpileModule (types removed, nothing else) on one that does not.
 import assert from 'node:assert/strict';
@@ -17,6 +18,8 @@ import request from 'supertest';
 import ts from 'typescript';
 import { parse } from 'yaml';
 import { CLIENT_PACKAGE_PATH, packClient } from '../../src/http/client-package.ts';
+import { newEndpointSecret } from '../../src/webhooks/secrets.ts';
+import { signatureHeaders } from '../../src/webhooks/sign.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { runFile } from '../helpers/run-file.ts';
@@ -34,9 +37,9 @@ const tsSamples = Object.values(document.paths)
   .flatMap((item) => Object.values(item))
   .map((op) => ({ name: op.operationId, source: op['x-codeSamples']!.find((s) => s.lang === 'TypeScript')!.source }));
 
-/** The README's TypeScript blocks, in order. */
-function readmeSamples(): string[] {
-  return [...readFileSync(path.join(ROOT, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+/** A README's TypeScript blocks, in order (the repository's, or the client package's). */
+function readmeSamples(file = 'README.md'): string[] {
+  return [...readFileSync(path.join(ROOT, file), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
 let t: TestApp;
@@ -114,9 +117,15 @@ describe('installed from the server into an empty directory', () => {
     assert.equal(installed.dependencies['@client-api-v1/client'], `${baseUrl}${CLIENT_PACKAGE_PATH}`);
   });
 
-  test('every TypeScript sample of /docs and the README type-checks against the installed package', async () => {
-    const samples = [...tsSamples, ...readmeSamples().map((source, i) => ({ name: `readme-${i}`, source }))];
-    assert.ok(samples.length >= 16);
+  test('every TypeScript sample of /docs and both READMEs type-checks against the installed package', async () => {
+    const clientReadme = readmeSamples('clients/typescript/README.md');
+    assert.ok(clientReadme.some((source) => source.includes('verifyWebhook')), 'the client README shows verifyWebhook');
+    const samples = [
+      ...tsSamples,
+      ...readmeSamples().map((source, i) => ({ name: `readme-${i}`, source })),
+      ...clientReadme.map((source, i) => ({ name: `client-readme-${i}`, source })),
+    ];
+    assert.ok(samples.length >= 18);
     for (const { name, source } of samples) writeFileSync(path.join(dir, `${name}.ts`), source);
     writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
@@ -139,6 +148,27 @@ describe('installed from the server into an empty directory', () => {
       assert.match(result.stdout, /Test key/, 'the key name from auth-check');
     });
   }
+
+  test('verifyWebhook, run with plain node, verifies a delivery the server signed and refuses a changed one', async () => {
+    const secret = newEndpointSecret();
+    const body = JSON.stringify({ id: 'evt_installed', type: 'ping', created_at: new Date().toISOString(), mode: 'test', data: { object: {} } });
+    // Two signatures, as during a rotation: the receiver holds only one of the secrets.
+    const headers = signatureHeaders({ eventId: 'evt_installed', body, secrets: [newEndpointSecret(), secret] });
+    writeFileSync(path.join(dir, 'delivery.json'), JSON.stringify({ secret, body, headers }));
+    const script = path.join(dir, 'verify.mjs');
+    writeFileSync(script, [
+      "import { readFileSync } from 'node:fs';",
+      "import { verifyWebhook, WebhookVerificationError } from '@client-api-v1/client';",
+      "const { secret, body, headers } = JSON.parse(readFileSync(new URL('./delivery.json', import.meta.url), 'utf8'));",
+      'const event = verifyWebhook(secret, body, headers);',
+      "let refused = 'accepted';",
+      "try { verifyWebhook(secret, body + ' ', headers); } catch (err) { refused = err instanceof WebhookVerificationError ? err.reason : String(err); }",
+      'console.log(event.type, event.id, refused);',
+    ].join('\n'));
+    const result = await run(process.execPath, [script]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.equal(result.stdout.trim(), 'ping evt_installed signature');
+  });
 });
 
 describe("Node's own type stripping (issue 24 row 2)", () => {
@@ -149,7 +179,7 @@ describe("Node's own type stripping (issue 24 row 2)", () => {
     const source = pathToFileURL(path.join(ROOT, 'clients/typescript/src/index.ts')).href;
     const result = await run(process.execPath, ['-e', `import(${JSON.stringify(source)}).then((m) => console.log(Object.keys(m).sort().join()))`]);
     assert.equal(result.code, 0, result.stdout + result.stderr);
-    assert.equal(result.stdout.trim(), 'ClientApiError,createClient');
+    assert.equal(result.stdout.trim(), 'ClientApiError,WebhookVerificationError,createClient,verifyWebhook');
   });
 });
 
@@ -160,9 +190,9 @@ describe('installed from a checkout of this repository', () => {
     const npm = await run('npm', ['install', '--no-audit', '--no-fund', '--offline', '--prefix', project, path.join(ROOT, 'clients/typescript')]);
     assert.equal(npm.code, 0, npm.stdout + npm.stderr);
     const script = path.join(project, 'check.mjs');
-    writeFileSync(script, "import { ClientApiError, createClient } from '@client-api-v1/client';\nconsole.log(typeof createClient, new ClientApiError('not_found', 'x', 404, undefined, undefined).code);\n");
+    writeFileSync(script, "import { ClientApiError, createClient, verifyWebhook } from '@client-api-v1/client';\nconsole.log(typeof createClient, typeof verifyWebhook, new ClientApiError('not_found', 'x', 404, undefined, undefined).code);\n");
     const result = await run(process.execPath, [script]);
     assert.equal(result.code, 0, result.stdout + result.stderr);
-    assert.equal(result.stdout.trim(), 'function not_found');
+    assert.equal(result.stdout.trim(), 'function function not_found');
   });
 });

@@ -1,8 +1,10 @@
 /**
  * Shared harness of the property-based (fuzz) tests: one app on its own database and Redis, served
  * on a real loopback socket (so raw bytes, odd paths and odd headers reach it exactly as sent), a
- * raw HTTP client, the properties every answer must have, and a fingerprint of every business
- * table so a test can prove that a request changed nothing.
+ * raw HTTP client, the properties every answer must have, and a fingerprint of every table a
+ * request could change, so a test can prove that a request changed nothing: nothing at all
+ * (assertUnchanged), or nothing but the test-mode events a sandbox change simulates and the
+ * deliveries they owe to test-mode endpoints (assertOnlySimulated).
  *
  * Seeds are fixed (FUZZ_SEED overrides; FUZZ_RUNS scales the run counts) and fast-check prints the
  * seed and the counterexample of any failure, so every failure can be replayed.
@@ -57,6 +59,10 @@ export interface RawResponse {
 export interface FuzzWorld {
   t: TestApp;
   baseUrl: string;
+  /** The fuzz broker: every key's. */
+  brokerId: string;
+  /** Its webhook endpoints, one of each mode, enabled, taking every event type. */
+  endpoints: Record<'live' | 'test', string>;
   keys: Record<KeyKind, string>;
   /** A live key with one read scope only (scope refusals come before validation). */
   readerKey: string;
@@ -65,7 +71,7 @@ export interface FuzzWorld {
   /** Ids (REQ-…) of pending requests of the fuzz broker. */
   requestIds: string[];
   send(req: RawRequest): Promise<RawResponse>;
-  snapshot(): Promise<Record<string, string>>;
+  snapshot(): Promise<Snapshot>;
   close(): Promise<void>;
 }
 
@@ -98,6 +104,11 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       }
     }
     const created = await serviceRequest(t.prisma, { brokerId: brk.id, type: 'create', requestedPlan: 'Basic VPS' });
+    // Simulated events owe deliveries to the test-mode endpoint only; the live one is owed nothing.
+    const endpoints = { live: `we_fuzzlive${brk.id.slice(-8)}`, test: `we_fuzztest${brk.id.slice(-8)}` };
+    for (const mode of ['live', 'test'] as const) {
+      await t.prisma.webhookEndpoint.create({ data: { id: endpoints[mode], brokerId: brk.id, mode, url: 'https://hooks.example/', events: [], secret: 'sealed' } });
+    }
     requestIds.push(`REQ-${String(created.id).padStart(6, '0')}`);
     await t.prisma.invoice.createMany({
       data: Array.from({ length: 6 }, (_, i) => ({
@@ -149,6 +160,8 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
     return {
       t,
       baseUrl: `http://127.0.0.1:${port}`,
+      brokerId: brk.id,
+      endpoints,
       keys: { live: live.key, sandbox: sandbox.key },
       readerKey: reader.key,
       serviceNumbers,
@@ -167,28 +180,46 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
   }
 }
 
-/** Every business table, and the columns a request may legitimately change (none but last use). */
-const TABLES: Array<[table: string, ignored: string[]]> = [
-  ['brokers', []],
-  ['api_keys', ['last_used_at']],
-  ['plans', []],
-  ['services', []],
-  ['service_requests', []],
-  ['invoices', []],
-  ['report_runs', []],
-  ['report_recipients', []],
+/**
+ * Every table a request could change, each as a row source, with the columns a request may
+ * legitimately change (none but last use). Events and their deliveries are split by mode: a
+ * sandbox change writes test-mode events (assertOnlySimulated), never a live one.
+ */
+const TABLES: Array<[name: string, rows: string, ignored: string[]]> = [
+  ['brokers', 'brokers', []],
+  ['api_keys', 'api_keys', ['last_used_at']],
+  ['plans', 'plans', []],
+  ['services', 'services', []],
+  ['service_requests', 'service_requests', []],
+  ['invoices', 'invoices', []],
+  ['report_runs', 'report_runs', []],
+  ['report_recipients', 'report_recipients', []],
   // A refused request writes no event either (events are written with their change).
-  ['events', []],
+  ['events', `(SELECT * FROM events WHERE mode = 'live')`, []],
+  ['webhook_endpoints', 'webhook_endpoints', []],
+  ['webhook_deliveries', `(SELECT d.* FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.mode = 'live')`, []],
+  ['webhook_attempts', 'webhook_attempts', []],
+  // What a sandbox change may add (and nothing else may).
+  ['test_events', `(SELECT * FROM events WHERE mode = 'test')`, []],
+  ['test_webhook_deliveries', `(SELECT d.* FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.mode = 'test')`, []],
 ];
+const SIMULATED_TABLES = new Set(['test_events', 'test_webhook_deliveries']);
 
-/** Row count and an md5 of every row (as JSON, minus ignored columns) of each business table. */
-export async function snapshot(t: TestApp): Promise<Record<string, string>> {
-  const parts = TABLES.map(([table, ignored]) => {
+export interface Snapshot {
+  /** Row count and an md5 of every row (as JSON, minus ignored columns) of each table of TABLES. */
+  tables: Record<string, string>;
+  /** The newest test-mode event's `seq` (-1: none): simulated events written later come after it. */
+  lastTestEvent: bigint;
+}
+
+export async function snapshot(t: TestApp): Promise<Snapshot> {
+  const parts = TABLES.map(([name, rows, ignored]) => {
     const row = ignored.reduce((expr, column) => `(${expr} - '${column}')`, 'to_jsonb(x)');
-    return `(SELECT count(*)::text || ':' || coalesce(md5(string_agg(${row}::text, ',' ORDER BY ${row}::text)), '') FROM ${table} x) AS ${table}`;
+    return `(SELECT count(*)::text || ':' || coalesce(md5(string_agg(${row}::text, ',' ORDER BY ${row}::text)), '') FROM ${rows} x) AS ${name}`;
   });
-  const rows = await t.prisma.$queryRawUnsafe<Array<Record<string, string>>>(`SELECT ${parts.join(', ')}`);
-  return rows[0]!;
+  const [tables] = await t.prisma.$queryRawUnsafe<Array<Record<string, string>>>(`SELECT ${parts.join(', ')}`);
+  const last = await t.prisma.event.findFirst({ where: { mode: 'test' }, orderBy: { seq: 'desc' }, select: { seq: true } });
+  return { tables: tables!, lastTestEvent: last?.seq ?? -1n };
 }
 
 /** What the request was, for the checks that depend on it. */
@@ -239,11 +270,76 @@ export function assertApiAnswer(res: RawResponse, sent: Sent, what: string): voi
   for (const marker of STACK_MARKERS) assert.doesNotMatch(res.text, marker, `stack trace or internal path leaked: ${ctx}`);
 }
 
-/** Data must be exactly as before. */
-export function assertUnchanged(before: Record<string, string>, after: Record<string, string>, what: string): void {
-  for (const table of Object.keys(before)) {
-    assert.equal(after[table], before[table], `table ${table} changed after ${what}`);
+/** Data must be exactly as before, test-mode events included. */
+export function assertUnchanged(before: Snapshot, after: Snapshot, what: string): void {
+  for (const table of Object.keys(before.tables)) {
+    assert.equal(after.tables[table], before.tables[table], `table ${table} changed after ${what}`);
   }
+  assert.equal(after.lastTestEvent, before.lastTestEvent, `a test-mode event was written after ${what}`);
+}
+
+type Data = Record<string, unknown>;
+
+/**
+ * The events a sandbox answer tells of (src/services/sandbox.ts, src/requests/sandbox.ts,
+ * src/reports/sandbox.ts), as the live operation writes them, and which of them carries the
+ * answer's own object (plus `simulated: true`); none for any other answer.
+ */
+function simulatedEvents(operationId: string | undefined, status: number, data: Data): { types: string[]; answerAt?: number } {
+  switch (operationId) {
+    case 'createService':
+      return status === 200 ? { types: ['service.created', 'request.created'], answerAt: 0 } : { types: ['request.created'], answerAt: 0 };
+    case 'updateServicePassword':
+      return { types: ['service.updated'] };
+    case 'upgradeService':
+    case 'downgradeService':
+    case 'cancelService':
+      return { types: ['request.created'], answerAt: 0 };
+    case 'manageRequest':
+      // An approval waiting for the provider's review (202) is neither approved nor denied: no event.
+      if (status === 202) return { types: [] };
+      return { types: data.request_status === 'approved' ? ['request.approved', 'service.created'] : ['request.denied'], answerAt: 0 };
+    case 'sendInvoicesReport':
+    case 'sendServicesReport':
+      return { types: ['report.completed'] };
+    default:
+      return { types: [] };
+  }
+}
+
+/**
+ * Data exactly as before, but for what a sandbox change simulates: when `answer` is a sandbox
+ * key's 2xx to an operation that simulates a change (and not a replay), exactly the test-mode
+ * events its live twin would write, of the fuzz broker, `simulated`, without credentials, the
+ * answer's own object among them, each owed to the test-mode endpoint only. Live tables, live
+ * events and what they owe are unchanged in every case.
+ */
+export async function assertOnlySimulated(w: FuzzWorld, before: Snapshot, answer: { req: RawRequest; res: RawResponse; sent: Sent }, what: string): Promise<void> {
+  const after = await w.snapshot();
+  for (const table of Object.keys(before.tables).filter((name) => !SIMULATED_TABLES.has(name))) {
+    assert.equal(after.tables[table], before.tables[table], `table ${table} changed after ${what}`);
+  }
+  const { req, res, sent } = answer;
+  const data = ((res.json as { data?: unknown } | undefined)?.data ?? {}) as Data;
+  const simulates = sent.kind === 'sandbox' && res.status >= 200 && res.status < 300 && res.headers['idempotent-replayed'] === undefined;
+  const operation = w.t.deps.contract.match(req.method, req.path.split('?')[0]!)?.operationId;
+  const expected = simulates ? simulatedEvents(operation, res.status, data) : { types: [] };
+  const events = await w.t.prisma.event.findMany({ where: { mode: 'test', seq: { gt: before.lastTestEvent } }, orderBy: { seq: 'asc' }, include: { deliveries: true } });
+  assert.deepEqual(events.map((e) => e.type), expected.types, `test-mode events written after ${what} → ${res.status} ${res.text.slice(0, 300)}`);
+  for (const e of events) {
+    const object = (e.data as { object: Data }).object;
+    assert.equal(e.brokerId, w.brokerId, `${e.type}: the key's broker (${what})`);
+    assert.equal(object.simulated, true, `${e.type} not marked simulated (${what})`);
+    assert.ok(!('credentials' in object) && !('password' in object), `${e.type} carries a credential (${what})`);
+    assert.deepEqual(e.deliveries.map((d) => d.endpointId), [w.endpoints.test], `${e.type} owed to the test-mode endpoint only (${what})`);
+  }
+  if (typeof data.password === 'string') assert.ok(!JSON.stringify(events.map((e) => e.data)).includes(data.password), `the password in an event (${what})`);
+  if (expected.answerAt !== undefined) {
+    const object = (events[expected.answerAt]!.data as { object: Data }).object;
+    assert.deepEqual(object, { ...data, simulated: true }, `the event's object is the answer's (${what})`);
+  }
+  if (operation === 'updateServicePassword' && events[0]) assert.equal((events[0].data as { object: Data }).object.service_number, data.service_number, what);
+  if (operation?.startsWith('send') && events[0]) assert.equal((events[0].data as { object: Data }).object.report_id, data.report_id, what);
 }
 
 /** A short description of a request for failure messages (bodies are cut). */

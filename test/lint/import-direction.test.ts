@@ -36,6 +36,8 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/events/store.ts', '../services/present.ts', false],
   ['src/events/store.ts', '../reports/runs.ts', false],
   ['src/auth/gate.ts', '../events/store.ts', false],
+  ['src/requests/sandbox.ts', '../events/simulated.ts', true],
+  ['src/events/simulated.ts', '../services/sandbox.ts', false],
   ['src/webhooks/sign.ts', '../shared/random.ts', true],
   ['src/webhooks/sign.ts', '../config.ts', false],
   ['src/webhooks/sign.ts', '../db/client.ts', false],

@@ -14,10 +14,13 @@
  *
  *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
+ *
+ * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
 import { type Client } from './vendor/openapi-fetch.js';
 import type { components, paths } from './schema.js';
 export type { components, paths };
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventObjects, type WebhookEventType, type WebhookHeaders, type WebhookRefusal, } from './webhooks.js';
 export interface ClientOptions {
     /** Where the API is, e.g. `https://api.example.com` (no trailing `/api/v1`). */
     baseUrl: string;

@@ -14,8 +14,11 @@
  *
  *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
+ *
+ * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
 import createFetchClient, {} from './vendor/openapi-fetch.js';
+export { verifyWebhook, WebhookVerificationError, } from "./webhooks.js";
 /** An error answer of the API, in the contract's envelope. */
 export class ClientApiError extends Error {
     name = 'ClientApiError';

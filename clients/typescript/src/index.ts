@@ -14,11 +14,22 @@
  *
  *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
+ *
+ * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.ts';
 
 export type { components, paths };
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookEvent,
+  type WebhookEventObjects,
+  type WebhookEventType,
+  type WebhookHeaders,
+  type WebhookRefusal,
+} from './webhooks.ts';
 
 /** The error envelope every error answer has (openapi.yaml, "Errors"). */
 interface ErrorEnvelope {
