@@ -36,8 +36,6 @@ import { createLink } from './links.ts';
 import {
   claimRecipient,
   claimRunForBuild,
-  completeRun,
-  countRunRecipients,
   deliveryOf,
   failRunRecords,
   findRecipientWithRun,
@@ -45,7 +43,7 @@ import {
   pendingRecipientIds,
   recordedBuildOf,
   recordRunBuilt,
-  recordRunCounts,
+  settleRunCounts,
   recordOutcomeAndCounts,
   recordSendFailed,
   type RecipientOutcome,
@@ -203,17 +201,10 @@ async function failRun(p: Pipeline, runId: string, error: string): Promise<void>
   await releaseWorkbook(prisma, runId).catch((err: unknown) => p.log.warn({ err, runId }, 'could not delete a failed run\'s chunks yet'));
 }
 
-/** The run's counts from its recipients' records; completes a `sending` run once none is open. */
+/** The run's counts from its recipients' records (settleRunCounts); what its completion asks for when this completed it. */
 export async function recount(p: Pipeline, runId: string): Promise<void> {
-  const { prisma } = p;
-  const { sent, failed, pending } = await countRunRecipients(prisma, runId);
-  const counts = { recipientsSent: sent, recipientsFailed: failed };
-  if (pending > 0) {
-    await recordRunCounts(prisma, runId, counts);
-    return;
-  }
-  if (await completeRun(prisma, runId, counts)) await afterCompletion(p, runId, counts);
-  else await recordRunCounts(prisma, runId, counts);
+  const { counts, completed } = await settleRunCounts(p.prisma, runId);
+  if (completed) await afterCompletion(p, runId, { recipientsSent: counts.sent, recipientsFailed: counts.failed });
 }
 
 /** A run just completed: its attached workbook is released (links keep theirs until they expire). */

@@ -89,24 +89,6 @@ async function recordRunEvent(tx: Db, runId: string, type: 'report.completed' | 
   await recordEvents(tx, [{ brokerId: run.brokerId, type, object: run.data }]);
 }
 
-/**
- * Stores the run's counts as one worker counted them. Sends finish at once on several workers and
- * each counts before it stores, so a count can arrive after a newer one (even after the run was
- * completed with the final counts): a recipient's `sent` or `failed` is final, counts only grow, and
- * a late smaller count never lowers them.
- */
-export const recordRunCounts = (prisma: PrismaClient, runId: string, counts: { recipientsSent: number; recipientsFailed: number }) =>
-  prisma.$executeRaw`
-    UPDATE report_runs
-    SET recipients_sent = GREATEST(recipients_sent, ${counts.recipientsSent}::int4),
-        recipients_failed = GREATEST(recipients_failed, ${counts.recipientsFailed}::int4),
-        updated_at = now()
-    WHERE id = ${runId}`;
-
-/** Completes a `sending` run with its final counts; false when it was not `sending` (completed already). */
-export const completeRun = (prisma: PrismaClient, runId: string, counts: StoredCounts): Promise<boolean> =>
-  prisma.$transaction((tx) => completeSendingRun(tx, runId, counts));
-
 type StoredCounts = { recipientsSent: number; recipientsFailed: number };
 
 /** In `tx`: a `sending` run completed with its final counts and its `report.completed` event; false when it was not `sending`. */
@@ -202,14 +184,34 @@ export const recordSendFailed = (prisma: PrismaClient, recipientId: number, erro
  */
 export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<{ counts: RecipientCounts; completed: boolean }> {
   return prisma.$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT 1 FROM "report_runs" WHERE "id" = ${runId} FOR UPDATE`;
+    await lockRun(tx, runId);
     await tx.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange(outcome) });
-    const counts = await countRunRecipients(tx, runId);
-    const stored = { recipientsSent: counts.sent, recipientsFailed: counts.failed };
-    if (counts.pending === 0 && (await completeSendingRun(tx, runId, stored))) return { counts, completed: true };
-    await tx.reportRun.update({ where: { id: runId }, data: stored });
-    return { counts, completed: false };
+    return countAndSettle(tx, runId);
   });
+}
+
+/**
+ * The run's counts from its recipients' records, stored under the run's lock (so no count taken
+ * before another worker's outcome is stored after it); a `sending` run none of whose recipients is
+ * open is completed in the same commit, with its event. The reconciler's and a failed build's step.
+ */
+export const settleRunCounts = (prisma: PrismaClient, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> =>
+  prisma.$transaction(async (tx) => {
+    await lockRun(tx, runId);
+    return countAndSettle(tx, runId);
+  });
+
+/** The run's row locked until the transaction ends: counts and completion of one run go one at a time. */
+async function lockRun(tx: Db, runId: string): Promise<void> {
+  await tx.$queryRaw`SELECT 1 FROM "report_runs" WHERE "id" = ${runId} FOR UPDATE`;
+}
+
+async function countAndSettle(tx: Db, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> {
+  const counts = await countRunRecipients(tx, runId);
+  const stored = { recipientsSent: counts.sent, recipientsFailed: counts.failed };
+  if (counts.pending === 0 && (await completeSendingRun(tx, runId, stored))) return { counts, completed: true };
+  await tx.reportRun.update({ where: { id: runId }, data: stored });
+  return { counts, completed: false };
 }
 
 // ---- what the reconciler looks for ----

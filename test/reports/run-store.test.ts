@@ -1,20 +1,18 @@
 /**
- * The run's counts (src/reports/run-store.ts) when sends finish on several workers at once: each
- * worker records its recipient's outcome, counts, then stores the counts, so a count taken before
- * another worker's outcome can be stored after it, even after the run was completed. Counts only
- * grow; a late smaller count never lowers what the run records.
+ * The run's counts (src/reports/run-store.ts) when sends finish on several workers at once and the
+ * reconciler settles runs beside them: every count is taken and stored under the run's row lock, in
+ * the transaction of the outcome it counts, so no count taken before another worker's outcome is
+ * stored after it, and a run completes once, with its event.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
-  completeRun,
-  countRunRecipients,
   createRunRecords,
   failRunRecords,
   recordOutcomeAndCounts,
-  recordRunCounts,
   recordSendFailed,
   recordSent,
+  settleRunCounts,
 } from '../../src/reports/run-store.ts';
 import { findReportRun } from '../../src/reports/runs.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -41,51 +39,44 @@ async function sendingRun(emails: string[]): Promise<{ runId: string; recipientI
 const runOf = (runId: string) => db.prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
 
 describe('report run counts (src/reports/run-store.ts)', () => {
-  test('a count taken before the last failure and stored after completion leaves the final counts', async () => {
+  test('counts are taken and stored under the run\'s lock: a settle that waits for an outcome counts it', async () => {
     const { runId, recipientIds: [a, b, c] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
     await recordSendFailed(db.prisma, a!, 'connect ECONNREFUSED', true);
     await recordSendFailed(db.prisma, b!, 'connect ECONNREFUSED', true);
-    // Worker B counts now: two failed, one still open.
-    const counted = await countRunRecipients(db.prisma, runId);
-    assert.deepEqual(counted, { sent: 0, failed: 2, pending: 1 });
-    // Worker C records the last failure, counts and completes the run first.
-    await recordSendFailed(db.prisma, c!, 'connect ECONNREFUSED', true);
-    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 3 }), true);
-    // Worker B's count arrives last.
-    await recordRunCounts(db.prisma, runId, { recipientsSent: counted.sent, recipientsFailed: counted.failed });
+    // The last outcome and the reconciler's settle at once: whichever takes the lock second sees the other's work.
+    const [outcome, settled] = await Promise.all([
+      recordOutcomeAndCounts(db.prisma, runId, c!, { sent: false, error: 'connect ECONNREFUSED', final: true }),
+      settleRunCounts(db.prisma, runId),
+    ]);
+    assert.equal(Number(outcome.completed) + Number(settled.completed), 1, 'the run completes exactly once');
     const run = await runOf(runId);
-    assert.equal(run.status, 'completed');
-    assert.equal(run.recipientsFailed, 3);
-    assert.equal(run.recipientsSent, 0);
+    assert.deepEqual([run.status, run.recipientsSent, run.recipientsFailed], ['completed', 0, 3]);
+    const events = await db.prisma.event.findMany({ where: { brokerId, type: 'report.completed' } });
+    assert.equal(events.filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId).length, 1);
   });
 
-  test('a newer count raises the stored one, each count on its own', async () => {
-    const { runId, recipientIds: [a, b, c] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
+  test('a settle with recipients still open stores the counts and leaves the run sending', async () => {
+    const { runId, recipientIds: [a, b] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
     await recordSent(db.prisma, a!, '<m1@example.com>', null);
-    await recordRunCounts(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 });
     await recordSendFailed(db.prisma, b!, 'mailbox unavailable', true);
-    await recordRunCounts(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 1 });
-    let run = await runOf(runId);
+    assert.deepEqual(await settleRunCounts(db.prisma, runId), { counts: { sent: 1, failed: 1, pending: 1 }, completed: false });
+    const run = await runOf(runId);
     assert.deepEqual([run.recipientsSent, run.recipientsFailed, run.status], [1, 1, 'sending']);
-    await recordSent(db.prisma, c!, '<m3@example.com>', null);
-    await recordRunCounts(db.prisma, runId, { recipientsSent: 2, recipientsFailed: 1 });
-    run = await runOf(runId);
-    assert.deepEqual([run.recipientsSent, run.recipientsFailed], [2, 1]);
   });
 
-  test('storing counts marks the run as changed now (the reconciler leaves it alone)', async () => {
+  test('settling marks the run as changed now (the reconciler leaves it alone)', async () => {
     const { runId } = await sendingRun(['a@example.com']);
     const long = new Date(Date.now() - 3_600_000);
     await db.prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: long } });
-    await recordRunCounts(db.prisma, runId, { recipientsSent: 0, recipientsFailed: 0 });
+    await settleRunCounts(db.prisma, runId);
     assert.ok((await runOf(runId)).updatedAt.getTime() > long.getTime() + 60_000);
   });
 
   test('the run\'s end writes its event once: report.completed with the run as GET /reports/{id} shows it', async () => {
     const { runId, recipientIds: [a] } = await sendingRun(['a@example.com']);
     await recordSent(db.prisma, a!, '<m@example.com>', null);
-    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 }), true);
-    assert.equal(await completeRun(db.prisma, runId, { recipientsSent: 1, recipientsFailed: 0 }), false);
+    assert.equal((await settleRunCounts(db.prisma, runId)).completed, true);
+    assert.equal((await settleRunCounts(db.prisma, runId)).completed, false, 'a completed run is not completed again');
     const events = await db.prisma.event.findMany({ where: { brokerId, type: { startsWith: 'report.' } } });
     const mine = events.filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId);
     assert.deepEqual(mine.map((e) => [e.type, e.mode]), [['report.completed', 'live']]);
