@@ -15,6 +15,7 @@ import { ERROR_STATUS } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service, serviceRequest } from '../helpers/service-factories.ts';
+import { event, webhookEndpoint } from '../helpers/webhook-factories.ts';
 import { answerClientErrorsInEnvelope } from '../../src/http/client-errors.ts';
 
 export const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -64,6 +65,9 @@ export interface FuzzWorld {
   serviceNumbers: number[];
   /** Ids (REQ-…) of pending requests of the fuzz broker. */
   requestIds: string[];
+  /** Webhook endpoints and events of the fuzz broker, live ones for the live key, test-mode ones for the sandbox key. */
+  endpointIds: Record<KeyKind, string[]>;
+  eventIds: Record<KeyKind, string[]>;
   send(req: RawRequest): Promise<RawResponse>;
   snapshot(): Promise<Record<string, string>>;
   close(): Promise<void>;
@@ -111,6 +115,13 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       })),
     });
 
+    const endpointIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
+    const eventIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
+    for (const [kind, mode] of [['live', 'live'], ['sandbox', 'test']] as const) {
+      endpointIds[kind].push(await webhookEndpoint(t.prisma, { brokerId: brk.id, mode }));
+      eventIds[kind].push(await event(t.prisma, { brokerId: brk.id, mode }));
+    }
+
     const server = http.createServer(t.app);
     answerClientErrorsInEnvelope(server); // as src/main/server.ts does for the real listener
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -153,6 +164,8 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       readerKey: reader.key,
       serviceNumbers,
       requestIds,
+      endpointIds,
+      eventIds,
       send,
       snapshot: () => snapshot(t),
       close: async () => {
@@ -179,6 +192,9 @@ const TABLES: Array<[table: string, ignored: string[]]> = [
   ['report_recipients', []],
   // A refused request writes no event either (events are written with their change).
   ['events', []],
+  ['webhook_endpoints', []],
+  ['webhook_deliveries', []],
+  ['webhook_attempts', []],
 ];
 
 /** Row count and an md5 of every row (as JSON, minus ignored columns) of each business table. */
