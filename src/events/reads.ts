@@ -5,6 +5,7 @@
  */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import type { EventMode, EventType } from './store.ts';
 
 export interface EventScope {
@@ -90,10 +91,17 @@ export async function findEvent(prisma: PrismaClient, scope: EventScope, id: str
 
 /**
  * Owes the event again, due now: to `endpointId` (which must be enabled, whatever its event
- * types), or to every enabled endpoint of the scope subscribed to the event's type. Returns how
- * many deliveries were added.
+ * types), or to every enabled endpoint of the scope subscribed to the event's type, recording the
+ * effect through `work` in the same transaction. Returns how many deliveries were added.
  */
-export async function redeliver(prisma: PrismaClient, scope: EventScope, eventId: string, endpointId: string | undefined, now: Date): Promise<number> {
+export async function redeliver(
+  prisma: PrismaClient,
+  scope: EventScope,
+  eventId: string,
+  endpointId: string | undefined,
+  work: UnitOfWork,
+  now: Date,
+): Promise<number> {
   return prisma.$transaction(async (tx) => {
     const event = await tx.event.findFirst({ where: { id: eventId, ...scope }, select: { id: true, type: true } });
     if (!event) throw new NotFoundError(`Event ${eventId} not found`);
@@ -113,6 +121,7 @@ export async function redeliver(prisma: PrismaClient, scope: EventScope, eventId
     const { count } = await tx.webhookDelivery.createMany({
       data: endpoints.map((e) => ({ eventId: event.id, endpointId: e.id, nextAttemptAt: now, createdAt: now })),
     });
+    await work.within(tx).recordEffect({ type: 'event', id: event.id });
     return count;
   });
 }

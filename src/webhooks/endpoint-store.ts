@@ -1,12 +1,15 @@
 /**
  * The broker's webhook endpoints as stored: every read and write is scoped to one broker and one
  * mode (a live key's endpoints or a sandbox key's), so an endpoint of another broker or mode is
- * not found, exactly like an unknown one. The secrets arrive here already encrypted.
+ * not found, exactly like an unknown one. The secrets arrive here already encrypted. Each change
+ * records its effect through `work` in its own transaction (the request's Idempotency-Key), so a
+ * retried request is never carried out twice.
  */
 import type { PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { recordEvents, type EventMode } from '../events/store.ts';
 import { NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
 
 export type EndpointRow = WebhookEndpoint;
 
@@ -41,9 +44,13 @@ export const BROKER_DISABLED_REASON = 'disabled by the broker';
 
 const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
 
-export async function createEndpoint(prisma: PrismaClient, scope: EndpointScope, endpoint: NewEndpoint, now: Date): Promise<EndpointRow> {
-  return prisma.webhookEndpoint.create({
-    data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
+export async function createEndpoint(prisma: PrismaClient, scope: EndpointScope, endpoint: NewEndpoint, work: UnitOfWork, now: Date): Promise<EndpointRow> {
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.webhookEndpoint.create({
+      data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
+    });
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id: row.id });
+    return row;
   });
 }
 
@@ -70,7 +77,14 @@ export async function findEndpoint(prisma: PrismaClient, scope: EndpointScope, i
  * Applies `change`. Enabling clears the reason and the failure figures, so an endpoint that was
  * disabled for failing starts afresh; disabling records that the broker did it.
  */
-export async function updateEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, change: EndpointChange, now: Date): Promise<EndpointRow> {
+export async function updateEndpoint(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  id: string,
+  change: EndpointChange,
+  work: UnitOfWork,
+  now: Date,
+): Promise<EndpointRow> {
   const statusChange =
     change.status === 'enabled'
       ? { status: 'enabled' as const, disabledReason: null, failingSince: null, consecutiveFailures: 0 }
@@ -84,17 +98,21 @@ export async function updateEndpoint(prisma: PrismaClient, scope: EndpointScope,
     ...statusChange,
     updatedAt: now,
   };
-  const { count } = await prisma.webhookEndpoint.updateMany({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, data });
-  if (count === 0) throw notFound(id);
-  return findEndpoint(prisma, scope, id);
+  return prisma.$transaction(async (tx) => {
+    const { count } = await tx.webhookEndpoint.updateMany({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, data });
+    if (count === 0) throw notFound(id);
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    return tx.webhookEndpoint.findUniqueOrThrow({ where: { id } });
+  });
 }
 
 /** Deletes the endpoint (its deliveries and attempts go with it); returns it as it was. */
-export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
+export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork): Promise<EndpointRow> {
   return prisma.$transaction(async (tx) => {
     const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode } });
     if (!row) throw notFound(id);
     await tx.webhookEndpoint.delete({ where: { id } });
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
     return row;
   });
 }
@@ -103,12 +121,20 @@ export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope,
  * A new (encrypted) secret; the current one becomes the previous one, which keeps signing until
  * PREVIOUS_SECRET_TTL_MS from now. The row is locked so two rotations cannot both keep the same old secret.
  */
-export async function rotateSecret(prisma: PrismaClient, scope: EndpointScope, id: string, secret: string, now: Date): Promise<EndpointRow> {
+export async function rotateSecret(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  id: string,
+  secret: string,
+  work: UnitOfWork,
+  now: Date,
+): Promise<EndpointRow> {
   return prisma.$transaction(async (tx) => {
     const [current] = await tx.$queryRaw<Array<{ secret: string }>>`
       SELECT "secret" FROM "webhook_endpoints"
        WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
     if (!current) throw notFound(id);
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
     return tx.webhookEndpoint.update({
       where: { id },
       data: { secret, previousSecret: current.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS), updatedAt: now },
@@ -117,11 +143,12 @@ export async function rotateSecret(prisma: PrismaClient, scope: EndpointScope, i
 }
 
 /** Records a `ping` event owed to this endpoint only (whatever its status and types); its id. */
-export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id: string, now: Date): Promise<string> {
+export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<string> {
   return prisma.$transaction(async (tx) => {
     const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, select: { id: true } });
     if (!row) throw notFound(id);
     const [eventId] = await recordEvents(tx, [{ brokerId: scope.brokerId, type: 'ping', mode: scope.mode, endpointId: id, object: pingObject(id) }], now);
+    await work.within(tx).recordEffect({ type: 'event', id: eventId! });
     return eventId!;
   });
 }
