@@ -2801,11 +2801,11 @@ export interface components {
                  */
                 idempotency_key: string;
                 /**
-                 * @description What the first request made or changed: a service (`effect_id` is its `service_number`), a service request (its `request_id`) or a report run (its `report_id`).
+                 * @description What the first request made or changed: a service (`effect_id` is its `service_number`), a service request (its `request_id`), a report run (its `report_id`), a webhook endpoint (its `id`) or an event (a ping's or a redelivered event's `id`).
                  * @example request
                  * @enum {string}
                  */
-                effect_type?: "service" | "request" | "report";
+                effect_type?: "service" | "request" | "report" | "webhook_endpoint" | "event";
                 /**
                  * @description The id of what the first request made or changed.
                  * @example REQ-000043
