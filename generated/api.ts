@@ -697,7 +697,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's secret
-         * @description Makes a new signing secret and answers with it (shown in full only here). For 24 hours (`previous_secret_expires_at`) every delivery is signed with both the old and the new secret (two `v1,` signatures in `webhook-signature`), so the receiver can switch to the new one at its own pace; then only the new one signs. Rotating again within the 24 hours replaces the old secret with the one it replaces.
+         * @description Makes a new signing secret and answers with it (shown in full only here). For 24 hours (`previous_secret_expires_at`) every delivery is signed with both the old and the new secret (two `v1,` signatures in `webhook-signature`), so the receiver can switch to the new one at its own pace; then only the new one signs. A second rotation makes the secret it replaces the old one, for 24 hours from then; the secret before that stops signing at once.
          *
          *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
          *

@@ -3,6 +3,7 @@
  * `test` (they receive the sandbox's test-mode events), so live and sandbox share this one
  * implementation, each bound to its mode: a key only ever sees its own mode's endpoints.
  */
+import dns from 'node:dns';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
@@ -89,14 +90,33 @@ export function checkEventTypes(events: string[]): string[] {
   return [...new Set(events)];
 }
 
+/** How long registration waits for DNS before it takes the host as not resolving (yet). */
+const REGISTRATION_LOOKUP_MS = 5000;
+
+/** dns.lookup, failing with ETIMEOUT after `ms`: a slow resolver must not hold the request for long. */
+function boundedLookup(ms: number): ResolveAll {
+  return (hostname, options, callback) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      callback(Object.assign(new Error(`DNS look-up of ${hostname} took over ${ms} ms`), { code: 'ETIMEOUT' }), []);
+    }, ms);
+    dns.lookup(hostname, options, (error, addresses) => {
+      if (done) return;
+      clearTimeout(timer);
+      callback(error, addresses);
+    });
+  };
+}
+
 /**
  * The URL, if the policy lets webhooks go there (src/webhooks/destination.ts); `400
- * invalid_parameter` naming `url` otherwise. A host that does not resolve yet is accepted: every
- * delivery checks its addresses again when it connects.
+ * invalid_parameter` naming `url` otherwise. A host that does not resolve yet (or not within
+ * REGISTRATION_LOOKUP_MS) is accepted: every delivery checks its addresses again when it connects.
  */
 export async function checkUrl(url: string, deps: Pick<EndpointDeps, 'destinations' | 'resolve'>): Promise<string> {
   try {
-    await resolveAndCheck(url, deps.destinations, ...(deps.resolve ? [deps.resolve] : []));
+    await resolveAndCheck(url, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS));
   } catch (err) {
     if (!(err instanceof DestinationRefusedError)) throw err;
     if (err.reason !== 'unresolvable') throw new InvalidValueError('url', 'body', 'destination', err.message);
