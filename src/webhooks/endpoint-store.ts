@@ -75,7 +75,8 @@ export async function findEndpoint(prisma: PrismaClient, scope: EndpointScope, i
 
 /**
  * Applies `change`. Enabling clears the reason and the failure figures, so an endpoint that was
- * disabled for failing starts afresh; disabling records that the broker did it.
+ * disabled for failing starts afresh; disabling records that the broker did it, unless it is
+ * disabled already (the reason it has, a 410 say, is the one worth keeping).
  */
 export async function updateEndpoint(
   prisma: PrismaClient,
@@ -85,25 +86,27 @@ export async function updateEndpoint(
   work: UnitOfWork,
   now: Date,
 ): Promise<EndpointRow> {
-  const statusChange =
-    change.status === 'enabled'
-      ? { status: 'enabled' as const, disabledReason: null, failingSince: null, consecutiveFailures: 0 }
-      : change.status === 'disabled'
-        ? { status: 'disabled' as const, disabledReason: BROKER_DISABLED_REASON }
-        : {};
-  const data = {
-    ...(change.url !== undefined && { url: change.url }),
-    ...(change.events !== undefined && { events: change.events }),
-    ...(change.description !== undefined && { description: change.description }),
-    ...statusChange,
-    updatedAt: now,
-  };
   return prisma.$transaction(async (tx) => {
-    const { count } = await tx.webhookEndpoint.updateMany({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, data });
-    if (count === 0) throw notFound(id);
+    const where = { id, brokerId: scope.brokerId, mode: scope.mode };
+    const current = await tx.webhookEndpoint.findFirst({ where, select: { status: true } });
+    if (!current) throw notFound(id);
+    const data = {
+      ...(change.url !== undefined && { url: change.url }),
+      ...(change.events !== undefined && { events: change.events }),
+      ...(change.description !== undefined && { description: change.description }),
+      ...statusChange(change.status, current.status),
+      updatedAt: now,
+    };
+    const row = await tx.webhookEndpoint.update({ where: { id }, data });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
-    return tx.webhookEndpoint.findUniqueOrThrow({ where: { id } });
+    return row;
   });
+}
+
+function statusChange(wanted: EndpointChange['status'], current: 'enabled' | 'disabled') {
+  if (wanted === 'enabled') return { status: 'enabled' as const, disabledReason: null, failingSince: null, consecutiveFailures: 0 };
+  if (wanted === 'disabled' && current === 'enabled') return { status: 'disabled' as const, disabledReason: BROKER_DISABLED_REASON };
+  return {};
 }
 
 /** Deletes the endpoint (its deliveries and attempts go with it); returns it as it was. */

@@ -104,6 +104,13 @@ describe('webhook endpoints: happy paths', () => {
     );
   });
 
+  test('disabling an endpoint disabled already keeps its reason; the rest of the change applies', async () => {
+    const e = await created(live);
+    await t.prisma.webhookEndpoint.update({ where: { id: e.id }, data: { status: 'disabled', disabledReason: 'the endpoint answered 410 Gone' } });
+    const res = await post(live, `/api/v1/webhook-endpoints/${e.id}`, { status: 'disabled', description: 'paused' });
+    assert.deepEqual([res.body.data.status, res.body.data.disabled_reason, res.body.data.description], ['disabled', 'the endpoint answered 410 Gone', 'paused']);
+  });
+
   test('delete answers the endpoint with deleted: true; afterwards it is unknown', async () => {
     const e = await created(live);
     const res = await post(live, `/api/v1/webhook-endpoints/${e.id}/delete`);
