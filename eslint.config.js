@@ -17,11 +17,13 @@ const DOMAIN = [
   './src/*/present.ts',
   './src/*/read-cache.ts',
   './src/reports/{builder,invoices,services,workbook,pipeline,reconcile,run-report,runs,limits,types,workbook-store,links}.ts',
+  './src/events/reads.ts',
+  './src/webhooks/{endpoint-store,endpoint-use-cases}.ts',
 ];
 
 /**
  * Who may import whom. Lower layers never import higher ones: shared ← db, jobs, http ← events ←
- * the resources (services ← requests; reports), which write their events in the transactions of
+ * the resources (services ← requests; reports; webhooks), which write their events in the transactions of
  * their changes ← the composition (app, routes, work, deps) ← main and cli. No two folders import
  * each other.
  */
@@ -38,7 +40,7 @@ export const importDirection = [
   { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
   { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
   { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers, never HTTP.' },
-  { target: './src/webhooks', ...allBut('webhooks', 'shared'), message: 'src/webhooks is the delivery engine: it knows no database, Redis, config or resource; it is handed what it needs.' },
+  { target: './src/webhooks', ...allBut('webhooks', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];
 

@@ -1,9 +1,11 @@
 import type { Router } from 'express';
 import type { AppDeps } from './deps.ts';
 import { registerAuthRoutes } from './auth/adapter.ts';
+import { registerEventRoutes } from './events/adapter.ts';
 import { registerReportRoutes } from './reports/adapter.ts';
 import { registerRequestRoutes } from './requests/adapter.ts';
 import { registerServiceRoutes } from './services/adapter.ts';
+import { registerWebhookEndpointRoutes } from './webhooks/endpoint-adapter.ts';
 
 export type RegisterRoutes = (router: Router, deps: AppDeps) => void;
 
@@ -13,4 +15,6 @@ export const resourceModules: RegisterRoutes[] = [
   registerAuthRoutes,
   registerServiceRoutes,
   registerRequestRoutes,
+  registerWebhookEndpointRoutes,
+  registerEventRoutes,
 ];

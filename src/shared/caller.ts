@@ -1,8 +1,11 @@
 import type { UnitOfWork } from './unit-of-work.ts';
 
-/** What an operation made or changed: a service (its number), a request (REQ-…) or a report run (its id). */
+/**
+ * What an operation made or changed: a service (its number), a request (REQ-…), a report run (its
+ * id), a webhook endpoint (we_…) or an event (evt_…: a ping, a redelivery).
+ */
 export interface Effect {
-  readonly type: 'service' | 'request' | 'report';
+  readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
   readonly id: string;
 }
 

@@ -24,9 +24,24 @@ const REQUIRED: Record<string, Scope | null> = {
   sendServicesReport: 'reports:generate',
   sendInvoicesReport: 'reports:generate',
   getReport: 'reports:generate',
+  createWebhookEndpoint: 'admin:full',
+  listWebhookEndpoints: 'admin:full',
+  getWebhookEndpoint: 'admin:full',
+  updateWebhookEndpoint: 'admin:full',
+  deleteWebhookEndpoint: 'admin:full',
+  rotateWebhookEndpointSecret: 'admin:full',
+  pingWebhookEndpoint: 'admin:full',
+  listEvents: 'admin:full',
+  getEvent: 'admin:full',
+  redeliverEvent: 'admin:full',
 };
 
-const PATH_VALUES: Record<string, string> = { service_number: '123456789', request_id: 'REQ-000001' };
+const PATH_VALUES: Record<string, string> = {
+  service_number: '123456789',
+  request_id: 'REQ-000001',
+  endpoint_id: 'we_AAAAAAAAAAAAAAAAAAAAAAAA',
+  event_id: 'evt_AAAAAAAAAAAAAAAAAAAAAAAA',
+};
 
 let t: TestApp;
 const keys = new Map<Scope, string>();
@@ -43,7 +58,7 @@ after(async () => {
 });
 
 describe('scopes', () => {
-  test('openapi.yaml has the 13 operations of the spec and getReport under /api, each with its scopes', () => {
+  test('openapi.yaml has the 13 operations of the spec, getReport and the 10 webhook and event operations under /api, each with its scopes', () => {
     const ops = t.deps.contract.operations.filter((o) => o.pathTemplate.startsWith('/api/'));
     assert.deepEqual(ops.map((o) => o.operationId).sort(), Object.keys(REQUIRED).sort());
     for (const op of ops) {

@@ -94,6 +94,35 @@ for (const mode of ['live', 'test'] as const) {
       assert.equal(run.data.report_id, invoices.data.report_id);
     });
 
+    test('webhook endpoints and events answer typed data, in the key\'s own mode', async () => {
+      const api = await clientFor(mode);
+      const created = (await api.POST('/api/v1/webhook-endpoints', { body: { url: 'https://93.184.216.34/e2e', events: ['ping'] } })).data!;
+      const secret: string = created.data.secret;
+      assert.match(secret, /^whsec_/);
+      assert.equal(created.data.mode, mode);
+      const endpoint = { params: { path: { endpoint_id: created.data.id } } };
+      const listed = (await api.GET('/api/v1/webhook-endpoints', { params: { query: { limit: 100 } } })).data!;
+      assert.ok(listed.data.some((e) => e.id === created.data.id));
+      assert.equal((await api.GET('/api/v1/webhook-endpoints/{endpoint_id}', endpoint)).data!.data.status, 'enabled');
+      const updated = (await api.POST('/api/v1/webhook-endpoints/{endpoint_id}', { ...endpoint, body: { description: 'e2e' } })).data!;
+      assert.equal(updated.data.description, 'e2e');
+      const rotated = (await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret', endpoint)).data!;
+      assert.notEqual(rotated.data.secret, secret);
+      const ping = (await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/ping', endpoint)).data!;
+      assert.equal(ping.data.type, 'ping');
+      const events = (await api.GET('/api/v1/events', { params: { query: { type: 'ping', limit: 1 } } })).data!;
+      assert.equal(events.data[0]!.id, ping.data.id);
+      const detail = (await api.GET('/api/v1/events/{event_id}', { params: { path: { event_id: ping.data.id } } })).data!;
+      assert.equal(detail.data.deliveries[0]!.endpoint_id, created.data.id);
+      const again = (await api.POST('/api/v1/events/{event_id}/redeliver', {
+        params: { path: { event_id: ping.data.id } },
+        body: { endpoint_id: created.data.id },
+      })).data!;
+      assert.equal(again.data.deliveries.length, 2);
+      const deleted = (await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/delete', endpoint)).data!;
+      assert.equal(deleted.data.deleted, true);
+    });
+
     test('an error answer is one typed ClientApiError with code, message, details, status and request id', async () => {
       const api = await clientFor(mode);
       const missing = await api.GET('/api/v1/requests', { params: { query: { limit: 1000 } } }).then(

@@ -226,7 +226,7 @@ const enumField = (name: string, values: string[], required: boolean, nullable =
 
 // ---------------------------------------------------------------- operations
 
-export type PathParam = 'service_number' | 'request_id' | 'report_id';
+export type PathParam = 'service_number' | 'request_id' | 'report_id' | 'endpoint_id' | 'event_id';
 
 export interface QuerySpec {
   name: string;
@@ -245,7 +245,75 @@ export interface OpSpec {
   query?: QuerySpec[];
   /** A valid request of a live key would change data (so live requests must always be refused). */
   mutating: boolean;
+  /**
+   * A valid request of a sandbox key would change data too (webhook endpoints and events are
+   * records in both modes), so sandbox requests must always be refused as well.
+   */
+  writesInSandbox?: boolean;
 }
+
+// ---------------------------------------------------------------- webhook endpoints and events
+
+const EVENT_TYPE_NAMES = ['service.created', 'service.updated', 'service.cancelled', 'request.created', 'request.approved', 'request.denied', 'report.completed', 'report.failed', 'ping'];
+
+/** Public IP literals: valid without a DNS look-up. */
+const webhookUrl = fc.constantFrom<Val>('https://93.184.216.34/hook', 'https://93.184.216.34:8443/a/b?c=d', 'https://[2606:2800:220:1:248:1893:25c8:1946]/hook');
+/** URLs every policy refuses, or no URL at all (never a host name a DNS look-up could accept). */
+const refusedUrl = fc.oneof(
+  nonString,
+  fc.constantFrom<Val>('', 'http://93.184.216.34/hook', 'https://127.0.0.1/', 'https://10.0.0.7/', 'https://169.254.169.254/latest', 'https://[::1]/', 'ftp://93.184.216.34/', 'not a url', 'https://user:pw@93.184.216.34/', '//93.184.216.34/'),
+  longerThan(2048),
+);
+const urlField = (required: boolean): FieldSpec => ({ name: 'url', required, valid: webhookUrl, invalid: refusedUrl });
+const eventsField: FieldSpec = {
+  name: 'events',
+  required: false,
+  valid: fc.subarray(EVENT_TYPE_NAMES).map((types) => types as Val),
+  invalid: fc.oneof(
+    nonString.filter((v) => !Array.isArray(v)),
+    fc.constantFrom<Val>(['service.deleted'], ['ping', 'nope'], [1], [null], ['']),
+    hostileString.filter((s) => !EVENT_TYPE_NAMES.includes(s)).map((s) => [s] as Val),
+  ),
+};
+const WEBHOOK_OPERATIONS: OpSpec[] = [
+  { operationId: 'createWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints', mutating: true, writesInSandbox: true, body: [urlField(true), eventsField, freeText('description', false, 200, true)] },
+  { operationId: 'listWebhookEndpoints', method: 'GET', template: '/api/v1/webhook-endpoints', mutating: false, query: [{ name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) }, { name: 'offset', valid: fc.integer({ min: 0, max: 50 }).map(String) }] },
+  { operationId: 'getWebhookEndpoint', method: 'GET', template: '/api/v1/webhook-endpoints/{endpoint_id}', param: 'endpoint_id', mutating: false },
+  {
+    operationId: 'updateWebhookEndpoint',
+    method: 'POST',
+    template: '/api/v1/webhook-endpoints/{endpoint_id}',
+    param: 'endpoint_id',
+    mutating: true,
+    writesInSandbox: true,
+    body: [urlField(false), eventsField, freeText('description', false, 200, true), enumField('status', ['enabled', 'disabled'], false)],
+  },
+  { operationId: 'deleteWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/delete', param: 'endpoint_id', mutating: true, writesInSandbox: true },
+  { operationId: 'rotateWebhookEndpointSecret', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret', param: 'endpoint_id', mutating: true, writesInSandbox: true },
+  { operationId: 'pingWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/ping', param: 'endpoint_id', mutating: true, writesInSandbox: true },
+  {
+    operationId: 'listEvents',
+    method: 'GET',
+    template: '/api/v1/events',
+    mutating: false,
+    query: [
+      { name: 'type', valid: fc.constantFrom(...EVENT_TYPE_NAMES) },
+      { name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) },
+      // Schema-valid, but it names no event of the key: refused.
+      { name: 'starting_after', valid: fc.constant('evt_AAAAAAAAAAAAAAAAAAAAAAAA'), edge: fc.constant('evt_AAAAAAAAAAAAAAAAAAAAAAAA') },
+    ],
+  },
+  { operationId: 'getEvent', method: 'GET', template: '/api/v1/events/{event_id}', param: 'event_id', mutating: false },
+  {
+    operationId: 'redeliverEvent',
+    method: 'POST',
+    template: '/api/v1/events/{event_id}/redeliver',
+    param: 'event_id',
+    mutating: true,
+    writesInSandbox: true,
+    body: [{ name: 'endpoint_id', required: false, valid: fc.constant<Val>('we_AAAAAAAAAAAAAAAAAAAAAAAA'), invalid: fc.oneof(nonString, fc.constantFrom<Val>('', 'we_', 'evt_AAAAAAAAAAAAAAAAAAAAAAAA', 'x')) }],
+  },
+];
 
 const limitOffset: QuerySpec[] = [
   { name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) },
@@ -354,6 +422,7 @@ export const OPERATIONS: OpSpec[] = [
       { name: 'end_date', required: true, valid: date, invalid: notDate },
     ],
   },  { operationId: 'getReport', method: 'GET', template: '/api/v1/reports/{report_id}', param: 'report_id', mutating: false },
+  ...WEBHOOK_OPERATIONS,
 ];
 
 // ---------------------------------------------------------------- paths and queries
@@ -404,6 +473,15 @@ export const invalidRequestId: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...BAD_ESCAPES),
   hostileString.filter((s) => !/^[Rr][Ee][Qq]-[0-9]+$/.test(s) && s !== '').map((s) => encode(s).slice(0, MAX_SEGMENT)),
 );
+
+const notId = (re: RegExp): fc.Arbitrary<string> =>
+  fc.oneof(
+    fc.constantFrom('we_', 'evt_', 'we_short', 'evt_AAAAAAAAAAAAAAAAAAAAAAA', 'we_AAAAAAAAAAAAAAAAAAAAAAAAA', 'WE_AAAAAAAAAAAAAAAAAAAAAAAA', 'we_AAAAAAAAAAAAAAAAAAAAAAA%21', '%', '%zz', '1'),
+    fc.constantFrom(...BAD_ESCAPES),
+    hostileString.filter((s) => s !== '' && !re.test(s)).map((s) => encode(s).slice(0, MAX_SEGMENT)),
+  ).filter((s) => !re.test(decoded(s)) && decoded(s) !== '');
+export const invalidEndpointId: fc.Arbitrary<string> = notId(/^we_[A-Za-z0-9]{24}$/);
+export const invalidEventId: fc.Arbitrary<string> = notId(/^evt_[A-Za-z0-9]{24}$/);
 
 /** A query value: valid, hostile (escaped), raw bad escapes, odd numbers. */
 export const queryValue = (valid: fc.Arbitrary<string>): fc.Arbitrary<string> =>

@@ -17,6 +17,7 @@ import { ERROR_STATUS } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service, serviceRequest } from '../helpers/service-factories.ts';
+import { event, webhookEndpoint } from '../helpers/webhook-factories.ts';
 import { answerClientErrorsInEnvelope } from '../../src/http/client-errors.ts';
 
 export const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -70,6 +71,9 @@ export interface FuzzWorld {
   serviceNumbers: number[];
   /** Ids (REQ-…) of pending requests of the fuzz broker. */
   requestIds: string[];
+  /** Webhook endpoints and events of the fuzz broker, live ones for the live key, test-mode ones for the sandbox key. */
+  endpointIds: Record<KeyKind, string[]>;
+  eventIds: Record<KeyKind, string[]>;
   send(req: RawRequest): Promise<RawResponse>;
   snapshot(): Promise<Snapshot>;
   close(): Promise<void>;
@@ -105,10 +109,10 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
     }
     const created = await serviceRequest(t.prisma, { brokerId: brk.id, type: 'create', requestedPlan: 'Basic VPS' });
     // Simulated events owe deliveries to the test-mode endpoint only; the live one is owed nothing.
-    const endpoints = { live: `we_fuzzlive${brk.id.slice(-8)}`, test: `we_fuzztest${brk.id.slice(-8)}` };
-    for (const mode of ['live', 'test'] as const) {
-      await t.prisma.webhookEndpoint.create({ data: { id: endpoints[mode], brokerId: brk.id, mode, url: 'https://hooks.example/', events: [], secret: 'sealed' } });
-    }
+    const endpoints = {
+      live: await webhookEndpoint(t.prisma, { brokerId: brk.id, mode: 'live' }),
+      test: await webhookEndpoint(t.prisma, { brokerId: brk.id, mode: 'test' }),
+    };
     requestIds.push(`REQ-${String(created.id).padStart(6, '0')}`);
     await t.prisma.invoice.createMany({
       data: Array.from({ length: 6 }, (_, i) => ({
@@ -121,6 +125,13 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
         date: new Date(Date.UTC(2025, 0, 1 + i * 5)),
       })),
     });
+
+    const endpointIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
+    const eventIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
+    for (const [kind, mode] of [['live', 'live'], ['sandbox', 'test']] as const) {
+      endpointIds[kind].push(await webhookEndpoint(t.prisma, { brokerId: brk.id, mode }));
+      eventIds[kind].push(await event(t.prisma, { brokerId: brk.id, mode }));
+    }
 
     const server = http.createServer(t.app);
     answerClientErrorsInEnvelope(server); // as src/main/server.ts does for the real listener
@@ -166,6 +177,8 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       readerKey: reader.key,
       serviceNumbers,
       requestIds,
+      endpointIds,
+      eventIds,
       send,
       snapshot: () => snapshot(t),
       close: async () => {
@@ -311,7 +324,7 @@ function simulatedEvents(operationId: string | undefined, status: number, data: 
  * Data exactly as before, but for what a sandbox change simulates: when `answer` is a sandbox
  * key's 2xx to an operation that simulates a change (and not a replay), exactly the test-mode
  * events its live twin would write, of the fuzz broker, `simulated`, without credentials, the
- * answer's own object among them, each owed to the test-mode endpoint only. Live tables, live
+ * answer's own object among them, each owed to the broker's enabled test-mode endpoints only. Live tables, live
  * events and what they owe are unchanged in every case.
  */
 export async function assertOnlySimulated(w: FuzzWorld, before: Snapshot, answer: { req: RawRequest; res: RawResponse; sent: Sent }, what: string): Promise<void> {
@@ -325,13 +338,15 @@ export async function assertOnlySimulated(w: FuzzWorld, before: Snapshot, answer
   const operation = w.t.deps.contract.match(req.method, req.path.split('?')[0]!)?.operationId;
   const expected = simulates ? simulatedEvents(operation, res.status, data) : { types: [] };
   const events = await w.t.prisma.event.findMany({ where: { mode: 'test', seq: { gt: before.lastTestEvent } }, orderBy: { seq: 'asc' }, include: { deliveries: true } });
+  const testEndpoints = (await w.t.prisma.webhookEndpoint.findMany({ where: { brokerId: w.brokerId, mode: 'test', status: 'enabled' }, select: { id: true } })).map((e) => e.id).sort();
+  assert.ok(testEndpoints.includes(w.endpoints.test));
   assert.deepEqual(events.map((e) => e.type), expected.types, `test-mode events written after ${what} → ${res.status} ${res.text.slice(0, 300)}`);
   for (const e of events) {
     const object = (e.data as { object: Data }).object;
     assert.equal(e.brokerId, w.brokerId, `${e.type}: the key's broker (${what})`);
     assert.equal(object.simulated, true, `${e.type} not marked simulated (${what})`);
     assert.ok(!('credentials' in object) && !('password' in object), `${e.type} carries a credential (${what})`);
-    assert.deepEqual(e.deliveries.map((d) => d.endpointId), [w.endpoints.test], `${e.type} owed to the test-mode endpoint only (${what})`);
+    assert.deepEqual(e.deliveries.map((d) => d.endpointId).sort(), testEndpoints, `${e.type} owed to the broker's enabled test-mode endpoints only (${what})`);
   }
   if (typeof data.password === 'string') assert.ok(!JSON.stringify(events.map((e) => e.data)).includes(data.password), `the password in an event (${what})`);
   if (expected.answerAt !== undefined) {

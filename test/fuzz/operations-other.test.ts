@@ -4,9 +4,17 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { loadContract } from '../../src/http/contract.ts';
 import { OPERATIONS } from './arbitraries.ts';
-import { fuzzOperations, SERVICE_OPERATIONS } from './operations.ts';
+import { fuzzOperations, SERVICE_OPERATIONS, WEBHOOK_OPERATIONS } from './operations.ts';
 
-const OTHER_OPERATIONS = ['getAuthCheck', 'postAuthCheck', 'listRequests', 'manageRequest', 'sendServicesReport', 'sendInvoicesReport', 'getReport'];
+const OTHER_OPERATIONS = [
+  'getAuthCheck',
+  'postAuthCheck',
+  'listRequests',
+  'manageRequest',
+  'sendServicesReport',
+  'sendInvoicesReport',
+  'getReport',
+];
 
 // downloadReport (outside /api, no key) has a property of its own: downloads.test.ts.
 const OWN_FILE = ['downloadReport GET /downloads/reports/{token}'];
@@ -18,7 +26,7 @@ it('the fuzz operations are exactly the operations of openapi.yaml, with their m
     .sort();
   assert.equal(loadContract().operations.length, contract.length + OWN_FILE.length);
   assert.deepEqual(OPERATIONS.map((o) => `${o.operationId} ${o.method} ${o.template}`).sort(), contract);
-  assert.deepEqual([...SERVICE_OPERATIONS, ...OTHER_OPERATIONS].sort(), OPERATIONS.map((o) => o.operationId).sort());
+  assert.deepEqual([...SERVICE_OPERATIONS, ...OTHER_OPERATIONS, ...WEBHOOK_OPERATIONS].sort(), OPERATIONS.map((o) => o.operationId).sort());
 });
 
 fuzzOperations('fuzz: auth-check, request and report operations, live and sandbox keys', OTHER_OPERATIONS);

@@ -9,7 +9,9 @@
  * - a request with a breaker is a 4xx; a clean sandbox request is a 2xx.
  *
  * Live admin:full keys only ever send input that must be refused on operations that change data;
- * sandbox admin:full keys send anything. Replay a failure with FUZZ_SEED=<seed printed>.
+ * sandbox admin:full keys send anything, but on operations whose records exist in both modes (webhook
+ * endpoints, events) they too send only input that must be refused. Replay a failure with
+ * FUZZ_SEED=<seed printed>.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -18,8 +20,22 @@ import { OPERATIONS } from './arbitraries.ts';
 import { assertApiAnswer, assertOnlySimulated, describeRequest, fcParams, startFuzzWorld, type FuzzWorld, type KeyKind } from './harness.ts';
 import { requestFor } from './requests.ts';
 
-/** The operations of operations-services.test.ts (the others are in operations-other.test.ts). */
+/** The operations of operations-services.test.ts (the others are in operations-other.test.ts and operations-webhooks.test.ts). */
 export const SERVICE_OPERATIONS = ['createService', 'listServices', 'getService', 'updateServicePassword', 'upgradeService', 'downgradeService', 'cancelService'];
+
+/** The operations of operations-webhooks.test.ts. */
+export const WEBHOOK_OPERATIONS = [
+  'createWebhookEndpoint',
+  'listWebhookEndpoints',
+  'getWebhookEndpoint',
+  'updateWebhookEndpoint',
+  'deleteWebhookEndpoint',
+  'rotateWebhookEndpointSecret',
+  'pingWebhookEndpoint',
+  'listEvents',
+  'getEvent',
+  'redeliverEvent',
+];
 
 const RUNS_PER_OPERATION = Number(process.env.FUZZ_OP_RUNS ?? 60);
 

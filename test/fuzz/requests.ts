@@ -17,6 +17,8 @@ import {
   hostileKey,
   hostileString,
   hostileValue,
+  invalidEndpointId,
+  invalidEventId,
   invalidRequestId,
   invalidServiceNumber,
   Obj,
@@ -36,6 +38,9 @@ export interface WorldIds {
   keys: Record<KeyKind, string>;
   serviceNumbers: number[];
   requestIds: string[];
+  /** Webhook endpoints and events of the fuzz broker, by the mode of the key that sees them. */
+  endpointIds: Record<KeyKind, string[]>;
+  eventIds: Record<KeyKind, string[]>;
 }
 
 export type Breaker =
@@ -86,6 +91,8 @@ function breakerArb(op: OpSpec): fc.Arbitrary<Breaker> | undefined {
   }
   if (op.param === 'service_number') options.push(invalidServiceNumber.map((value): Breaker => ({ kind: 'path', value })));
   if (op.param === 'request_id') options.push(invalidRequestId.map((value): Breaker => ({ kind: 'path', value })));
+  if (op.param === 'endpoint_id') options.push(invalidEndpointId.map((value): Breaker => ({ kind: 'path', value })));
+  if (op.param === 'event_id') options.push(invalidEventId.map((value): Breaker => ({ kind: 'path', value })));
   if (op.method === 'POST' && fields.length > 0) {
     options.push(
       fc
@@ -147,6 +154,9 @@ function validParam(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitrary<stri
   }
   // Any id: a sandbox key gets a simulated run for it, a live key a 404 unless it is one of its runs.
   if (op.param === 'report_id') return fc.uuid();
+  // Endpoints and events of the key's own mode: found (a sandbox key's clean request must succeed).
+  if (op.param === 'endpoint_id') return fc.constantFrom(...ids.endpointIds[kind]);
+  if (op.param === 'event_id') return fc.constantFrom(...ids.eventIds[kind]);
   return fc.constant('');
 }
 
@@ -250,7 +260,7 @@ function assemble(
 /** A request for `op` with a key of `kind`, as described at the top of this file. */
 export function requestFor(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitrary<Built> {
   const breaker = breakerArb(op);
-  const minBreakers = kind === 'live' && op.mutating ? 1 : 0;
+  const minBreakers = (kind === 'live' && op.mutating) || op.writesInSandbox ? 1 : 0;
   const breakers = breaker ? fc.array(breaker, { minLength: minBreakers, maxLength: 2 }) : fc.constant<Breaker[]>([]);
   if (!breaker && minBreakers > 0) throw new Error(`${op.operationId}: nothing can break it, so a live key cannot be fuzzed safely`);
   return fc

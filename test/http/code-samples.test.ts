@@ -33,7 +33,27 @@ let t: TestApp;
 let server: Server;
 let env: NodeJS.ProcessEnv;
 
-const run = (file: string, args: string[]) => runFile(file, args, { cwd: ROOT, env, timeoutMs: 120_000 });
+const run = (file: string, args: string[], ids: Record<string, string> = {}) =>
+  runFile(file, args, { cwd: ROOT, env: { ...env, ...ids }, timeoutMs: 120_000 });
+
+/**
+ * What the samples of one webhook endpoint or event read (openapi.yaml, "Code samples"): a test-mode
+ * endpoint of the sample key's broker and a ping event of it, new for each sample, since the delete
+ * sample deletes its endpoint.
+ */
+async function sampleIds(): Promise<Record<string, string>> {
+  const call = async (path: string, body?: object) => {
+    const res = await fetch(`${env.CAPI_URL}${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${env.CAPI_KEY}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body ?? {}),
+    });
+    assert.equal(res.status, 200, path);
+    return ((await res.json()) as { data: { id: string } }).data.id;
+  };
+  const endpointId = await call('/api/v1/webhook-endpoints', { url: 'https://93.184.216.34/hook' });
+  return { WEBHOOK_ENDPOINT_ID: endpointId, EVENT_ID: await call(`/api/v1/webhook-endpoints/${endpointId}/ping`) };
+}
 
 /** The TypeScript sample as a module of its own, importing the client from this repository. */
 function tsFile(operationId: string, source: string): string {
@@ -59,7 +79,7 @@ after(async () => {
 
 describe('x-codeSamples', () => {
   test('every operation has a curl and a TypeScript sample', () => {
-    assert.equal(operations.length, 15);
+    assert.equal(operations.length, 25);
     for (const op of operations) {
       const labels = (op['x-codeSamples'] ?? []).map((s) => s.lang).sort();
       assert.deepEqual(labels, ['Shell', 'TypeScript'], op.operationId);
@@ -68,7 +88,7 @@ describe('x-codeSamples', () => {
 
   test("every POST's curl sample that changes something sends an Idempotency-Key and retries with it", () => {
     const posts = Object.values(document.paths).flatMap((item) => (item.post ? [item.post] : []));
-    assert.equal(posts.length, 9);
+    assert.equal(posts.length, 15);
     for (const op of posts.filter((o) => o.operationId !== 'postAuthCheck')) {
       const curl = op['x-codeSamples']!.find((s) => s.lang === 'Shell')!.source;
       assert.match(curl, /-H "Idempotency-Key: \$\(openssl rand -hex 16\)" --retry \d/, op.operationId);
@@ -89,9 +109,10 @@ describe('x-codeSamples', () => {
   for (const op of operations.filter((o) => o.operationId !== 'downloadReport')) {
     for (const sample of op['x-codeSamples'] ?? []) {
       test(`${op.operationId}: the ${sample.label} sample runs and succeeds`, async () => {
+        const ids = await sampleIds();
         const result = sample.lang === 'Shell'
-          ? await run('bash', ['-c', sample.source])
-          : await run(process.execPath, ['--import', 'tsx', tsFile(op.operationId, sample.source)]);
+          ? await run('bash', ['-c', sample.source], ids)
+          : await run(process.execPath, ['--import', 'tsx', tsFile(op.operationId, sample.source)], ids);
         assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
         if (sample.lang === 'Shell') assert.equal((JSON.parse(result.stdout) as { success: boolean }).success, true, result.stdout);
         else assert.notEqual(result.stdout.trim(), '', 'the sample prints what it got');

@@ -72,10 +72,10 @@ describe('contract:check', () => {
       doc.paths['/api/v1/service-create'].post.parameters.push({
         name: 'Idempotency-Key', in: 'header', required: false, description: 'New.', schema: { type: 'string' },
       });
-      doc.paths['/api/v1/reports/{report_id}'] = {
+      doc.paths['/api/v1/things/{thing_id}'] = {
         get: {
-          operationId: 'getReport', summary: 'New.', description: 'New.',
-          parameters: [{ name: 'report_id', in: 'path', required: true, description: 'New.', schema: { type: 'string' } }],
+          operationId: 'getThing', summary: 'New.', description: 'New.',
+          parameters: [{ name: 'thing_id', in: 'path', required: true, description: 'New.', schema: { type: 'string' } }],
           responses: { '200': { description: 'New.' } },
         },
       };

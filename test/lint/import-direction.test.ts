@@ -39,9 +39,17 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/requests/sandbox.ts', '../events/simulated.ts', true],
   ['src/events/simulated.ts', '../services/sandbox.ts', false],
   ['src/webhooks/sign.ts', '../shared/random.ts', true],
-  ['src/webhooks/sign.ts', '../config.ts', false],
-  ['src/webhooks/sign.ts', '../db/client.ts', false],
-  ['src/webhooks/sign.ts', '../redis.ts', false],
+  ['src/webhooks/endpoint-store.ts', '../events/store.ts', true],
+  ['src/webhooks/endpoint-adapter.ts', '../http/operation.ts', true],
+  ['src/webhooks/endpoint-adapter.ts', '../config.ts', true],
+  ['src/webhooks/endpoint-store.ts', '../db/client.ts', true],
+  ['src/webhooks/endpoint-store.ts', '../http/errors.ts', false],
+  ['src/webhooks/endpoint-use-cases.ts', '../services/present.ts', false],
+  ['src/webhooks/endpoint-adapter.ts', '../reports/runs.ts', false],
+  ['src/events/adapter.ts', '../webhooks/endpoint-store.ts', false],
+  ['src/events/reads.ts', '../http/errors.ts', false],
+  ['src/events/adapter.ts', '../http/operation.ts', true],
+  ['src/services/store.ts', '../webhooks/endpoint-store.ts', false],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {

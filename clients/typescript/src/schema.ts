@@ -598,6 +598,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Lists the broker's webhook endpoints of the key's mode, newest first, with offset pagination (see *Pagination*). Secrets are never shown here.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL to which the broker's events are POSTed, signed (see *Receiving webhooks*). The answer carries the endpoint's signing `secret` (`whsec_` + base64 of 32 random bytes): it is shown in full only here and in `rotateWebhookEndpointSecret`'s answer, so store it now.
+         *
+         *     `url` must be `https` and its host must not be or resolve to a loopback, private, link-local or cloud metadata address (checked here and again at every delivery's connection); otherwise `400 invalid_parameter` with `details.field: url` and `details.rule: destination`. A host that does not resolve yet is accepted (every delivery checks it again). `events` lists the event types to send; omitted or empty, every type (types added later included). An unknown type is `400 invalid_parameter` naming `events`.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is. A sandbox key's endpoint gets the test-mode events of the sandbox's simulated operations.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint with its delivery figures: `last_success_at`, `last_failure_at`, `failing_since` (the first failure since the last success), `consecutive_failures`, and `disabled_reason` when it is `disabled`. The secret is never shown here.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     The samples read the endpoint's id from the environment variable `WEBHOOK_ENDPOINT_ID`.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the endpoint's `url`, `events`, `description` (`null` clears it) or `status`; fields left out stay as they are. The URL and event rules are `createWebhookEndpoint`'s. `status: disabled` stops deliveries (`disabled_reason`: `disabled by the broker`; deliveries not yet made are given up); `status: enabled` enables it again and clears `disabled_reason` and the failure figures (`failing_since`, `consecutive_failures`), so an endpoint disabled for failing starts afresh.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["updateWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint: nothing more is sent to it, and its deliveries and their attempts are deleted with it (they leave `getEvent`'s answers). The answer is the endpoint as it was, with `deleted: true`. A deleted endpoint is unknown afterwards (`404`).
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["deleteWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Makes a new signing secret and answers with it (shown in full only here). For 24 hours (`previous_secret_expires_at`) every delivery is signed with both the old and the new secret (two `v1,` signatures in `webhook-signature`), so the receiver can switch to the new one at its own pace; then only the new one signs. A second rotation makes the secret it replaces the old one, for 24 hours from then; the secret before that stops signing at once.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a ping event
+         * @description Records a `ping` event for this endpoint only, whatever its status and event types, and answers with the event; the delivery follows like any other (see *Receiving webhooks*) and `getEvent` shows its attempts. Use it to try a receiver.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["pingWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description Lists the broker's events of the key's mode (a live key live events, a sandbox key the test-mode events of its simulations and pings), newest first, 30 days back (older events are deleted). Cursor pagination: pass the last event's id of a page as `starting_after` for the next one; `pagination.has_more` says whether one follows. `type` filters by event type. A `starting_after` that names no event of the key (another broker's, another mode's, or one deleted) is `400 invalid_parameter`.
+         *
+         *     Use it to reconcile: deliveries are at least once and not in order, and this list is the record.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an event and its deliveries
+         * @description One event, with its delivery to each endpoint that was owed it (`deliveries`, in the order they were owed): the delivery's `status` (`pending`, `delivered`, `failed`), `attempt_count`, when the next attempt is due, and every attempt: when, the receiver's status code or the error (a timeout, a refused connection, a refused address), and how long it took. A redelivery adds a delivery of its own.
+         *
+         *     A live key reads live events, a sandbox key test-mode ones; another broker's or mode's event is `404 not_found`, as an unknown one is.
+         *
+         *     The samples read the event's id from the environment variable `EVENT_ID`.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{event_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver an event
+         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type. Answers with the event and all its deliveries, the new ones `pending`.
+         *
+         *     An unknown event or endpoint (another broker's or mode's included) is `404 not_found`.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`); see *Idempotent retries*.
+         */
+        post: operations["redeliverEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/downloads/reports/{token}": {
         parameters: {
             query?: never;
@@ -638,7 +844,188 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "service.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * service.created
+         * @description A service was created (an approved `create` request, an automatic-approval `createService`, an import). Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookServiceCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "service.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * service.updated
+         * @description A service's plan, status or password changed (the object never carries credentials). Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookServiceUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "service.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * service.cancelled
+         * @description A service's cancellation took effect: at approval (`when: immediate`) or, for `end_of_billing_period`, within a minute of `cancel_at`. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookServiceCancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "request.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * request.created
+         * @description A service request was created (through this API or another source). Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookRequestCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "request.approved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * request.approved
+         * @description A service request was approved and carried out. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookRequestApproved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "request.denied": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * request.denied
+         * @description A service request was denied. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookRequestDenied"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "report.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * report.completed
+         * @description A report run completed: every recipient `sent` or `failed`. The object is the run as `getReport` shows it. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookReportCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "report.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * report.failed
+         * @description A report run failed (the workbook could not be built, or the report could not be queued); nothing was sent. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookReportFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ping
+         * @description Sent by `pingWebhookEndpoint` to that endpoint only. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -2415,11 +2802,11 @@ export interface components {
                  */
                 idempotency_key: string;
                 /**
-                 * @description What the first request made or changed: a service (`effect_id` is its `service_number`), a service request (its `request_id`) or a report run (its `report_id`).
+                 * @description What the first request made or changed: a service (`effect_id` is its `service_number`), a service request (its `request_id`), a report run (its `report_id`), a webhook endpoint (its `id`) or an event (a ping's or a redelivered event's `id`).
                  * @example request
                  * @enum {string}
                  */
-                effect_type?: "service" | "request" | "report";
+                effect_type?: "service" | "request" | "report" | "webhook_endpoint" | "event";
                 /**
                  * @description The id of what the first request made or changed.
                  * @example REQ-000043
@@ -2582,6 +2969,657 @@ export interface components {
                 message: components["schemas"]["ErrorMessage"];
                 request_id: components["schemas"]["ErrorRequestId"];
                 details?: components["schemas"]["ScenarioDetails"];
+            };
+        };
+        /**
+         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `ping` (`pingWebhookEndpoint`).
+         * @example service.created
+         * @enum {string}
+         */
+        EventType: "service.created" | "service.updated" | "service.cancelled" | "request.created" | "request.approved" | "request.denied" | "report.completed" | "report.failed" | "ping";
+        /**
+         * @description A webhook endpoint's id: `we_` and 24 letters and digits.
+         * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+         */
+        WebhookEndpointIdValue: string;
+        /**
+         * @description An event's id: `evt_` and 24 letters and digits; the `webhook-id` of its deliveries.
+         * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
+         */
+        EventIdValue: string;
+        /**
+         * @description The endpoint's signing secret: `whsec_` and the base64 of 32 random bytes, the form the `standardwebhooks` libraries take as it is. Shown only when the endpoint is created and when its secret is rotated.
+         * @example whsec_PotYW3mopbklZcXe1JOR6lWVDYVhkpfSUZSOBSj6Cys=
+         */
+        WebhookSecret: string;
+        /**
+         * @description Where the broker's events of one mode are POSTed, and how its deliveries go: `last_success_at` and `last_failure_at` (the last delivery attempt that succeeded or failed), `failing_since` (the first failure since the last success; once it is `WEBHOOK_DISABLE_AFTER_HOURS` old the endpoint is disabled), `consecutive_failures`; after a rotation `previous_secret_expires_at` says until when the old secret signs too. `mode` is `live` for a live key's endpoints and `test` for a sandbox key's.
+         * @example {
+         *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
+         *       "url": "https://hooks.broker.example/capi",
+         *       "description": "Order system",
+         *       "events": [],
+         *       "status": "enabled",
+         *       "disabled_reason": null,
+         *       "mode": "live",
+         *       "last_success_at": "2025-03-02T12:00:01.250Z",
+         *       "last_failure_at": null,
+         *       "failing_since": null,
+         *       "consecutive_failures": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2025-03-01T09:00:00.000Z",
+         *       "updated_at": "2025-03-01T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            id: components["schemas"]["WebhookEndpointIdValue"];
+            /**
+             * Format: uri
+             * @description Where the events are POSTed.
+             * @example https://hooks.broker.example/capi
+             */
+            url: string;
+            /**
+             * @description The broker's own note, or `null`.
+             * @example Order system
+             */
+            description: string | null;
+            /**
+             * @description The event types sent to it; empty: every type, including types added later.
+             * @example [
+             *       "service.created",
+             *       "request.created"
+             *     ]
+             */
+            events: components["schemas"]["EventType"][];
+            /**
+             * @description `enabled` (events are sent) or `disabled` (nothing is sent; `disabled_reason` says why).
+             * @example enabled
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description Why it is disabled: by the broker (`disabled by the broker`), a `410` answer, or failing for `WEBHOOK_DISABLE_AFTER_HOURS` (120 hours by default); `null` while enabled.
+             * @example null
+             */
+            disabled_reason: string | null;
+            mode: components["schemas"]["KeyMode"];
+            last_success_at: components["schemas"]["NullableTimestamp"];
+            last_failure_at: components["schemas"]["NullableTimestamp"];
+            failing_since: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Failed attempts since the last success.
+             * @example 0
+             */
+            consecutive_failures: number;
+            previous_secret_expires_at: components["schemas"]["NullableTimestamp"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A webhook endpoint with its signing secret: the answer of `createWebhookEndpoint` and `rotateWebhookEndpointSecret`, the only ones that show it.
+         * @example {
+         *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
+         *       "url": "https://hooks.broker.example/capi",
+         *       "description": "Order system",
+         *       "events": [],
+         *       "status": "enabled",
+         *       "disabled_reason": null,
+         *       "mode": "live",
+         *       "last_success_at": null,
+         *       "last_failure_at": null,
+         *       "failing_since": null,
+         *       "consecutive_failures": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2025-03-02T12:00:00.000Z",
+         *       "updated_at": "2025-03-02T12:00:00.000Z",
+         *       "secret": "whsec_PotYW3mopbklZcXe1JOR6lWVDYVhkpfSUZSOBSj6Cys="
+         *     }
+         */
+        WebhookEndpointWithSecret: {
+            id: components["schemas"]["WebhookEndpointIdValue"];
+            /**
+             * Format: uri
+             * @description Where the events are POSTed.
+             * @example https://hooks.broker.example/capi
+             */
+            url: string;
+            /**
+             * @description The broker's own note, or `null`.
+             * @example Order system
+             */
+            description: string | null;
+            /**
+             * @description The event types sent to it; empty: every type, including types added later.
+             * @example [
+             *       "service.created",
+             *       "request.created"
+             *     ]
+             */
+            events: components["schemas"]["EventType"][];
+            /**
+             * @description `enabled` (events are sent) or `disabled` (nothing is sent; `disabled_reason` says why).
+             * @example enabled
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description Why it is disabled: by the broker (`disabled by the broker`), a `410` answer, or failing for `WEBHOOK_DISABLE_AFTER_HOURS` (120 hours by default); `null` while enabled.
+             * @example null
+             */
+            disabled_reason: string | null;
+            mode: components["schemas"]["KeyMode"];
+            last_success_at: components["schemas"]["NullableTimestamp"];
+            last_failure_at: components["schemas"]["NullableTimestamp"];
+            failing_since: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Failed attempts since the last success.
+             * @example 0
+             */
+            consecutive_failures: number;
+            previous_secret_expires_at: components["schemas"]["NullableTimestamp"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        /** @description A deleted webhook endpoint as it was, with `deleted: true`. */
+        WebhookEndpointDeleted: {
+            id: components["schemas"]["WebhookEndpointIdValue"];
+            /**
+             * Format: uri
+             * @description Where the events are POSTed.
+             * @example https://hooks.broker.example/capi
+             */
+            url: string;
+            /**
+             * @description The broker's own note, or `null`.
+             * @example Order system
+             */
+            description: string | null;
+            /**
+             * @description The event types sent to it; empty: every type, including types added later.
+             * @example [
+             *       "service.created",
+             *       "request.created"
+             *     ]
+             */
+            events: components["schemas"]["EventType"][];
+            /**
+             * @description `enabled` (events are sent) or `disabled` (nothing is sent; `disabled_reason` says why).
+             * @example enabled
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description Why it is disabled: by the broker (`disabled by the broker`), a `410` answer, or failing for `WEBHOOK_DISABLE_AFTER_HOURS` (120 hours by default); `null` while enabled.
+             * @example null
+             */
+            disabled_reason: string | null;
+            mode: components["schemas"]["KeyMode"];
+            last_success_at: components["schemas"]["NullableTimestamp"];
+            last_failure_at: components["schemas"]["NullableTimestamp"];
+            failing_since: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Failed attempts since the last success.
+             * @example 0
+             */
+            consecutive_failures: number;
+            previous_secret_expires_at: components["schemas"]["NullableTimestamp"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            /**
+             * @description Always `true`.
+             * @example true
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A new webhook endpoint. */
+        WebhookEndpointCreateBody: {
+            /**
+             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address; no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
+             * @example https://hooks.broker.example/capi
+             */
+            url: string;
+            /**
+             * @description The event types to send; empty or omitted (on creation): every type. An unknown type is `400 invalid_parameter` naming `events`.
+             * @example [
+             *       "service.created",
+             *       "request.created"
+             *     ]
+             */
+            events?: string[];
+            /**
+             * @description A note of the broker's own (no control characters); `null` or empty: none.
+             * @example Order system
+             */
+            description?: string | null;
+        };
+        /** @description The fields to change; those left out stay as they are. */
+        WebhookEndpointUpdateBody: {
+            /**
+             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address; no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
+             * @example https://hooks.broker.example/capi
+             */
+            url?: string;
+            /**
+             * @description The event types to send; empty or omitted (on creation): every type. An unknown type is `400 invalid_parameter` naming `events`.
+             * @example [
+             *       "service.created",
+             *       "request.created"
+             *     ]
+             */
+            events?: string[];
+            /**
+             * @description A note of the broker's own (no control characters); `null` or empty: none.
+             * @example Order system
+             */
+            description?: string | null;
+            /**
+             * @description `enabled` (clears `disabled_reason` and the failure figures) or `disabled`.
+             * @example enabled
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+        };
+        /** @description Optionally, the one endpoint to redeliver to. */
+        RedeliverBody: {
+            endpoint_id?: components["schemas"]["WebhookEndpointIdValue"];
+        };
+        /** @description The object the event is about, as the API's own answers show it (never credentials): a `Service` for `service.*`, a `ServiceRequest` for `request.*`, a `ReportRun` (as `getReport` shows it) for `report.*`, a `PingObject` for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
+        EventObject: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The object of a `ping` event: the endpoint it was sent to.
+         * @example {
+         *       "endpoint_id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW"
+         *     }
+         */
+        PingObject: {
+            endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
+        };
+        /**
+         * @description Something that changed (a service, a service request) or ended (a report run), recorded in the same transaction as the change; the body of its webhook deliveries. `mode`: `live` for live changes, `test` for the sandbox's simulations.
+         * @example {
+         *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
+         *       "type": "service.created",
+         *       "created_at": "2025-03-02T12:00:00.000Z",
+         *       "mode": "live",
+         *       "data": {
+         *         "object": {
+         *           "service_number": 482913570,
+         *           "status": "active",
+         *           "plan": "Standard VPS",
+         *           "hostname": "web01.client.example",
+         *           "customer_email": "ops@client.example",
+         *           "customer_name": "Client Ltd",
+         *           "billing_cycle": "monthly",
+         *           "created_at": "2025-03-01T09:30:00.000Z",
+         *           "updated_at": "2025-03-01T09:30:00.000Z",
+         *           "cancel_at": null,
+         *           "cancelled_at": null
+         *         }
+         *       }
+         *     }
+         */
+        Event: {
+            id: components["schemas"]["EventIdValue"];
+            type: components["schemas"]["EventType"];
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The event's payload. */
+            data: {
+                object: components["schemas"]["EventObject"];
+            };
+        };
+        /** @description One POST of a delivery. */
+        EventDeliveryAttempt: {
+            /**
+             * @description The attempt's number within its delivery.
+             * @example 1
+             */
+            number: number;
+            attempted_at: components["schemas"]["Timestamp"];
+            /**
+             * @description The receiver's HTTP status, or `null` when no answer came (see `error`).
+             * @example 500
+             */
+            status_code: number | null;
+            /**
+             * @description Why no answer came (a timeout, a refused connection or address), or `null`.
+             * @example null
+             */
+            error: string | null;
+            /**
+             * @description How long the attempt took, in milliseconds.
+             * @example 84
+             */
+            duration_ms: number;
+        };
+        /** @description The event owed to one endpoint. */
+        EventDelivery: {
+            endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
+            /**
+             * @description `pending` (its next attempt is due at `next_attempt_at`, or under way), `delivered` (a `2xx` came back), `failed` (given up: the retry schedule ran out, the endpoint answered `410`, or it was disabled).
+             * @example delivered
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            /**
+             * @description Attempts made so far.
+             * @example 3
+             */
+            attempt_count: number;
+            next_attempt_at: components["schemas"]["NullableTimestamp"];
+            completed_at: components["schemas"]["NullableTimestamp"];
+            /** @description Every attempt, oldest first. */
+            attempts: components["schemas"]["EventDeliveryAttempt"][];
+        };
+        /** @description An event with its deliveries. */
+        EventDetail: {
+            id: components["schemas"]["EventIdValue"];
+            type: components["schemas"]["EventType"];
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The event's payload. */
+            data: {
+                object: components["schemas"]["EventObject"];
+            };
+            /** @description One per endpoint owed the event (and per redelivery), in the order they were owed. */
+            deliveries: components["schemas"]["EventDelivery"][];
+        };
+        /** @description Position of an events page (cursor pagination). */
+        EventPagination: {
+            /**
+             * @description The page size used.
+             * @example 25
+             */
+            limit: number;
+            /**
+             * @description `true` when older events follow this page.
+             * @example true
+             */
+            has_more: boolean;
+            /**
+             * @description The `starting_after` of the next page (the last event's id), or `null` when none follows.
+             * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
+             */
+            next_starting_after: string | null;
+        };
+        /** @description Success envelope with one webhook endpoint. */
+        WebhookEndpointEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookEndpoint"];
+        };
+        /** @description Success envelope with one webhook endpoint and its secret. */
+        WebhookEndpointWithSecretEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookEndpointWithSecret"];
+        };
+        /** @description Success envelope of deleteWebhookEndpoint. */
+        WebhookEndpointDeletedEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookEndpointDeleted"];
+        };
+        /** @description Success envelope with a page of webhook endpoints. */
+        WebhookEndpointListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookEndpoint"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description Success envelope with one event. */
+        EventEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["Event"];
+        };
+        /** @description Success envelope with one event and its deliveries. */
+        EventDetailEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["EventDetail"];
+        };
+        /** @description Success envelope with a page of events. */
+        EventListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["Event"][];
+            pagination: components["schemas"]["EventPagination"];
+        };
+        /** @description HTTP 400 error body of `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, or `description` breaks its rules. */
+        CreateWebhookEndpointError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `missing_parameter`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 400 error body of `updateWebhookEndpoint`: the body is not a JSON object, `url` is refused, `events` names an unknown type, `status` is unknown, or the id is malformed. */
+        UpdateWebhookEndpointError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 400 error body of `deleteWebhookEndpoint`, `rotateWebhookEndpointSecret` or `pingWebhookEndpoint`: a body that is sent is not a JSON object, or the id is malformed. */
+        WebhookEndpointActionError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 400 error body of `listWebhookEndpoints`: `limit` or `offset` out of range, or an unknown query parameter. */
+        ListWebhookEndpointsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /** @description HTTP 400 error body of `getWebhookEndpoint`: the id is malformed. */
+        GetWebhookEndpointError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /** @description HTTP 400 error body of `listEvents`: `type` unknown, `limit` out of range, `starting_after` malformed or naming no event of the key. */
+        ListEventsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /** @description HTTP 400 error body of `getEvent`: the id is malformed. */
+        GetEventError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /** @description HTTP 400 error body of `redeliverEvent`: a body that is sent is not a JSON object, `endpoint_id` or the event id is malformed. */
+        RedeliverEventError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 409 error body of redeliverEvent. */
+        RedeliverEventError409: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
+            error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
+        };
+        /** @description The body of a `service.created` delivery. */
+        WebhookPayloadServiceCreated: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example service.created
+             * @constant
+             */
+            type: "service.created";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["Service"];
+            };
+        };
+        /** @description The body of a `service.updated` delivery. */
+        WebhookPayloadServiceUpdated: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example service.updated
+             * @constant
+             */
+            type: "service.updated";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["Service"];
+            };
+        };
+        /** @description The body of a `service.cancelled` delivery. */
+        WebhookPayloadServiceCancelled: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example service.cancelled
+             * @constant
+             */
+            type: "service.cancelled";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["Service"];
+            };
+        };
+        /** @description The body of a `request.created` delivery. */
+        WebhookPayloadRequestCreated: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example request.created
+             * @constant
+             */
+            type: "request.created";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["ServiceRequest"];
+            };
+        };
+        /** @description The body of a `request.approved` delivery. */
+        WebhookPayloadRequestApproved: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example request.approved
+             * @constant
+             */
+            type: "request.approved";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["ServiceRequest"];
+            };
+        };
+        /** @description The body of a `request.denied` delivery. */
+        WebhookPayloadRequestDenied: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example request.denied
+             * @constant
+             */
+            type: "request.denied";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["ServiceRequest"];
+            };
+        };
+        /** @description The body of a `report.completed` delivery. */
+        WebhookPayloadReportCompleted: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example report.completed
+             * @constant
+             */
+            type: "report.completed";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["ReportRun"];
+            };
+        };
+        /** @description The body of a `report.failed` delivery. */
+        WebhookPayloadReportFailed: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example report.failed
+             * @constant
+             */
+            type: "report.failed";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["ReportRun"];
+            };
+        };
+        /** @description The body of a `ping` delivery. */
+        WebhookPayloadPing: {
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example ping
+             * @constant
+             */
+            type: "ping";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload. */
+            data: {
+                object: components["schemas"]["PingObject"];
             };
         };
     };
@@ -3037,6 +4075,190 @@ export interface components {
                 "application/json": components["schemas"]["SendInvoicesReportError400"];
             };
         };
+        /** @description Invalid request to `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, or `description` breaks its rules. Do not retry unchanged. */
+        CreateWebhookEndpointBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointError400"];
+            };
+        };
+        /** @description Invalid request to `updateWebhookEndpoint`: the body is not a JSON object, `url` is refused, `events` names an unknown type, `status` is unknown, or the id is malformed. Do not retry unchanged. */
+        UpdateWebhookEndpointBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointError400"];
+            };
+        };
+        /** @description Invalid request to `deleteWebhookEndpoint`, `rotateWebhookEndpointSecret` or `pingWebhookEndpoint`: a body that is sent is not a JSON object, or the id is malformed. Do not retry unchanged. */
+        WebhookEndpointActionBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointActionError400"];
+            };
+        };
+        /** @description Invalid request to `listWebhookEndpoints`: `limit` or `offset` out of range, or an unknown query parameter. Do not retry unchanged. */
+        ListWebhookEndpointsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListWebhookEndpointsError400"];
+            };
+        };
+        /** @description Invalid request to `getWebhookEndpoint`: the id is malformed. Do not retry unchanged. */
+        GetWebhookEndpointBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GetWebhookEndpointError400"];
+            };
+        };
+        /** @description Invalid request to `listEvents`: `type` unknown, `limit` out of range, `starting_after` malformed or naming no event of the key. Do not retry unchanged. */
+        ListEventsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListEventsError400"];
+            };
+        };
+        /** @description Invalid request to `getEvent`: the id is malformed. Do not retry unchanged. */
+        GetEventBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GetEventError400"];
+            };
+        };
+        /** @description Invalid request to `redeliverEvent`: a body that is sent is not a JSON object, `endpoint_id` or the event id is malformed. Do not retry unchanged. */
+        RedeliverEventBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RedeliverEventError400"];
+            };
+        };
+        /** @description `not_found`: no webhook endpoint of the key's broker and mode has this id. Do not retry unchanged. */
+        WebhookEndpointNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /** @description `not_found`: no event of the key's broker and mode has this id (events are kept 30 days). Do not retry unchanged. */
+        EventNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /** @description `not_found`: no event, or (with `endpoint_id`) no webhook endpoint, of the key's broker and mode has this id. Do not retry unchanged. */
+        RedeliverNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
+        /**
+         * @description `conflict`: the endpoint named by `endpoint_id` is `disabled` (`details.current_status: disabled`); enable it first. Do not retry unchanged.
+         *     Also `idempotency_key_in_use` (retry after `Retry-After`) and `idempotency_key_answer_lost` (see *Idempotent retries*).
+         */
+        RedeliverConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Idempotency-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RedeliverEventError409"];
+            };
+        };
     };
     parameters: {
         /**
@@ -3098,6 +4320,21 @@ export interface components {
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
          */
         ReportId: string;
+        /**
+         * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+         * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+         */
+        WebhookEndpointIdPath: string;
+        /**
+         * @description The event's id (`evt_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's events (of its broker and mode, 30 days back) is `404 not_found`.
+         * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
+         */
+        EventIdPath: string;
+        /**
+         * @description Cursor: the id of the last event of the previous page; the page starts with the next older event. One that names no event of the key is `400 invalid_parameter`.
+         * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
+         */
+        StartingAfter: string;
     };
     requestBodies: never;
     headers: {
@@ -4094,6 +5331,652 @@ export interface operations {
             500: components["responses"]["ServerError"];
         };
     };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Rows to skip, an integer >= 0 (default 0). Anything else is `400 invalid_parameter`.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
+                };
+            };
+            400: components["responses"]["ListWebhookEndpointsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateBody"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown only in this answer). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
+                };
+            };
+            400: components["responses"]["CreateWebhookEndpointBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            400: components["responses"]["GetWebhookEndpointBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdateBody"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            400: components["responses"]["UpdateWebhookEndpointBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointDeletedEnvelope"];
+                };
+            };
+            400: components["responses"]["WebhookEndpointActionBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret; the old one signs too until `previous_secret_expires_at`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
+                };
+            };
+            400: components["responses"]["WebhookEndpointActionBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    pingWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ping event, recorded; its delivery follows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelope"];
+                };
+            };
+            400: components["responses"]["WebhookEndpointActionBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events of this type.
+                 * @example service.created
+                 */
+                type?: components["schemas"]["EventType"];
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor: the id of the last event of the previous page; the page starts with the next older event. One that names no event of the key is `400 invalid_parameter`.
+                 * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListEnvelope"];
+                };
+            };
+            400: components["responses"]["ListEventsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path: {
+                /**
+                 * @description The event's id (`evt_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's events (of its broker and mode, 30 days back) is `404 not_found`.
+                 * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
+                 */
+                event_id: components["parameters"]["EventIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event and its deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDetailEnvelope"];
+                };
+            };
+            400: components["responses"]["GetEventBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EventNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The event's id (`evt_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's events (of its broker and mode, 30 days back) is `404 not_found`.
+                 * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
+                 */
+                event_id: components["parameters"]["EventIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RedeliverBody"];
+            };
+        };
+        responses: {
+            /** @description The event and its deliveries, the new ones pending. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDetailEnvelope"];
+                };
+            };
+            400: components["responses"]["RedeliverEventBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["RedeliverNotFound"];
+            409: components["responses"]["RedeliverConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
     downloadReport: {
         parameters: {
             query?: never;
@@ -4127,6 +6010,393 @@ export interface operations {
             404: components["responses"]["DownloadNotFound"];
             429: components["responses"]["DownloadTooManyRequests"];
             500: components["responses"]["DownloadServerError"];
+        };
+    };
+    webhookServiceCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadServiceCreated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookServiceUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadServiceUpdated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookServiceCancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadServiceCancelled"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRequestCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadRequestCreated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRequestApproved: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadRequestApproved"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRequestDenied: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadRequestDenied"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookReportCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadReportCompleted"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookReportFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadReportFailed"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPing: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadPing"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

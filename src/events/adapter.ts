@@ -1,0 +1,47 @@
+/**
+ * The event operations over HTTP: list (cursor pages), detail with deliveries, redeliver. The
+ * key's mode chooses which events it sees: live ones, or the sandbox's test-mode ones.
+ */
+import type { AppDeps } from '../deps.ts';
+import { intParam, DEFAULT_LIMIT } from '../http/params.ts';
+import { operation } from '../http/operation.ts';
+import type { RegisterRoutes } from '../routes.ts';
+import type { ByMode } from '../shared/caller.ts';
+import { events, type EventUseCases } from './use-cases.ts';
+
+export function eventUseCases(deps: Pick<AppDeps, 'prisma'>): ByMode<EventUseCases> {
+  return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
+}
+
+export const registerEventRoutes: RegisterRoutes = (router, deps) => {
+  const useCases = eventUseCases(deps);
+  const { contract } = deps;
+
+  // GET /api/v1/events
+  operation(router, contract, 'listEvents', {
+    useCases,
+    validate: ({ query }) => ({ type: query.type, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after }),
+    async handle(query, { caller, useCases }) {
+      const { data, pagination } = await useCases.list(caller, query);
+      return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/events/{event_id}
+  operation(router, contract, 'getEvent', {
+    useCases,
+    validate: ({ params }) => params.event_id,
+    async handle(id, { caller, useCases }) {
+      return { status: 200, data: await useCases.get(caller, id) };
+    },
+  });
+
+  // POST /api/v1/events/{event_id}/redeliver
+  operation(router, contract, 'redeliverEvent', {
+    useCases,
+    validate: ({ params, body }) => ({ id: params.event_id, endpointId: body?.endpoint_id }),
+    async handle({ id, endpointId }, { caller, useCases }) {
+      return { status: 200, data: await useCases.redeliver(caller, id, endpointId) };
+    },
+  });
+};

@@ -1,0 +1,127 @@
+/**
+ * The events as the API serves them, one broker and one mode at a time (a live key's or a sandbox
+ * key's): a newest-first page by `seq` with an event id as cursor, one event with every delivery
+ * and attempt, and a redelivery, which owes the event again as new pending deliveries due now.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
+import type { EventMode, EventType } from './store.ts';
+
+export interface EventScope {
+  brokerId: string;
+  mode: EventMode;
+}
+
+export interface EventRow {
+  id: string;
+  type: string;
+  mode: EventMode;
+  data: unknown;
+  createdAt: Date;
+}
+
+export interface AttemptRow {
+  number: number;
+  attemptedAt: Date;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface DeliveryRow {
+  endpointId: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: Date | null;
+  completedAt: Date | null;
+  attemptsMade: AttemptRow[];
+}
+
+export interface EventQuery {
+  type?: EventType | undefined;
+  limit: number;
+  startingAfter?: string | undefined;
+}
+
+const EVENT_FIELDS = { id: true, type: true, mode: true, data: true, createdAt: true } as const;
+
+/** A page of events, newest first, and whether older ones follow. */
+export async function listEvents(prisma: PrismaClient, scope: EventScope, query: EventQuery): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+  let before: bigint | undefined;
+  if (query.startingAfter !== undefined) {
+    const cursor = await prisma.event.findFirst({ where: { id: query.startingAfter, ...scope }, select: { seq: true } });
+    if (!cursor) {
+      throw new InvalidValueError('starting_after', 'query', 'exists', `no event ${query.startingAfter} to start after`);
+    }
+    before = cursor.seq;
+  }
+  const rows = await prisma.event.findMany({
+    where: { ...scope, ...(query.type !== undefined && { type: query.type }), ...(before !== undefined && { seq: { lt: before } }) },
+    orderBy: { seq: 'desc' },
+    take: query.limit + 1,
+    select: EVENT_FIELDS,
+  });
+  return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
+}
+
+/** One event with its deliveries (in the order they were owed) and their attempts. */
+export async function findEvent(prisma: PrismaClient, scope: EventScope, id: string): Promise<{ event: EventRow; deliveries: DeliveryRow[] }> {
+  const row = await prisma.event.findFirst({
+    where: { id, ...scope },
+    select: {
+      ...EVENT_FIELDS,
+      deliveries: {
+        orderBy: { id: 'asc' },
+        select: {
+          endpointId: true,
+          status: true,
+          attempts: true,
+          nextAttemptAt: true,
+          completedAt: true,
+          attemptsMade: { orderBy: { number: 'asc' }, select: { number: true, attemptedAt: true, statusCode: true, error: true, durationMs: true } },
+        },
+      },
+    },
+  });
+  if (!row) throw new NotFoundError(`Event ${id} not found`);
+  const { deliveries, ...event } = row;
+  return { event, deliveries };
+}
+
+/**
+ * Owes the event again, due now: to `endpointId` (which must be enabled, whatever its event
+ * types), or to every enabled endpoint of the scope subscribed to the event's type, recording the
+ * effect through `work` in the same transaction. Returns how many deliveries were added.
+ */
+export async function redeliver(
+  prisma: PrismaClient,
+  scope: EventScope,
+  eventId: string,
+  endpointId: string | undefined,
+  work: UnitOfWork,
+  now: Date,
+): Promise<number> {
+  return prisma.$transaction(async (tx) => {
+    const event = await tx.event.findFirst({ where: { id: eventId, ...scope }, select: { id: true, type: true } });
+    if (!event) throw new NotFoundError(`Event ${eventId} not found`);
+    const endpoints = await tx.webhookEndpoint.findMany({
+      where: endpointId !== undefined
+        ? { id: endpointId, ...scope }
+        : { ...scope, status: 'enabled', OR: [{ events: { isEmpty: true } }, { events: { has: event.type } }] },
+      select: { id: true, status: true },
+    });
+    if (endpointId !== undefined) {
+      const [endpoint] = endpoints;
+      if (!endpoint) throw new NotFoundError(`Webhook endpoint ${endpointId} not found`);
+      if (endpoint.status !== 'enabled') {
+        throw new ConflictError(`Webhook endpoint ${endpointId} is disabled; enable it before redelivering to it`, endpoint.status);
+      }
+    }
+    const { count } = await tx.webhookDelivery.createMany({
+      data: endpoints.map((e) => ({ eventId: event.id, endpointId: e.id, nextAttemptAt: now, createdAt: now })),
+    });
+    await work.within(tx).recordEffect({ type: 'event', id: event.id });
+    return count;
+  });
+}

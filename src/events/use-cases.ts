@@ -1,0 +1,66 @@
+/**
+ * The event operations in the domain's words: list, read with deliveries, redeliver. Events of
+ * both modes are real records (the sandbox's simulations write test-mode ones), so live and
+ * sandbox share this implementation, each bound to its mode.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { components } from '../../generated/api.ts';
+import type { Caller } from '../shared/caller.ts';
+import { findEvent, listEvents, redeliver, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
+import type { EventMode } from './store.ts';
+
+export type EventData = components['schemas']['Event'];
+export type EventDetail = components['schemas']['EventDetail'];
+export type EventPagination = components['schemas']['EventPagination'];
+
+export interface EventUseCases {
+  list(caller: Caller, query: EventQuery): Promise<{ data: EventData[]; pagination: EventPagination }>;
+  get(caller: Caller, id: string): Promise<EventDetail>;
+  redeliver(caller: Caller, id: string, endpointId: string | undefined): Promise<EventDetail>;
+}
+
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+export function eventData(row: EventRow): EventData {
+  return { id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: row.data as EventData['data'] };
+}
+
+function deliveryData(row: DeliveryRow): EventDetail['deliveries'][number] {
+  return {
+    endpoint_id: row.endpointId,
+    status: row.status,
+    attempt_count: row.attempts,
+    next_attempt_at: row.status === 'pending' ? iso(row.nextAttemptAt) : null,
+    completed_at: iso(row.completedAt),
+    attempts: row.attemptsMade.map((a) => ({
+      number: a.number,
+      attempted_at: a.attemptedAt.toISOString(),
+      status_code: a.statusCode,
+      error: a.error,
+      duration_ms: a.durationMs,
+    })),
+  };
+}
+
+export function events(prisma: PrismaClient, mode: EventMode): EventUseCases {
+  const scope = (caller: Caller): EventScope => ({ brokerId: caller.brokerId, mode });
+  const detail = async (caller: Caller, id: string): Promise<EventDetail> => {
+    const { event, deliveries } = await findEvent(prisma, scope(caller), id);
+    return { ...eventData(event), deliveries: deliveries.map(deliveryData) };
+  };
+  return {
+    async list(caller, query) {
+      const { rows, hasMore } = await listEvents(prisma, scope(caller), query);
+      const last = rows.at(-1);
+      return {
+        data: rows.map(eventData),
+        pagination: { limit: query.limit, has_more: hasMore, next_starting_after: hasMore && last ? last.id : null },
+      };
+    },
+    get: detail,
+    async redeliver(caller, id, endpointId) {
+      await redeliver(prisma, scope(caller), id, endpointId, caller.work, new Date());
+      return detail(caller, id);
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The webhook endpoint operations over HTTP: create, list, detail, update, delete, rotate the
+ * secret, ping. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
+ * endpoints); every answer that shows a secret is made here from the use case's, nowhere else.
+ */
+import type { AppDeps } from '../deps.ts';
+import { missingParameter } from '../http/errors.ts';
+import { operation } from '../http/operation.ts';
+import { pageParams, textParam } from '../http/params.ts';
+import type { RegisterRoutes } from '../routes.ts';
+import type { ByMode } from '../shared/caller.ts';
+import type { EndpointChange } from './endpoint-store.ts';
+import { checkEventTypes, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
+
+export function webhookEndpointUseCases(deps: AppDeps): ByMode<WebhookEndpointUseCases> {
+  const parts: EndpointDeps = { prisma: deps.prisma, credentials: deps.credentials, destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
+  return { live: webhookEndpoints(parts, 'live'), sandbox: webhookEndpoints(parts, 'test') };
+}
+
+/** A description: trimmed text without control characters; `null` or empty is none. */
+function descriptionParam(value: string | null | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  return textParam(value?.trim(), 'description', 'body') ?? null;
+}
+
+export const registerWebhookEndpointRoutes: RegisterRoutes = (router, deps) => {
+  const useCases = webhookEndpointUseCases(deps);
+  const destinations = { destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
+  const { contract } = deps;
+
+  // POST /api/v1/webhook-endpoints
+  operation(router, contract, 'createWebhookEndpoint', {
+    useCases,
+    async validate({ body }) {
+      const url = textParam(body.url, 'url', 'body');
+      if (url === undefined) throw missingParameter(['url']);
+      const events = checkEventTypes(body.events ?? []);
+      const description = descriptionParam(body.description) ?? null;
+      return { url: await checkUrl(url, destinations), events, description };
+    },
+    async handle(input, { caller, useCases }) {
+      return { status: 200, data: await useCases.create(caller, input) };
+    },
+  });
+
+  // GET /api/v1/webhook-endpoints
+  operation(router, contract, 'listWebhookEndpoints', {
+    useCases,
+    validate: ({ query }) => pageParams(query),
+    async handle(page, { caller, useCases }) {
+      const { data, pagination } = await useCases.list(caller, page);
+      return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/webhook-endpoints/{endpoint_id}
+  operation(router, contract, 'getWebhookEndpoint', {
+    useCases,
+    validate: ({ params }) => params.endpoint_id,
+    async handle(id, { caller, useCases }) {
+      return { status: 200, data: await useCases.get(caller, id) };
+    },
+  });
+
+  // POST /api/v1/webhook-endpoints/{endpoint_id}
+  operation(router, contract, 'updateWebhookEndpoint', {
+    useCases,
+    async validate({ params, body }) {
+      const url = textParam(body.url, 'url', 'body');
+      const change: EndpointChange = {
+        url: url === undefined ? undefined : await checkUrl(url, destinations),
+        events: body.events === undefined ? undefined : checkEventTypes(body.events),
+        description: descriptionParam(body.description),
+        status: body.status,
+      };
+      return { id: params.endpoint_id, change };
+    },
+    async handle({ id, change }, { caller, useCases }) {
+      return { status: 200, data: await useCases.update(caller, id, change) };
+    },
+  });
+
+  // POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret and /ping
+  operation(router, contract, 'deleteWebhookEndpoint', {
+    useCases,
+    validate: ({ params }) => params.endpoint_id,
+    async handle(id, { caller, useCases }) {
+      return { status: 200, data: await useCases.remove(caller, id) };
+    },
+  });
+  operation(router, contract, 'rotateWebhookEndpointSecret', {
+    useCases,
+    validate: ({ params }) => params.endpoint_id,
+    async handle(id, { caller, useCases }) {
+      return { status: 200, data: await useCases.rotateSecret(caller, id) };
+    },
+  });
+  operation(router, contract, 'pingWebhookEndpoint', {
+    useCases,
+    validate: ({ params }) => params.endpoint_id,
+    async handle(id, { caller, useCases }) {
+      return { status: 200, data: await useCases.ping(caller, id) };
+    },
+  });
+};

@@ -1,0 +1,160 @@
+/**
+ * The broker's webhook endpoints as stored: every read and write is scoped to one broker and one
+ * mode (a live key's endpoints or a sandbox key's), so an endpoint of another broker or mode is
+ * not found, exactly like an unknown one. The secrets arrive here already encrypted. Each change
+ * records its effect through `work` in its own transaction (the request's Idempotency-Key), so a
+ * retried request is never carried out twice.
+ */
+import type { PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
+import { recordEvents, type EventMode } from '../events/store.ts';
+import { NotFoundError } from '../shared/errors.ts';
+import { randomId } from '../shared/ids.ts';
+import type { UnitOfWork } from '../shared/unit-of-work.ts';
+
+export type EndpointRow = WebhookEndpoint;
+
+/** Whose endpoints: one broker's, of one mode. */
+export interface EndpointScope {
+  brokerId: string;
+  mode: EventMode;
+}
+
+/** `we_` and 24 base62 characters (≈ 143 bits). */
+export const newEndpointId = (): string => randomId('we_', 24);
+
+/** How long an old secret keeps signing beside the new one after a rotation. */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+export interface NewEndpoint {
+  url: string;
+  events: string[];
+  description: string | null;
+  /** Encrypted `whsec_…`. */
+  secret: string;
+}
+
+export interface EndpointChange {
+  url?: string | undefined;
+  events?: string[] | undefined;
+  description?: string | null | undefined;
+  status?: 'enabled' | 'disabled' | undefined;
+}
+
+export const BROKER_DISABLED_REASON = 'disabled by the broker';
+
+const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
+
+export async function createEndpoint(prisma: PrismaClient, scope: EndpointScope, endpoint: NewEndpoint, work: UnitOfWork, now: Date): Promise<EndpointRow> {
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.webhookEndpoint.create({
+      data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
+    });
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id: row.id });
+    return row;
+  });
+}
+
+export async function listEndpoints(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  page: { limit: number; offset: number },
+): Promise<{ rows: EndpointRow[]; total: number }> {
+  const where = { brokerId: scope.brokerId, mode: scope.mode };
+  const [rows, total] = await Promise.all([
+    prisma.webhookEndpoint.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: page.limit, skip: page.offset }),
+    prisma.webhookEndpoint.count({ where }),
+  ]);
+  return { rows, total };
+}
+
+export async function findEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
+  const row = await prisma.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode } });
+  if (!row) throw notFound(id);
+  return row;
+}
+
+/**
+ * Applies `change`. Enabling clears the reason and the failure figures, so an endpoint that was
+ * disabled for failing starts afresh; disabling records that the broker did it, unless it is
+ * disabled already (the reason it has, a 410 say, is the one worth keeping).
+ */
+export async function updateEndpoint(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  id: string,
+  change: EndpointChange,
+  work: UnitOfWork,
+  now: Date,
+): Promise<EndpointRow> {
+  return prisma.$transaction(async (tx) => {
+    const where = { id, brokerId: scope.brokerId, mode: scope.mode };
+    const current = await tx.webhookEndpoint.findFirst({ where, select: { status: true } });
+    if (!current) throw notFound(id);
+    const data = {
+      ...(change.url !== undefined && { url: change.url }),
+      ...(change.events !== undefined && { events: change.events }),
+      ...(change.description !== undefined && { description: change.description }),
+      ...statusChange(change.status, current.status),
+      updatedAt: now,
+    };
+    const row = await tx.webhookEndpoint.update({ where: { id }, data });
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    return row;
+  });
+}
+
+function statusChange(wanted: EndpointChange['status'], current: 'enabled' | 'disabled') {
+  if (wanted === 'enabled') return { status: 'enabled' as const, disabledReason: null, failingSince: null, consecutiveFailures: 0 };
+  if (wanted === 'disabled' && current === 'enabled') return { status: 'disabled' as const, disabledReason: BROKER_DISABLED_REASON };
+  return {};
+}
+
+/** Deletes the endpoint (its deliveries and attempts go with it); returns it as it was. */
+export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork): Promise<EndpointRow> {
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode } });
+    if (!row) throw notFound(id);
+    await tx.webhookEndpoint.delete({ where: { id } });
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    return row;
+  });
+}
+
+/**
+ * A new (encrypted) secret; the current one becomes the previous one, which keeps signing until
+ * PREVIOUS_SECRET_TTL_MS from now. The row is locked so two rotations cannot both keep the same old secret.
+ */
+export async function rotateSecret(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  id: string,
+  secret: string,
+  work: UnitOfWork,
+  now: Date,
+): Promise<EndpointRow> {
+  return prisma.$transaction(async (tx) => {
+    const [current] = await tx.$queryRaw<Array<{ secret: string }>>`
+      SELECT "secret" FROM "webhook_endpoints"
+       WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
+    if (!current) throw notFound(id);
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    return tx.webhookEndpoint.update({
+      where: { id },
+      data: { secret, previousSecret: current.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS), updatedAt: now },
+    });
+  });
+}
+
+/** Records a `ping` event owed to this endpoint only (whatever its status and types); its id. */
+export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<string> {
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, select: { id: true } });
+    if (!row) throw notFound(id);
+    const [eventId] = await recordEvents(tx, [{ brokerId: scope.brokerId, type: 'ping', mode: scope.mode, endpointId: id, object: pingObject(id) }], now);
+    await work.within(tx).recordEffect({ type: 'event', id: eventId! });
+    return eventId!;
+  });
+}
+
+/** The object of a ping event. */
+export const pingObject = (endpointId: string) => ({ endpoint_id: endpointId });

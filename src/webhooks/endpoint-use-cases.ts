@@ -1,0 +1,164 @@
+/**
+ * The webhook endpoint operations in the domain's words. Sandbox endpoints are real rows of mode
+ * `test` (they receive the sandbox's test-mode events), so live and sandbox share this one
+ * implementation, each bound to its mode: a key only ever sees its own mode's endpoints.
+ */
+import dns from 'node:dns';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { components } from '../../generated/api.ts';
+import type { Credentials } from '../db/credentials.ts';
+import { EVENT_TYPES, type EventMode } from '../events/store.ts';
+import type { Caller } from '../shared/caller.ts';
+import { InvalidValueError } from '../shared/errors.ts';
+import { pageOf, type Page } from '../shared/page.ts';
+import { DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  findEndpoint,
+  listEndpoints,
+  pingObject,
+  recordPing,
+  rotateSecret,
+  updateEndpoint,
+  type EndpointChange,
+  type EndpointRow,
+  type EndpointScope,
+} from './endpoint-store.ts';
+import { newEndpointSecret } from './secrets.ts';
+
+export type EndpointData = components['schemas']['WebhookEndpoint'];
+export type EndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
+export type DeletedEndpoint = components['schemas']['WebhookEndpointDeleted'];
+export type EventData = components['schemas']['Event'];
+
+export interface EndpointInput {
+  url: string;
+  events: string[];
+  description: string | null;
+}
+
+export interface WebhookEndpointUseCases {
+  create(caller: Caller, input: EndpointInput): Promise<EndpointWithSecret>;
+  list(caller: Caller, page: { limit: number; offset: number }): Promise<Page<EndpointData>>;
+  get(caller: Caller, id: string): Promise<EndpointData>;
+  update(caller: Caller, id: string, change: EndpointChange): Promise<EndpointData>;
+  remove(caller: Caller, id: string): Promise<DeletedEndpoint>;
+  rotateSecret(caller: Caller, id: string): Promise<EndpointWithSecret>;
+  ping(caller: Caller, id: string): Promise<EventData>;
+}
+
+export interface EndpointDeps {
+  prisma: PrismaClient;
+  credentials: () => Promise<Credentials>;
+  /** Where webhooks may go (WEBHOOK_ALLOW_PRIVATE_URLS). */
+  destinations: DestinationPolicy;
+  /** DNS for the registration check; replaceable in tests. */
+  resolve?: ResolveAll;
+}
+
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+/** An endpoint as the API shows it: never its secrets. */
+export function endpointData(row: EndpointRow): EndpointData {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    events: row.events as EndpointData['events'],
+    status: row.status,
+    disabled_reason: row.disabledReason,
+    mode: row.mode,
+    last_success_at: iso(row.lastSuccessAt),
+    last_failure_at: iso(row.lastFailureAt),
+    failing_since: iso(row.failingSince),
+    consecutive_failures: row.consecutiveFailures,
+    // A lapsed previous secret no longer signs: say so by not showing its time.
+    previous_secret_expires_at: row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date() ? row.previousSecretExpiresAt.toISOString() : null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** `events` as given, every entry a known type, each once. */
+export function checkEventTypes(events: string[]): string[] {
+  const known: readonly string[] = EVENT_TYPES;
+  const unknown = events.find((e) => !known.includes(e));
+  if (unknown !== undefined) {
+    throw new InvalidValueError('events', 'body', 'enum', `unknown event type ${JSON.stringify(unknown)}; the types are ${EVENT_TYPES.join(', ')}`);
+  }
+  return [...new Set(events)];
+}
+
+/** How long registration waits for DNS before it takes the host as not resolving (yet). */
+const REGISTRATION_LOOKUP_MS = 5000;
+
+/** dns.lookup, failing with ETIMEOUT after `ms`: a slow resolver must not hold the request for long. */
+function boundedLookup(ms: number): ResolveAll {
+  return (hostname, options, callback) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      callback(Object.assign(new Error(`DNS look-up of ${hostname} took over ${ms} ms`), { code: 'ETIMEOUT' }), []);
+    }, ms);
+    dns.lookup(hostname, options, (error, addresses) => {
+      if (done) return;
+      clearTimeout(timer);
+      callback(error, addresses);
+    });
+  };
+}
+
+/**
+ * The URL, if the policy lets webhooks go there (src/webhooks/destination.ts); `400
+ * invalid_parameter` naming `url` otherwise. A host that does not resolve yet (or not within
+ * REGISTRATION_LOOKUP_MS) is accepted: every delivery checks its addresses again when it connects.
+ */
+export async function checkUrl(url: string, deps: Pick<EndpointDeps, 'destinations' | 'resolve'>): Promise<string> {
+  try {
+    await resolveAndCheck(url, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS));
+  } catch (err) {
+    if (!(err instanceof DestinationRefusedError)) throw err;
+    if (err.reason !== 'unresolvable') throw new InvalidValueError('url', 'body', 'destination', err.message);
+  }
+  return url;
+}
+
+export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEndpointUseCases {
+  const { prisma } = deps;
+  const scope = (caller: Caller): EndpointScope => ({ brokerId: caller.brokerId, mode });
+  /** A new secret: shown once in the answer, stored only encrypted. */
+  const newSecret = async () => {
+    const secret = newEndpointSecret();
+    return { secret, stored: (await deps.credentials()).encrypt(secret) };
+  };
+  return {
+    async create(caller, input) {
+      const { secret, stored } = await newSecret();
+      const row = await createEndpoint(prisma, scope(caller), { ...input, secret: stored }, caller.work, new Date());
+      return { ...endpointData(row), secret };
+    },
+    async list(caller, page) {
+      const { rows, total } = await listEndpoints(prisma, scope(caller), page);
+      return pageOf(rows.map(endpointData), total, page.limit, page.offset);
+    },
+    async get(caller, id) {
+      return endpointData(await findEndpoint(prisma, scope(caller), id));
+    },
+    async update(caller, id, change) {
+      return endpointData(await updateEndpoint(prisma, scope(caller), id, change, caller.work, new Date()));
+    },
+    async remove(caller, id) {
+      return { ...endpointData(await deleteEndpoint(prisma, scope(caller), id, caller.work)), deleted: true };
+    },
+    async rotateSecret(caller, id) {
+      const { secret, stored } = await newSecret();
+      return { ...endpointData(await rotateSecret(prisma, scope(caller), id, stored, caller.work, new Date())), secret };
+    },
+    async ping(caller, id) {
+      const now = new Date();
+      const eventId = await recordPing(prisma, scope(caller), id, caller.work, now);
+      return { id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
+    },
+  };
+}
