@@ -37,9 +37,14 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/events/store.ts', '../reports/runs.ts', false],
   ['src/auth/gate.ts', '../events/store.ts', false],
   ['src/webhooks/sign.ts', '../shared/random.ts', true],
-  ['src/webhooks/sign.ts', '../config.ts', false],
-  ['src/webhooks/sign.ts', '../db/client.ts', false],
+  ['src/webhooks/work.ts', '../config.ts', true],
+  ['src/webhooks/work.ts', '../jobs/index.ts', true],
+  ['src/webhooks/delivery-store.ts', '../events/store.ts', true],
+  ['src/webhooks/work.ts', '../reports/pipeline.ts', false],
+  ['src/webhooks/work.ts', '../services/store.ts', false],
   ['src/webhooks/sign.ts', '../redis.ts', false],
+  ['src/jobs/queues.ts', '../webhooks/work.ts', false],
+  ['src/events/store.ts', '../webhooks/work.ts', false],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {
