@@ -55,7 +55,7 @@ export interface WebhookWorkOptions {
   prisma: PrismaClient;
   config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetrySchedule' | 'webhookDisableAfterHours' | 'webhookAllowPrivateUrls'>;
   log: Logger;
-  queues: JobQueues;
+  queues: Pick<JobQueues, 'add'>;
   /** Decrypts an endpoint's stored secret (the credentials key, src/db/credentials.ts). */
   decrypt: (stored: string) => Promise<string>;
 }
