@@ -18,8 +18,11 @@ export interface Received {
   at: number;
 }
 
-/** What a path answers to its n-th request (1-based): a status, or `hang` (no answer until the receiver stops). */
-export type Answer = (n: number) => number | 'hang';
+/**
+ * What a path answers to its n-th request (1-based): a status, a status after a wait, or `hang`
+ * (no answer until the receiver stops).
+ */
+export type Answer = (n: number) => number | { status: number; afterMs: number } | 'hang';
 
 export interface Receiver {
   /** `http://127.0.0.1:<port>/<path>` */
@@ -54,7 +57,8 @@ export async function startReceiver(): Promise<Receiver> {
       received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
       const status = (answers.get(path) ?? (() => 200))(n);
       if (status === 'hang') return;
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(`answer ${status}`);
+      const [code, afterMs] = typeof status === 'number' ? [status, 0] : [status.status, status.afterMs];
+      setTimeout(() => res.writeHead(code, { 'content-type': 'text/plain' }).end(`answer ${code}`), afterMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -75,7 +79,7 @@ export async function startReceiver(): Promise<Receiver> {
 
 /** Answers `statuses` in turn, then the last one to everything after. */
 export const inTurn =
-  (...statuses: Array<number | 'hang'>): Answer =>
+  (...statuses: Array<ReturnType<Answer>>): Answer =>
   (n) =>
     statuses[Math.min(n, statuses.length) - 1]!;
 
