@@ -18,7 +18,7 @@
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
-import { startPeriodic, type JobQueues } from '../jobs/index.ts';
+import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { deliver } from './deliver.ts';
 import { claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
@@ -84,6 +84,63 @@ async function secretsOf(endpoint: DeliveryRecord['endpoint'], decrypt: WebhookW
   return secrets;
 }
 
+/**
+ * Runs `dispatch` every DISPATCH_MS and whenever kicked, never two at once: a kick during a run
+ * makes one more run right after it, however many kicks came. While the database is away it fails
+ * every DISPATCH_MS; the first failure and one in 40 are logged.
+ */
+function coalesced(dispatch: () => Promise<number>, log: Logger) {
+  let running = false;
+  let again = false;
+  let stopped = true;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+  const run = async (): Promise<void> => {
+    running = true;
+    try {
+      do {
+        again = false;
+        try {
+          await dispatch();
+          failures = 0;
+        } catch (err) {
+          if (failures++ % 40 === 0) log.warn({ err, failures }, 'webhook dispatch failed; trying again');
+        }
+      } while (again && !stopped);
+    } finally {
+      running = false;
+    }
+  };
+  const kick = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    current = run();
+  };
+  const tick = (): void => {
+    kick();
+    timer = setTimeout(tick, DISPATCH_MS);
+    timer.unref();
+  };
+  return {
+    kick,
+    start() {
+      stopped = false;
+      tick();
+      return {
+        async stop() {
+          stopped = true;
+          clearTimeout(timer);
+          await current;
+        },
+      };
+    },
+  };
+}
+
 export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   const { prisma, config, queues } = options;
   const log = options.log.child({ component: 'webhooks' });
@@ -124,7 +181,19 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
     return { status: result.status, error: result.error, ...recorded };
   }
 
+  // An endpoint's next deliveries are claimed as soon as one of its attempts is recorded, not
+  // at the next tick: otherwise one endpoint would get at most PER_ENDPOINT_IN_FLIGHT a tick.
+  const dispatcher = coalesced(dispatch, log);
+
   async function process(job: Job<WebhookJobData>): Promise<unknown> {
+    try {
+      return await processOne(job);
+    } finally {
+      dispatcher.kick();
+    }
+  }
+
+  async function processOne(job: Job<WebhookJobData>): Promise<unknown> {
     const { deliveryId, number } = job.data;
     const delivery = await findDelivery(prisma, deliveryId);
     // Gone with its event (retention), finished, or this attempt made already: a repeated job does nothing.
@@ -139,16 +208,6 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   return {
     dispatch,
     process,
-    startDispatching: () => {
-      // Every DISPATCH_MS while the database is away: the first failure and one in 40 are logged.
-      let failures = 0;
-      return startPeriodic(
-        () => dispatch().then(() => (failures = 0)),
-        DISPATCH_MS,
-        (err) => {
-          if (failures++ % 40 === 0) log.warn({ err, failures }, 'webhook dispatch failed; trying again');
-        },
-      );
-    },
+    startDispatching: () => dispatcher.start(),
   };
 }
