@@ -3,7 +3,7 @@
  * the attempts:
  *
  *   change + event + webhook_deliveries (pending, due now), one transaction (src/events/store.ts)
- *     └─ dispatcher, every DISPATCH_MS in each worker: claims due deliveries under a lease
+ *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease
  *        (at most PER_ENDPOINT_IN_FLIGHT per endpoint) ── webhooks job `<delivery>.<attempt>`
  *          └─ processor: sign (both secrets during a rotation) ── POST ── record the attempt,
  *             the delivery's new state and the endpoint's figures in one transaction
@@ -65,7 +65,7 @@ export interface WebhookWork {
   dispatch(): Promise<number>;
   /** The `webhooks` queue's processor: one attempt of one delivery. */
   process(job: Job<WebhookJobData>): Promise<unknown>;
-  /** Dispatches now and every DISPATCH_MS until stopped. */
+  /** Dispatches now, every DISPATCH_MS and after each attempt, until stopped. */
   startDispatching(): { stop(): Promise<void> };
 }
 
