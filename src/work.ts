@@ -1,6 +1,7 @@
 /**
  * The background work of this server: the generic queues of src/jobs, handed the reports' work
- * (src/reports/work.ts, wired there) and the notice e-mails' processor. API processes enqueue
+ * (src/reports/work.ts, wired there), the webhook deliveries (src/webhooks/work.ts) and the notice
+ * e-mails' processor. API processes enqueue
  * and wait (mode `producer`); worker processes run the jobs (mode `worker`); `npm start` and the
  * tests do both in one process.
  */
@@ -15,6 +16,7 @@ import {
   noticeProcessor,
   startPeriodic,
   withTimeout,
+  type JobQueues,
   type MailMessage,
   type Mailer,
   type NoticeJobData,
@@ -27,6 +29,9 @@ import type { ChunkReader } from './reports/workbook-store.ts';
 import { applyAllDueCancellations } from './services/store.ts';
 import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
+import { openCredentials } from './db/credentials.ts';
+import { lazy } from './shared/lazy.ts';
+import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/work.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
 
@@ -60,7 +65,7 @@ export interface Jobs {
   readonly queueNames: readonly string[];
 }
 
-const QUEUE_NAMES = [REPORTS_QUEUE, MAIL_QUEUE] as const;
+const QUEUE_NAMES = [REPORTS_QUEUE, MAIL_QUEUE, WEBHOOKS_QUEUE] as const;
 
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /**
@@ -80,20 +85,31 @@ async function housekeeping(prisma: PrismaClient, log: Logger): Promise<void> {
 /** A dead worker's job is handed on after this: shorter than BullMQ's 30 s, far above a lock renewal. */
 const STALLED_AFTER_MS = 15_000;
 
+/** The server's named queues on the generic adapter. */
+function jobQueues(options: CreateJobsOptions, log: Logger): JobQueues {
+  return createJobQueues({
+    redisEndpoint: options.redisEndpoint,
+    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+    queues: [...QUEUE_NAMES],
+    logger: log,
+    retryDelayMs: (attemptsMade) => Math.min(MAX_RETRY_DELAY_MS, options.config.mailRetryDelayMs * 2 ** Math.max(0, attemptsMade - 1)),
+    stalledAfterMs: STALLED_AFTER_MS,
+    ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
+  });
+}
+
+/** The webhook deliveries' worker side, with the endpoint secrets' key read on first use. */
+function webhookWork(prisma: PrismaClient, config: Config, log: Logger, queues: JobQueues) {
+  const credentials = lazy(() => openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir }));
+  return createWebhookWork({ prisma, config, log, queues, decrypt: async (stored) => (await credentials()).decrypt(stored) });
+}
+
 export function createJobs(options: CreateJobsOptions): Jobs {
   const { prisma, config, logger, mode } = options;
   const log = logger.child({ component: 'jobs' });
   const isProducer = mode === 'producer' || mode === 'both';
   const isWorker = mode === 'worker' || mode === 'both';
-  const queues = createJobQueues({
-    redisEndpoint: options.redisEndpoint,
-    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
-    queues: [...QUEUE_NAMES],
-    logger: log,
-    retryDelayMs: (attemptsMade) => Math.min(MAX_RETRY_DELAY_MS, config.mailRetryDelayMs * 2 ** Math.max(0, attemptsMade - 1)),
-    stalledAfterMs: STALLED_AFTER_MS,
-    ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
-  });
+  const queues = jobQueues(options, log);
   let mailer: Mailer | undefined;
   const mailerOf = () => {
     if (!mailer) throw new Error('the mail transport is made when the workers start');
@@ -115,8 +131,10 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     'recipientId' in job.data && job.data.recipientId !== undefined
       ? reports.processSend(job as Job<SendJobData>)
       : notice(job as Job<NoticeJobData>);
+  const webhooks = webhookWork(prisma, config, log, queues);
   let started: Promise<void> | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
+  let dispatcher: { stop(): Promise<void> } | undefined;
   let upkeep: { stop(): Promise<void> } | undefined;
 
   function startWorkers(): Promise<void> {
@@ -128,9 +146,12 @@ export function createJobs(options: CreateJobsOptions): Jobs {
         // work and CPU in the same process (`npm start`) for little gain in report time (bench/README.md).
         [REPORTS_QUEUE]: { process: (job) => reports.processBuild(job), concurrency: 2 },
         [MAIL_QUEUE]: { process: processMail, concurrency: 10 },
+        [WEBHOOKS_QUEUE]: { process: (job) => webhooks.process(job as Job<WebhookJobData>), concurrency: WEBHOOK_CONCURRENCY },
       });
       // On start, then periodically: whatever Redis lost or a dead worker left is picked up again.
       reconciler = reports.startReconciling();
+      // Claims due webhook deliveries (new ones, retries, and those whose job was lost) and queues them.
+      dispatcher = webhooks.startDispatching();
       upkeep = startPeriodic(() => housekeeping(prisma, log), HOUSEKEEPING_MS, (err) => log.warn({ err }, 'housekeeping failed; trying again later'));
       log.info({ mail: mailer.describe, prefix: queues.prefix, reconcileMs: config.reportReconcileMs }, 'job workers started');
     })();
@@ -150,6 +171,9 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     queueNames: QUEUE_NAMES,
     async close() {
       const reconciled = reconciler?.stop();
+      // The dispatcher first: it queues jobs, and queues are closed next.
+      const dispatched = dispatcher?.stop();
+      if (dispatched) await withTimeout(dispatched, 1000);
       const keptUp = upkeep?.stop();
       await queues.close();
       if (reconciled) await withTimeout(reconciled, 1000);

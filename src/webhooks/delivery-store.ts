@@ -1,0 +1,183 @@
+/**
+ * The records of webhook delivery: which deliveries are due and free to claim, what one attempt
+ * needs, and each attempt's outcome with the delivery's and the endpoint's new state, written in
+ * one transaction. The database is the record; a job in Redis is only a way to get an attempt made.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { shouldDisable } from './schedule.ts';
+
+/** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1). */
+export interface ClaimedDelivery {
+  deliveryId: string;
+  number: number;
+}
+
+export interface ClaimOptions {
+  /** At most this many deliveries in all. */
+  limit: number;
+  /** At most this many deliveries of one endpoint under a lease at once, counting those leased before. */
+  perEndpoint: number;
+  /** How long a claim holds: an attempt's timeout and a margin; a lapsed lease is claimed again. */
+  leaseMs: number;
+}
+
+/**
+ * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly across
+ * endpoints: each endpoint gets at most `perEndpoint` minus its deliveries already leased, so a
+ * slow or dead endpoint holds a few of the workers' slots, never all. Deliveries of a disabled
+ * endpoint are not claimed, except pings (a ping is sent whatever the endpoint's status).
+ *
+ * Safe in several workers at once: the rows are locked as they are taken (SKIP LOCKED), and an
+ * advisory lock makes claims one at a time, so two workers' counts of an endpoint's leases do
+ * not both see room for the same slots.
+ */
+export async function claimDue(prisma: PrismaClient, { limit, perEndpoint, leaseMs }: ClaimOptions): Promise<ClaimedDelivery[]> {
+  return prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_deliveries.claim'))`;
+    const rows = await tx.$queryRaw<Array<{ id: string; attempts: number }>>`
+      WITH candidates AS (
+        SELECT d."id"
+          FROM "webhook_endpoints" w
+          CROSS JOIN LATERAL (
+            SELECT count(*)::int AS n FROM "webhook_deliveries" l
+             WHERE l."endpoint_id" = w."id" AND l."status" = 'pending' AND l."leased_until" >= now()) leased
+          CROSS JOIN LATERAL (
+            SELECT d."id", d."next_attempt_at" FROM "webhook_deliveries" d
+              JOIN "events" e ON e."id" = d."event_id"
+             WHERE d."endpoint_id" = w."id" AND d."status" = 'pending' AND d."next_attempt_at" <= now()
+               AND (d."leased_until" IS NULL OR d."leased_until" < now())
+               AND (w."status" = 'enabled' OR e."type" = 'ping')
+             ORDER BY d."next_attempt_at", d."id"
+             LIMIT GREATEST(${perEndpoint}::int - leased.n, 0)) d
+         WHERE EXISTS (
+           SELECT 1 FROM "webhook_deliveries" x
+            WHERE x."endpoint_id" = w."id" AND x."status" = 'pending' AND x."next_attempt_at" <= now())
+         ORDER BY d."next_attempt_at"
+         LIMIT ${limit}::int)
+      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${leaseMs}::int * interval '1 millisecond'
+       WHERE "id" IN (
+         SELECT "id" FROM "webhook_deliveries"
+          WHERE "id" IN (SELECT "id" FROM candidates) AND "status" = 'pending'
+            AND ("leased_until" IS NULL OR "leased_until" < now())
+            FOR UPDATE SKIP LOCKED)
+      RETURNING "id"::text AS "id", "attempts"`;
+    return rows.map((r) => ({ deliveryId: r.id, number: r.attempts + 1 }));
+  });
+}
+
+/**
+ * Ends the pending deliveries of disabled endpoints as failed (pings excepted: they are sent
+ * whatever the status): an endpoint disabled by its broker, by a 410 or for failing too long gets
+ * nothing it was owed before, and nothing piles up for the day it is enabled again. How many ended.
+ */
+export async function failDeliveriesOfDisabledEndpoints(prisma: PrismaClient): Promise<number> {
+  return prisma.$executeRaw`
+    UPDATE "webhook_deliveries" d
+       SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+      FROM "webhook_endpoints" w, "events" e
+     WHERE w."status" = 'disabled' AND d."endpoint_id" = w."id" AND d."status" = 'pending'
+       AND e."id" = d."event_id" AND e."type" <> 'ping'`;
+}
+
+/** What one attempt needs: the delivery, its event and its endpoint (secrets still encrypted). */
+export async function findDelivery(prisma: PrismaClient, deliveryId: string) {
+  return prisma.webhookDelivery.findUnique({
+    where: { id: BigInt(deliveryId) },
+    include: { event: true, endpoint: true },
+  });
+}
+
+export type DeliveryRecord = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
+
+export interface AttemptOutcome {
+  deliveryId: string;
+  endpointId: string;
+  /** The attempt's number: the delivery's attempts so far + 1. */
+  number: number;
+  attemptedAt: Date;
+  ok: boolean;
+  gone: boolean;
+  statusCode?: number | undefined;
+  error?: string | undefined;
+  durationMs: number;
+  /** The wait before the next attempt from the retry schedule, or null when it has run out. */
+  nextDelayMs: number | null;
+  disableAfterHours: number;
+}
+
+/** What recording an attempt did: nothing (a repeated job), or the delivery's new status and whether the endpoint was disabled. */
+export type Recorded = { recorded: false } | { recorded: true; status: 'pending' | 'delivered' | 'failed'; disabledReason?: string };
+
+/** The reason written on an endpoint that answered 410 Gone. */
+export const GONE_REASON = 'the endpoint answered 410 Gone';
+
+/** The reason written on an endpoint that failed for WEBHOOK_DISABLE_AFTER_HOURS. */
+export const failingReason = (hours: number) => `every delivery failed for ${hours} hours`;
+
+/**
+ * Records an attempt and its consequences in one transaction: the attempt under its number
+ * (unique per delivery: a repeated job inserts nothing and changes nothing), the delivery's new
+ * state (delivered; pending again at its next time; failed when the schedule ran out or the
+ * endpoint is gone), its lease cleared, and the endpoint's figures; a 410, or failing for
+ * `disableAfterHours`, disables the endpoint with the reason and fails its pending deliveries.
+ */
+export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Promise<Recorded> {
+  return prisma.$transaction(async (tx) => {
+    const id = BigInt(o.deliveryId);
+    const inserted = await tx.$queryRaw<unknown[]>`
+      INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms")
+      SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int
+       WHERE EXISTS (SELECT 1 FROM "webhook_deliveries" WHERE "id" = ${id} AND "attempts" = ${o.number - 1}::int)
+      ON CONFLICT ("delivery_id", "number") DO NOTHING
+      RETURNING 1`;
+    if (inserted.length === 0) return { recorded: false };
+    // The endpoint's row first, locked: its figures are changed by concurrent attempts one at a time.
+    const [endpoint] = await tx.$queryRaw<Array<{ failing_since: Date | null; status: string }>>`
+      SELECT "failing_since", "status"::text AS "status" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId} FOR UPDATE`;
+    const status = o.ok ? 'delivered' : o.gone || o.nextDelayMs === null ? 'failed' : 'pending';
+    await tx.$executeRaw`
+      UPDATE "webhook_deliveries"
+         SET "attempts" = ${o.number}::int,
+             "status" = ${status}::"webhook_delivery_status",
+             "next_attempt_at" = CASE WHEN ${status} = 'pending' THEN now() + ${o.nextDelayMs ?? 0}::int * interval '1 millisecond' END,
+             "leased_until" = NULL,
+             "completed_at" = CASE WHEN ${status} = 'pending' THEN NULL ELSE now() END
+       WHERE "id" = ${id}`;
+    if (!endpoint) return { recorded: true, status };
+    if (o.ok) {
+      await tx.$executeRaw`
+        UPDATE "webhook_endpoints" SET "last_success_at" = ${o.attemptedAt}, "failing_since" = NULL, "consecutive_failures" = 0, "updated_at" = now()
+         WHERE "id" = ${o.endpointId}`;
+      return { recorded: true, status };
+    }
+    const failingSince = endpoint.failing_since ?? o.attemptedAt;
+    const disabledReason =
+      endpoint.status !== 'enabled'
+        ? undefined
+        : o.gone
+          ? GONE_REASON
+          : shouldDisable({ failingSince, now: new Date(), disableAfterHours: o.disableAfterHours })
+            ? failingReason(o.disableAfterHours)
+            : undefined;
+    await tx.$executeRaw`
+      UPDATE "webhook_endpoints"
+         SET "last_failure_at" = ${o.attemptedAt}, "failing_since" = ${failingSince},
+             "consecutive_failures" = "consecutive_failures" + 1, "updated_at" = now(),
+             "status" = CASE WHEN ${disabledReason ?? null}::text IS NULL THEN "status" ELSE 'disabled' END,
+             "disabled_reason" = COALESCE(${disabledReason ?? null}::text, "disabled_reason")
+       WHERE "id" = ${o.endpointId}`;
+    if (disabledReason !== undefined) {
+      await tx.$executeRaw`
+        UPDATE "webhook_deliveries" SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+         WHERE "endpoint_id" = ${o.endpointId} AND "status" = 'pending'`;
+    }
+    return { recorded: true, status: disabledReason !== undefined ? 'failed' : status, ...(disabledReason !== undefined ? { disabledReason } : {}) };
+  });
+}
+
+/** Ends one delivery as failed without an attempt (its endpoint was disabled after it was claimed). */
+export async function failDelivery(prisma: PrismaClient, deliveryId: string, attempts: number): Promise<void> {
+  await prisma.$executeRaw`
+    UPDATE "webhook_deliveries" SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+     WHERE "id" = ${BigInt(deliveryId)} AND "status" = 'pending' AND "attempts" = ${attempts}::int`;
+}
