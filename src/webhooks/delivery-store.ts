@@ -66,6 +66,17 @@ export async function claimDue(prisma: PrismaClient, { limit, perEndpoint, lease
 }
 
 /**
+ * Whether any delivery is pending and due (leased or not): one probe of the (status,
+ * next_attempt_at) index, so that a dispatcher with nothing to do costs one cheap query a tick,
+ * not a claim's transaction (on the embedded database every query takes the API's one session).
+ */
+export async function anyDue(prisma: PrismaClient): Promise<boolean> {
+  const [row] = await prisma.$queryRaw<Array<{ due: boolean }>>`
+    SELECT EXISTS (SELECT 1 FROM "webhook_deliveries" WHERE "status" = 'pending' AND "next_attempt_at" <= now()) AS "due"`;
+  return row?.due === true;
+}
+
+/**
  * Ends the pending deliveries of disabled endpoints as failed (pings excepted: they are sent
  * whatever the status): an endpoint disabled by its broker, by a 410 or for failing too long gets
  * nothing it was owed before, and nothing piles up for the day it is enabled again. How many ended.

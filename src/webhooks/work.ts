@@ -21,7 +21,7 @@ import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { deliver } from './deliver.ts';
-import { claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
+import { anyDue, claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
 import { nextAttemptDelayMs } from './schedule.ts';
 import { signatureHeaders } from './sign.ts';
 
@@ -147,6 +147,7 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   const leaseMs = config.webhookTimeoutMs + LEASE_MARGIN_MS;
 
   async function dispatch(): Promise<number> {
+    if (!(await anyDue(prisma))) return 0;
     await failDeliveriesOfDisabledEndpoints(prisma);
     const claimed = await claimDue(prisma, { limit: 2 * WEBHOOK_CONCURRENCY, perEndpoint: PER_ENDPOINT_IN_FLIGHT, leaseMs });
     for (const { deliveryId, number } of claimed) {
