@@ -168,7 +168,7 @@ interface Connections {
 }
 
 /**
- * Shutdown without resets (issue 21 row 11). Once the server stops accepting, each connection
+ * Shutdown without resets. Once the server stops accepting, each connection
  * closes after its next answer (`Connection: close`, so its client knows) or once it has been idle
  * for IDLE_CLOSE_MS; one idle only for an instant is left alone, since its client may be sending
  * its next request right then, and closing under that request would reset it.
