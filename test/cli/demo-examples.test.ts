@@ -1,7 +1,7 @@
-// `demo` and openapi.yaml's examples in step: every service number, request id, report id and
-// download token an example names (except the ones listed in NOT_STORED, with why), and the
-// examples' query parameters and invoice range, and the ids the code samples name, find the demo
-// broker's records with its live key,
+// `demo` and openapi.yaml's examples in step: every service number, request id, report id,
+// download token, webhook endpoint id and event id an example names (except the ones listed in
+// NOT_STORED, with why), and the examples' query parameters and invoice range, and the ids the code
+// samples name, find the demo broker's records with its live key,
 // through the app (responses validated against the contract). Change an example and this fails
 // until src/cli/demo-examples.ts creates what it names.
 import assert from 'node:assert/strict';
