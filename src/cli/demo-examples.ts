@@ -5,11 +5,14 @@
  * them (the live calls change them: an approval, a new password, a download), so the examples run
  * again after it. test/cli/demo-examples.test.ts reads openapi.yaml and holds the two in step.
  *
- * Request ids and service numbers are global: one of another broker is never taken over (the
- * example is then skipped, with a note). Report runs are recorded as the pipeline leaves them; the
+ * The webhook examples' endpoint and events are live records (the examples show `mode: live`);
+ * their events are dated minutes before the run, as events older than the retention are deleted.
+ *
+ * Request ids, service numbers, endpoint and event ids are global: one of another broker is never
+ * taken over (the example is then skipped, with a note). Report runs are recorded as the pipeline leaves them; the
  * link run's workbook is built and stored by the report build itself.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Prisma, PrismaClient, Plan } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
@@ -238,6 +241,122 @@ async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
   await discardOtherBuilds(prisma, run.id, stored.build);
 }
 
+/** components.parameters.WebhookEndpointIdPath and every endpoint example (all `mode: live`). */
+const EXAMPLE_ENDPOINT = 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW';
+/** The endpoint examples' URL: an `.example` host, which never resolves. */
+const EXAMPLE_ENDPOINT_URL = 'https://hooks.broker.example/capi';
+/**
+ * Why the example endpoint is disabled. Enabled, it would be owed every live change the demo's
+ * keys make, and each delivery to a host that does not exist fails and is retried on the schedule
+ * for a day; disabled, it gets nothing (a ping still goes out, as pings do whatever the status).
+ * The update example (`status: enabled`) turns it on, as its "Enabled again" answer shows.
+ */
+const DEMO_DISABLED_REASON = 'disabled by the demo command: hooks.broker.example does not exist';
+
+interface ExampleEvent {
+  id: string;
+  type: string;
+  /** Minutes before the demo run: events are kept EVENT_RETENTION_DAYS, so the examples' 2025 dates would be deleted. */
+  minutesAgo: number;
+  object: object;
+}
+
+/** getEvent's and listEvents' examples, oldest first (the order they are written in, so the list shows them newest first). */
+const EVENTS: ExampleEvent[] = [
+  {
+    id: 'evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp', type: 'request.created', minutesAgo: 70,
+    object: {
+      request_id: 'REQ-000044', request_type: 'upgrade', request_status: 'pending', source: 'api', service_number: EXAMPLE_SERVICE,
+      current_plan: 'Standard VPS', requested_plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example',
+      reason: null, cancel_when: null, denial_reason: null,
+      created_at: '2025-03-02T11:00:00.000Z', updated_at: '2025-03-02T11:00:00.000Z', decided_at: null,
+    },
+  },
+  {
+    id: 'evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs', type: 'service.created', minutesAgo: 10,
+    object: {
+      service_number: EXAMPLE_SERVICE, status: 'active', plan: 'Standard VPS', hostname: 'web01.client.example',
+      customer_email: 'ops@client.example', customer_name: 'Client Ltd', billing_cycle: 'monthly',
+      created_at: '2025-03-01T09:30:00.000Z', updated_at: '2025-03-01T09:30:00.000Z', cancel_at: null, cancelled_at: null,
+    },
+  },
+  { id: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp', type: 'ping', minutesAgo: 5, object: { endpoint_id: EXAMPLE_ENDPOINT } },
+];
+
+/** getEvent's `delivered` example: evt_2Jf8…'s delivery to the example endpoint, on its third attempt (ms after the event). */
+const DELIVERED_ATTEMPTS = [
+  { number: 1, afterMs: 120, statusCode: 500, error: null, durationMs: 84 },
+  { number: 2, afterMs: 5_310, statusCode: null, error: 'timeout after 15000 ms', durationMs: 15_000 },
+  { number: 3, afterMs: 306_020, statusCode: 200, error: null, durationMs: 61 },
+];
+const DELIVERED_AFTER_MS = 306_081;
+
+/**
+ * The example endpoint, live and disabled (DEMO_DISABLED_REASON), with its signing secret kept
+ * from the first run (shown to nobody: the rotate example shows a new one). Deliveries it is still
+ * owed (a ping or a redelivery after the update example enabled it) are given up, so nothing keeps
+ * retrying a host that does not exist. False when another broker or mode has the id.
+ */
+async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, now: Date): Promise<boolean> {
+  const existing = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT }, select: { brokerId: true, mode: true } });
+  if (existing && (existing.brokerId !== brokerId || existing.mode !== 'live')) return false;
+  const shown = {
+    url: EXAMPLE_ENDPOINT_URL, description: 'Order system', events: [], status: 'disabled' as const, disabledReason: DEMO_DISABLED_REASON,
+    previousSecret: null, previousSecretExpiresAt: null, lastSuccessAt: null, lastFailureAt: null, failingSince: null, consecutiveFailures: 0,
+    createdAt: at('2025-03-01T09:00:00.000Z'), updatedAt: at('2025-03-01T09:00:00.000Z'),
+  };
+  await tx.webhookEndpoint.upsert({
+    where: { id: EXAMPLE_ENDPOINT },
+    create: { ...shown, id: EXAMPLE_ENDPOINT, brokerId, mode: 'live', secret: credentials.encrypt(`whsec_${randomBytes(32).toString('base64')}`) },
+    update: shown,
+  });
+  await giveUpDeliveries(tx, { endpointId: EXAMPLE_ENDPOINT }, now);
+  return true;
+}
+
+/**
+ * The demo broker's other endpoints at the examples' URL (the create example's, made by live and
+ * sandbox calls) are disabled and given up as well: enabled, each would collect failing deliveries.
+ */
+async function disableOtherExampleEndpoints(tx: Tx, brokerId: string, now: Date): Promise<void> {
+  const where = { brokerId, url: EXAMPLE_ENDPOINT_URL, id: { not: EXAMPLE_ENDPOINT } };
+  await tx.webhookEndpoint.updateMany({ where: { ...where, status: 'enabled' }, data: { status: 'disabled', disabledReason: DEMO_DISABLED_REASON, updatedAt: now } });
+  await giveUpDeliveries(tx, { endpoint: where }, now);
+}
+
+/** Pending deliveries end as failed, as a disabled endpoint's do. */
+async function giveUpDeliveries(tx: Tx, where: Prisma.WebhookDeliveryWhereInput, now: Date): Promise<void> {
+  await tx.webhookDelivery.updateMany({ where: { ...where, status: 'pending' }, data: { status: 'failed', nextAttemptAt: null, leasedUntil: null, completedAt: now } });
+}
+
+/**
+ * The examples' events, written afresh (the old ones and their deliveries deleted first) so they
+ * are the newest and inside the retention window, with evt_2Jf8…'s delivered delivery and its
+ * three attempts. Names of events another broker or mode has are returned (those are skipped).
+ */
+async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date): Promise<string[]> {
+  const ids = EVENTS.map((e) => e.id);
+  const others = await tx.event.findMany({ where: { id: { in: ids }, NOT: { brokerId, mode: 'live' } }, select: { id: true } });
+  const taken = new Set(others.map((e) => e.id));
+  await tx.event.deleteMany({ where: { id: { in: ids }, brokerId, mode: 'live' } });
+  for (const e of EVENTS) {
+    if (taken.has(e.id)) continue;
+    const createdAt = new Date(now.getTime() - e.minutesAgo * 60_000);
+    await tx.event.create({ data: { id: e.id, brokerId, mode: 'live', type: e.type, data: { object: e.object }, createdAt } });
+    if (e.type !== 'service.created' || !endpoint) continue;
+    const after = (ms: number) => new Date(createdAt.getTime() + ms);
+    await tx.webhookDelivery.create({
+      data: {
+        eventId: e.id, endpointId: EXAMPLE_ENDPOINT, status: 'delivered', attempts: DELIVERED_ATTEMPTS.length, nextAttemptAt: null,
+        createdAt, completedAt: after(DELIVERED_AFTER_MS),
+        attemptsMade: { create: DELIVERED_ATTEMPTS.map((a) => ({ number: a.number, attemptedAt: after(a.afterMs), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })) },
+      },
+    });
+    await tx.webhookEndpoint.update({ where: { id: EXAMPLE_ENDPOINT }, data: { lastSuccessAt: after(DELIVERED_AFTER_MS), updatedAt: at('2025-03-01T09:00:00.000Z') } });
+  }
+  return [...taken];
+}
+
 /**
  * Puts the examples' records in place for the broker, as the examples show them. Safe to repeat:
  * nothing is duplicated, and what the examples' live calls changed is put back.
@@ -278,6 +397,10 @@ export async function putContractExamples(
         else if (run.id === LINK_REPORT) linkRunOk = true;
       }
       if (linkRunOk) await putLink(tx, options.linkTtlHours, options.now);
+      const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now);
+      if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
+      await disableOtherExampleEndpoints(tx, brokerId, options.now);
+      for (const id of await putEvents(tx, brokerId, endpoint, options.now)) skipped.push(`event ${id}: another broker or mode has that id`);
       return linkRunOk;
     },
     { maxWait: 30_000, timeout: 60_000 },
