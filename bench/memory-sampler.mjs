@@ -12,6 +12,8 @@
  * Worker threads inherit the flag, so each one samples itself. Lines are written 20 at a time.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
+import process from 'node:process';
+import { setInterval } from 'node:timers';
 import v8 from 'node:v8';
 import { isMainThread, threadId } from 'node:worker_threads';
 
