@@ -10,9 +10,9 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { apiKey } from '../helpers/factories.ts';
-import { openDatabase, type Database } from '../../src/db/client.ts';
+import type { Database } from '../../src/db/client.ts';
 import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startFaultySmtp, startPgCluster, type FaultySmtp, type PgCluster } from './harness.ts';
+import { faultsAvailable, startFaultySmtp, startPgCluster, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
 /** Every recipient ends sent or failed within this once the fault is over (README, "Report delivery"). */
@@ -56,25 +56,8 @@ after(async () => {
   data.remove();
 });
 
-/** One query on a fresh connection: the cluster goes away and comes back between queries. */
-async function query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: cluster.url });
-  await client.connect();
-  try {
-    return (await client.query<T>(sql, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-async function withDatabase<T>(use: (db: Database) => Promise<T>): Promise<T> {
-  const db = await openDatabase({ databaseUrl: cluster.url, dataDir: data.dir });
-  try {
-    return await use(db);
-  } finally {
-    await db.close();
-  }
-}
+const query = <T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> => queryOnce<T>(cluster.url, sql, params);
+const withDatabase = <T>(use: (db: Database) => Promise<T>): Promise<T> => withDatabaseAt(cluster.url, data.dir, use);
 
 /** A broker with a live key and paid invoices in RANGE (`rows` of them). */
 async function brokerWithInvoices(rows = 2): Promise<string> {

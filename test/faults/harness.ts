@@ -12,6 +12,8 @@ import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser } from 'mailparser';
 import { freePort } from '../ops/helpers.ts';
+import pg from 'pg';
+import { openDatabase, type Database } from '../../src/db/client.ts';
 
 const PG_BIN = (() => {
   const root = '/usr/lib/postgresql';
@@ -137,4 +139,25 @@ export async function startFaultySmtp(): Promise<FaultySmtp> {
     receivedTo: (address) => copies.filter((c) => c.to === address.toLowerCase()),
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** One query on a fresh connection to `url`: a fault's cluster goes away and comes back between queries. */
+export async function queryOnce<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** `use` with the app's own database handle on `databaseUrl`, closed after. */
+export async function withDatabaseAt<T>(databaseUrl: string, dataDir: string, use: (db: Database) => Promise<T>): Promise<T> {
+  const db = await openDatabase({ databaseUrl, dataDir });
+  try {
+    return await use(db);
+  } finally {
+    await db.close();
+  }
 }

@@ -9,14 +9,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { openDatabase, type Database } from '../../src/db/client.ts';
+import type { Database } from '../../src/db/client.ts';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { recordEvents } from '../../src/events/store.ts';
 import { PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/work.ts';
 import { broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, verified, webhookEndpoint, type Answer, type Receiver, type TestEndpoint } from '../helpers/webhooks.ts';
 import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startPgCluster, type PgCluster } from './harness.ts';
+import { faultsAvailable, startPgCluster, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
 /** Every delivery is delivered within this once the fault is over. */
@@ -63,25 +63,8 @@ after(async () => {
   data.remove();
 });
 
-/** One query on a fresh connection: the cluster goes away and comes back between queries. */
-async function query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: cluster.url });
-  await client.connect();
-  try {
-    return (await client.query<T>(sql, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-async function withDatabase<T>(use: (db: Database) => Promise<T>): Promise<T> {
-  const db = await openDatabase({ databaseUrl: cluster.url, dataDir: data.dir });
-  try {
-    return await use(db);
-  } finally {
-    await db.close();
-  }
-}
+const query = <T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> => queryOnce<T>(cluster.url, sql, params);
+const withDatabase = <T>(use: (db: Database) => Promise<T>): Promise<T> => withDatabaseAt(cluster.url, data.dir, use);
 
 interface Target {
   path: string;
