@@ -3,8 +3,11 @@
  * needs, and each attempt's outcome with the delivery's and the endpoint's new state, written in
  * one transaction. The database is the record; a job in Redis is only a way to get an attempt made.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import { shouldDisable } from './schedule.ts';
+
+/** A delivery given up: failed, nothing more due, no lease, ended now. */
+const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()`;
 
 /** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1). */
 export interface ClaimedDelivery {
@@ -84,7 +87,7 @@ export async function anyDue(prisma: PrismaClient): Promise<boolean> {
 export async function failDeliveriesOfDisabledEndpoints(prisma: PrismaClient): Promise<number> {
   return prisma.$executeRaw`
     UPDATE "webhook_deliveries" d
-       SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+       SET ${GIVEN_UP}
       FROM "webhook_endpoints" w, "events" e
      WHERE w."status" = 'disabled' AND d."endpoint_id" = w."id" AND d."status" = 'pending'
        AND e."id" = d."event_id" AND e."type" <> 'ping'`;
@@ -179,7 +182,7 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
        WHERE "id" = ${o.endpointId}`;
     if (disabledReason !== undefined) {
       await tx.$executeRaw`
-        UPDATE "webhook_deliveries" SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+        UPDATE "webhook_deliveries" SET ${GIVEN_UP}
          WHERE "endpoint_id" = ${o.endpointId} AND "status" = 'pending'`;
     }
     return { recorded: true, status: disabledReason !== undefined ? 'failed' : status, ...(disabledReason !== undefined ? { disabledReason } : {}) };
@@ -189,6 +192,6 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
 /** Ends one delivery as failed without an attempt (its endpoint was disabled after it was claimed). */
 export async function failDelivery(prisma: PrismaClient, deliveryId: string, attempts: number): Promise<void> {
   await prisma.$executeRaw`
-    UPDATE "webhook_deliveries" SET "status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()
+    UPDATE "webhook_deliveries" SET ${GIVEN_UP}
      WHERE "id" = ${BigInt(deliveryId)} AND "status" = 'pending' AND "attempts" = ${attempts}::int`;
 }
