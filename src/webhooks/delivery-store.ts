@@ -138,6 +138,11 @@ export const failingReason = (hours: number) => `every delivery failed for ${hou
 export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Promise<Recorded> {
   return prisma.$transaction(async (tx) => {
     const id = BigInt(o.deliveryId);
+    // The endpoint's row first, locked, before the attempt's row: concurrent attempts change its
+    // figures one at a time, and deleting the endpoint (which locks it, then its deliveries) waits
+    // for this transaction or makes it record nothing, where locking in the other order deadlocked.
+    const [endpoint] = await tx.$queryRaw<Array<{ failing_since: Date | null; status: string }>>`
+      SELECT "failing_since", "status"::text AS "status" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId} FOR UPDATE`;
     const inserted = await tx.$queryRaw<unknown[]>`
       INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms")
       SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int
@@ -145,9 +150,6 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
       ON CONFLICT ("delivery_id", "number") DO NOTHING
       RETURNING 1`;
     if (inserted.length === 0) return { recorded: false };
-    // The endpoint's row first, locked: its figures are changed by concurrent attempts one at a time.
-    const [endpoint] = await tx.$queryRaw<Array<{ failing_since: Date | null; status: string }>>`
-      SELECT "failing_since", "status"::text AS "status" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId} FOR UPDATE`;
     const status = o.ok ? 'delivered' : o.gone || o.nextDelayMs === null ? 'failed' : 'pending';
     await tx.$executeRaw`
       UPDATE "webhook_deliveries"
