@@ -109,6 +109,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   return openPGlite(options);
 }
 
+/** How long the server waits for a new connection to its database (README, DB_STATEMENT_TIMEOUT_MS). */
+export const CONNECT_TIMEOUT_MS = 5000;
+
 async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): Promise<Database> {
   const appliedMigrations =
     options.migrate === false
@@ -118,7 +121,7 @@ async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): 
     connectionString: databaseUrl,
     max: options.poolMax ?? 10,
     // A server that accepts connections but never completes the start-up is an error, not a hang.
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   pool.on('error', () => {}); // an idle client dropped by the server; the next query reconnects
@@ -247,7 +250,7 @@ export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeo
     user: 'postgres',
     database: 'postgres',
     max: poolMax,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // PGlite runs no statement_timeout of its own (one single-user backend), so the wait is bounded
     // here: a database process that hangs rather than dies fails the query after this long, and
     // the request answers 500 instead of holding on. Unset: no limit (the admin CLI's imports).
