@@ -46,6 +46,7 @@ import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '..
 import { createServiceReadCache } from '../services/read-cache.ts';
 import { openChunkReader } from '../reports/workbook-store.ts';
 import { listen, type ServerTimeouts } from './server.ts';
+import { collectGarbage } from '../gc.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -265,6 +266,10 @@ export async function main(role: Role): Promise<void> {
     console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   }
+  // Start-up's garbage (the contract parsed and compiled, the migrations read, the clients set up)
+  // would otherwise stay in a heap V8 does not shrink before its next full collection, which an
+  // idle server can go long without: that slack sat under every later peak.
+  collectGarbage();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
