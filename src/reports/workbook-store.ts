@@ -10,6 +10,8 @@
 import { createHash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { CONNECT_TIMEOUT_MS } from '../db/client.ts';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 
 /** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */
@@ -180,34 +182,73 @@ export interface ChunkReader {
   close(): Promise<void>;
 }
 
+/** PostgreSQL's binary COPY signature, which opens every binary COPY's output. */
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/**
+ * The one bytea value of a binary `COPY … TO STDOUT` of one row and one column: the signature, a
+ * flags field and a header extension, then the row (field count, length, bytes), then the trailer.
+ * Undefined when the COPY has no row.
+ */
+export function copiedBytea(copy: Buffer): Buffer | undefined {
+  if (copy.length < 21 || !copy.subarray(0, COPY_SIGNATURE.length).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY');
+  const row = 19 + copy.readUInt32BE(15);
+  if (copy.readInt16BE(row) === -1) return undefined;
+  const length = copy.readInt32BE(row + 2);
+  if (copy.readInt16BE(row) !== 1 || length < 0 || copy.length < row + 6 + length) throw new Error('a binary COPY of one bytea was expected');
+  return copy.subarray(row + 6, row + 6 + length);
+}
+
 /**
  * How this process reads stored chunks: where the database has a connection string (PostgreSQL, or
- * the embedded database's socket), through a small node-postgres pool of its own; else through
- * Prisma. Either way a chunk comes as base64 text (PostgreSQL's `encode`) decoded here. Through
- * Prisma, a download of a large workbook left tens of MB of the API's heap per download waiting
- * for a full collection; node-postgres alone leaves next to none (bench/README.md).
+ * the embedded database's socket), through a small node-postgres pool of its own, each chunk by a
+ * binary `COPY … TO STDOUT` whose bytes arrive as the socket's buffers; else through Prisma, as
+ * base64 text (PostgreSQL's `encode`) decoded here. A chunk read as a query's text is a 700 KB
+ * string in V8's large-object space, garbage that waits for a full collection: a 35 MB workbook's
+ * download left 35-50 MB of them in the API's heap (bench/README.md).
  */
 export function openChunkReader(db: { prisma: PrismaClient; url?: string | undefined; queryTimeoutMs?: number | undefined }): ChunkReader {
-  const { prisma, url } = db;
-  // PostgreSQL's base64 breaks lines every 76 characters; Node's decoder skips the line breaks.
-  const decoded = (rows: Array<{ data: string }>) => (rows[0] ? Buffer.from(rows[0].data, 'base64') : undefined);
+  const { prisma, url, queryTimeoutMs } = db;
   if (url) {
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: 4,
-      connectionTimeoutMillis: 5000,
-      ...(db.queryTimeoutMs === undefined ? {} : { query_timeout: db.queryTimeoutMs }),
-    });
+    // No query_timeout on this pool: node-postgres would arm it for a COPY and never clear it (the
+    // COPY stream has no callback), failing the stream long after it ended. The read bounds itself.
+    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     pool.on('error', () => {}); // an idle connection dropped; the next read reconnects
     let closed: Promise<void> | undefined;
     return {
-      read: async (ref, seq) => decoded((await pool.query<{ data: string }>(SELECT_CHUNK_SQL, [ref.runId, ref.build, seq])).rows),
+      read: async (ref, seq) => {
+        const client = await pool.connect();
+        let failed: Error | undefined;
+        const copy = client.query(
+          copyTo(
+            `COPY (SELECT "data" FROM "report_workbook_chunks" WHERE "report_run_id" = ${client.escapeLiteral(ref.runId)} ` +
+              `AND "build" = ${client.escapeLiteral(ref.build)}::uuid AND "seq" = ${Math.trunc(seq)}) TO STDOUT (FORMAT binary)`,
+          ),
+        );
+        const timer = queryTimeoutMs === undefined ? undefined : setTimeout(() => copy.destroy(new Error(`no answer from the database in ${queryTimeoutMs} ms`)), queryTimeoutMs);
+        try {
+          const parts: Buffer[] = [];
+          for await (const part of copy) parts.push(part as Buffer);
+          return copiedBytea(Buffer.concat(parts));
+        } catch (err) {
+          failed = err instanceof Error ? err : new Error(String(err));
+          throw err;
+        } finally {
+          clearTimeout(timer);
+          // A connection whose COPY failed or was cut short is closed, not reused mid-protocol.
+          client.release(failed);
+        }
+      },
       // Safe to call twice, as the closers of jobs are.
       close: () => (closed ??= pool.end()),
     };
   }
   return {
-    read: async (ref, seq) => decoded(await prisma.$queryRawUnsafe<Array<{ data: string }>>(SELECT_CHUNK_SQL, ref.runId, ref.build, seq)),
+    read: async (ref, seq) => {
+      const rows = await prisma.$queryRawUnsafe<Array<{ data: string }>>(SELECT_CHUNK_SQL, ref.runId, ref.build, seq);
+      // PostgreSQL's base64 breaks lines every 76 characters; Node's decoder skips the line breaks.
+      return rows[0] ? Buffer.from(rows[0].data, 'base64') : undefined;
+    },
     close: async () => undefined,
   };
 }

@@ -11,7 +11,10 @@ import { buffer } from 'node:stream/consumers';
 import { after, before, describe, test } from 'node:test';
 import { connectionOf, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
+import { PG_ADMIN_URL } from '../ops/helpers.ts';
+import pg from 'pg';
 import {
+  copiedBytea,
   insertChunkWith,
   openChunkReader,
   readWorkbook,
@@ -82,6 +85,60 @@ describe('a stored workbook', () => {
     assert.deepEqual((await store(small, 1000, 2000)).writer.kept(), small);
     assert.equal((await store(randomBytes(2500), 1000, 2000)).writer.kept(), undefined);
     assert.equal((await store(small, 1000)).writer.kept(), undefined);
+  });
+});
+
+describe("the node-postgres reader's binary COPY", () => {
+  const header = (extension = Buffer.alloc(0)) => {
+    const fields = Buffer.alloc(8);
+    fields.writeUInt32BE(extension.length, 4);
+    return Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), fields, extension]);
+  };
+  const row = (bytes: Buffer) => {
+    const lead = Buffer.alloc(6);
+    lead.writeInt16BE(1, 0);
+    lead.writeInt32BE(bytes.length, 2);
+    return Buffer.concat([lead, bytes]);
+  };
+  const trailer = Buffer.from([0xff, 0xff]);
+
+  test('one row: its bytes, after a header extension too', () => {
+    const bytes = randomBytes(300);
+    assert.deepEqual(copiedBytea(Buffer.concat([header(), row(bytes), trailer])), bytes);
+    assert.deepEqual(copiedBytea(Buffer.concat([header(Buffer.from('ext')), row(bytes), trailer])), bytes);
+  });
+  test('no row: undefined', () => {
+    assert.equal(copiedBytea(Buffer.concat([header(), trailer])), undefined);
+  });
+  test('anything else is an error, not a chunk', () => {
+    assert.throws(() => copiedBytea(Buffer.from('\\x0102 not a binary copy')), /not a binary COPY/);
+    assert.throws(() => copiedBytea(Buffer.concat([header(), row(randomBytes(10)).subarray(0, 12), trailer])), /one bytea/);
+  });
+
+  // On a PostgreSQL server whatever the suite runs on: a second session is what holds the table.
+  test('a read the database does not answer fails after queryTimeoutMs, and the next read works', async () => {
+    const server = await createTestDatabase({ databaseUrl: PG_ADMIN_URL });
+    const reader = openChunkReader({ prisma: server.prisma, url: server.databaseUrl, queryTimeoutMs: 300 });
+    const holder = new pg.Client({ connectionString: server.databaseUrl });
+    try {
+      const run = await server.prisma.reportRun.create({ data: { brokerId: (await broker(server.prisma)).id, reportType: 'invoices' } });
+      const build = randomUUID();
+      const bytes = randomBytes(2000);
+      await insertChunkWith(server.prisma)(run.id, build, 0, bytes);
+      const ref = { runId: run.id, build, chunks: 1 };
+      await holder.connect();
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE "report_workbook_chunks" IN ACCESS EXCLUSIVE MODE');
+      const started = Date.now();
+      await assert.rejects(reader.read(ref, 0), /no answer from the database in 300 ms/);
+      assert.ok(Date.now() - started < 5000, `failed after ${Date.now() - started} ms`);
+      await holder.query('ROLLBACK');
+      assert.deepEqual(await reader.read(ref, 0), bytes);
+    } finally {
+      await holder.end().catch(() => undefined);
+      await reader.close();
+      await server.drop();
+    }
   });
 });
 
