@@ -8,7 +8,8 @@
  * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
  * tagged `$executeRaw`/`$queryRaw` template, so every value is still a bound parameter. Services
  * are changes the API tells of: each chunk's `service.created` events go in with it, in one more
- * statement (recordEvents); invoices are not, and have none.
+ * statement (recordEvents), which about doubles a services import's time (bench/README.md);
+ * invoices are not, and have none.
  */
 import { isEmailAddress } from '../shared/email.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
