@@ -39,7 +39,7 @@ export const importDirection = [
   { target: './src/services', ...allBut('services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
   { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
   { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'gc.ts', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/reports imports no other resource.' },
-  { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers, never HTTP.' },
+  { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'events', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers (and writes the events of the changes it makes), never HTTP.' },
   { target: './src/webhooks', ...allBut('webhooks', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource, and src/jobs only as the generic queues.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];

@@ -6,7 +6,10 @@
  * Why not `createMany`: Prisma 7 spends client CPU per row building a
  * createMany, whatever the chunk size (figures in bench/README.md). One `INSERT … SELECT FROM unnest($1::text[], $2::int[], …)` per chunk sends a
  * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
- * tagged `$executeRaw` template, so every value is still a bound parameter.
+ * tagged `$executeRaw`/`$queryRaw` template, so every value is still a bound parameter. Services
+ * are changes the API tells of: each chunk's `service.created` events go in with it, in one more
+ * statement (recordEvents), which about doubles a services import's time (bench/README.md);
+ * invoices are not, and have none.
  */
 import { isEmailAddress } from '../shared/email.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
@@ -15,6 +18,8 @@ import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
 import { findBrokerBySlug } from './brokers.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
+import { recordEvents } from '../events/store.ts';
+import { serviceData, type ShownService } from '../services/present.ts';
 import { checkRowShape, type FieldSpec } from './import-file.ts';
 import { describe, InvalidValue, parseAmount, parseDateOnly, parsePositiveInt, parseTimestamp } from './values.ts';
 
@@ -237,6 +242,9 @@ export function validateServiceRows(rows: readonly unknown[], planNames: readonl
   return out;
 }
 
+/** A service as the import's INSERT returns it: the columns its public shape is made of. */
+type InsertedService = Omit<ShownService, 'plan'> & { planId: number };
+
 export interface ImportServicesOptions {
   /** Encrypts the passwords (src/db/credentials.ts, the server's key). */
   credentials: Credentials;
@@ -245,7 +253,9 @@ export interface ImportServicesOptions {
 /**
  * Imports services for a broker: all rows or none. Service numbers are unique across all
  * brokers; one already taken rejects the file with that row's number. Passwords are stored
- * encrypted; `customer_email` defaults to the broker's address.
+ * encrypted; `customer_email` defaults to the broker's address. Every service gets its
+ * `service.created` event (live, dated the import), with the deliveries it owes to the broker's
+ * endpoints, in the import's transaction: a rejected file leaves no event either.
  */
 export async function importServices(
   prisma: PrismaClient,
@@ -261,6 +271,7 @@ export async function importServices(
   );
   if (services.length === 0) return { imported: 0 };
   const planId = new Map(plans.map((p) => [p.name, p.id]));
+  const planName = new Map(plans.map((p) => [p.id, p.name]));
   const now = new Date();
   const encrypted = services.map((s) => options.credentials.encrypt(s.password));
   try {
@@ -268,7 +279,8 @@ export async function importServices(
       for (let i = 0; i < services.length; i += CHUNK_SIZE) {
         const c = services.slice(i, i + CHUNK_SIZE);
         // updated_at is the import time: new to the API now, so a modified_since sync sees them.
-        await tx.$executeRaw`
+        // RETURNING gives each service as stored, what its service.created event shows.
+        const inserted = await tx.$queryRaw<InsertedService[]>`
           INSERT INTO "services" ("service_number", "broker_id", "plan_id", "status", "hostname", "customer_email",
             "customer_name", "billing_cycle", "username", "password_enc", "created_at", "updated_at")
           SELECT t.service_number, ${broker.id}, t.plan_id, t.status::"service_status", t.hostname, t.customer_email,
@@ -285,7 +297,20 @@ export async function importServices(
             ${encrypted.slice(i, i + CHUNK_SIZE)}::text[],
             ${c.map((x) => (x.createdAt ?? now).toISOString())}::timestamptz[]
           ) AS t(service_number, plan_id, status, hostname, customer_email, customer_name, billing_cycle, username,
-            password_enc, created_at)`;
+            password_enc, created_at)
+          RETURNING "service_number" AS "serviceNumber", "plan_id" AS "planId", "status"::text AS "status", "hostname",
+            "customer_email" AS "customerEmail", "customer_name" AS "customerName", "billing_cycle"::text AS "billingCycle",
+            "created_at" AS "createdAt", "updated_at" AS "updatedAt", "cancel_at" AS "cancelAt", "cancelled_at" AS "cancelledAt"`;
+        // The chunk's events and the deliveries they owe: one more statement, whatever the chunk's size.
+        await recordEvents(
+          tx,
+          inserted.map(({ planId: id, ...service }) => ({
+            brokerId: broker.id,
+            type: 'service.created' as const,
+            object: serviceData({ ...service, plan: { name: planName.get(id)! } }),
+          })),
+          now,
+        );
       }
     }, TRANSACTION_OPTIONS);
   } catch (e) {

@@ -9,10 +9,16 @@ export type BillingCycle = components['schemas']['BillingCycle'];
 
 export type ServiceWithPlan = Service & { plan: Plan };
 
+/** What the public shape is made of: a service row with its plan, or the columns an import's INSERT returns. */
+export type ShownService = Pick<
+  Service,
+  'serviceNumber' | 'status' | 'hostname' | 'customerEmail' | 'customerName' | 'billingCycle' | 'createdAt' | 'updatedAt' | 'cancelAt' | 'cancelledAt'
+> & { plan: Pick<Plan, 'name'> };
+
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 /** `credentials` is added only when given: the caller decides whether the key may see them. */
-export function serviceData(service: ServiceWithPlan, credentials?: ServiceCredentials): ServiceData {
+export function serviceData(service: ShownService, credentials?: ServiceCredentials): ServiceData {
   const data: ServiceData = {
     service_number: service.serviceNumber,
     status: service.status,

@@ -30,6 +30,8 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/shared/dates.ts', '../http/errors.ts', false],
   ['src/db/client.ts', '../services/store.ts', false],
   ['src/cli/keys.ts', '../http/errors.ts', false],
+  ['src/cli/imports.ts', '../events/store.ts', true],
+  ['src/cli/imports.ts', '../webhooks/endpoint-store.ts', false],
   ['src/main/runtime.ts', '../services/store.ts', true],
   ['src/services/store.ts', '../events/store.ts', true],
   ['src/reports/run-store.ts', '../events/store.ts', true],
