@@ -141,8 +141,12 @@ async function putRequest(
 ): Promise<boolean> {
   const existing = await tx.serviceRequest.findUnique({ where: { id }, select: { brokerId: true } });
   if (existing && existing.brokerId !== brokerId) return false;
-  const request = await tx.serviceRequest.upsert({ where: { id }, create: { ...data, id, brokerId }, update: data, include: REQUEST_INCLUDE });
-  if (!existing) events.push(requestEvent('request.created', request));
+  if (existing) {
+    await tx.serviceRequest.update({ where: { id }, data });
+    return true;
+  }
+  // Its relations only when they are shown: Prisma loads them concurrently, and pg warns of concurrent queries in a transaction.
+  events.push(requestEvent('request.created', await tx.serviceRequest.create({ data: { ...data, id, brokerId }, include: REQUEST_INCLUDE })));
   return true;
 }
 
