@@ -8,11 +8,18 @@
  * The webhook examples' endpoint and events are live records (the examples show `mode: live`);
  * their events are dated minutes before the run, as events older than the retention are deleted.
  *
+ * Each change of a service or a request writes its event (demo-events.ts) in the run's transaction:
+ * `service.created` and `request.created` for what the run creates, `service.updated` for an
+ * example service put back (only when what GET shows of it differs), `request.denied` for each
+ * open request closed. A request put back (REQ-000044 pending again after an approval) has no event
+ * type that tells of it, and writes none.
+ *
  * Request ids, service numbers, endpoint and event ids are global: one of another broker is never
  * taken over (the example is then skipped, with a note). Report runs are recorded as the pipeline leaves them; the
  * link run's workbook is built and stored by the report build itself.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Prisma, PrismaClient, Plan } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
@@ -22,6 +29,10 @@ import { storeWorkbook } from '../reports/build.ts';
 import { tokenHash } from '../reports/links.ts';
 import { discardOtherBuilds } from '../reports/workbook-store.ts';
 import { specOfRun } from '../reports/types.ts';
+import { recordEvents, type NewEvent } from '../events/store.ts';
+import { REQUEST_INCLUDE } from '../services/change-requests.ts';
+import { serviceData } from '../services/present.ts';
+import { requestEvent, serviceEvent } from './demo-events.ts';
 
 const at = (iso: string) => new Date(iso);
 
@@ -70,9 +81,14 @@ interface ExamplesOutcome {
   skipped: string[];
 }
 
-/** Each example service, active on its plan as the examples show it; its id, or undefined when another broker has the number. */
-async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: Credentials, s: ExampleService): Promise<number | undefined> {
-  const existing = await tx.service.findUnique({ where: { serviceNumber: s.number }, select: { id: true, brokerId: true } });
+/**
+ * Each example service, active on its plan as the examples show it; its id, or undefined when
+ * another broker has the number. Its event goes in `events`: `service.created`, or
+ * `service.updated` when what GET shows of it changed (every column written here is shown, so an
+ * unchanged answer is an unchanged record: no event without its change).
+ */
+async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: Credentials, s: ExampleService, events: NewEvent[]): Promise<number | undefined> {
+  const existing = await tx.service.findUnique({ where: { serviceNumber: s.number }, include: { plan: true } });
   if (existing && existing.brokerId !== brokerId) return undefined;
   const shown = {
     planId: plan(s.plan).id,
@@ -87,40 +103,62 @@ async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: C
     cancelledAt: null,
   };
   if (existing) {
-    await tx.service.update({ where: { id: existing.id }, data: shown });
+    const updated = await tx.service.update({ where: { id: existing.id }, data: shown, include: { plan: true } });
+    if (!isDeepStrictEqual(serviceData(existing), serviceData(updated))) events.push(serviceEvent('service.updated', updated));
     return existing.id;
   }
   const created = await tx.service.create({
     data: { ...shown, serviceNumber: s.number, brokerId, username: 'root', passwordEnc: credentials.encrypt(generatePassword()) },
+    include: { plan: true },
   });
+  events.push(serviceEvent('service.created', created));
   return created.id;
 }
 
-/** Any other open request on the example services (left by earlier live calls) is denied, so the examples' calls can make theirs. */
-async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date): Promise<void> {
-  await tx.serviceRequest.updateMany({
+/**
+ * Any other open request on the example services (left by earlier live calls, an integrator's
+ * included) is denied, so the examples' calls can make theirs; each denial's `request.denied` goes
+ * in `events`, the request as decided, as a denial through the API dates and shows it.
+ */
+async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date, events: NewEvent[]): Promise<void> {
+  const denied = await tx.serviceRequest.updateManyAndReturn({
     where: { serviceId: { in: serviceIds }, status: { in: ['pending', 'provider_review'] }, id: { notIn: [CREATE_REQUEST, PENDING_REQUEST] } },
-    data: { status: 'denied', denialReason: 'Closed by the demo command: the contract examples start from no open request', decidedAt: now },
+    data: { status: 'denied', denialReason: 'Closed by the demo command: the contract examples start from no open request', decidedAt: now, updatedAt: now },
+    select: { id: true },
   });
+  if (denied.length === 0) return;
+  const decided = await tx.serviceRequest.findMany({ where: { id: { in: denied.map((r) => r.id) } }, include: REQUEST_INCLUDE, orderBy: { id: 'asc' } });
+  events.push(...decided.map((r) => requestEvent('request.denied', r)));
 }
 
-/** A request with the example's id; false when another broker has that id. */
-async function putRequest(tx: Tx, brokerId: string, id: number, data: Omit<Prisma.ServiceRequestUncheckedCreateInput, 'id' | 'brokerId'>): Promise<boolean> {
+/** A request with the example's id (`request.created` in `events` when new); false when another broker has that id. */
+async function putRequest(
+  tx: Tx,
+  brokerId: string,
+  id: number,
+  data: Omit<Prisma.ServiceRequestUncheckedCreateInput, 'id' | 'brokerId'>,
+  events: NewEvent[],
+): Promise<boolean> {
   const existing = await tx.serviceRequest.findUnique({ where: { id }, select: { brokerId: true } });
   if (existing && existing.brokerId !== brokerId) return false;
-  await tx.serviceRequest.upsert({ where: { id }, create: { ...data, id, brokerId }, update: data });
+  if (existing) {
+    await tx.serviceRequest.update({ where: { id }, data });
+    return true;
+  }
+  // Its relations only when they are shown: Prisma loads them concurrently, and pg warns of concurrent queries in a transaction.
+  events.push(requestEvent('request.created', await tx.serviceRequest.create({ data: { ...data, id, brokerId }, include: REQUEST_INCLUDE })));
   return true;
 }
 
 const CLEAR_DECISION = { reason: null, cancelWhen: null, denialReason: null, apiKeyId: null };
 
-async function putRequests(tx: Tx, brokerId: string, plan: PlanOf, ids: { example?: number; second?: number }, skipped: string[]): Promise<void> {
+async function putRequests(tx: Tx, brokerId: string, plan: PlanOf, ids: { example?: number; second?: number }, skipped: string[], events: NewEvent[]): Promise<void> {
   if (ids.example !== undefined) {
     const create = await putRequest(tx, brokerId, CREATE_REQUEST, {
       ...CLEAR_DECISION, serviceId: ids.example, type: 'create', status: 'approved', source: 'api', currentPlanId: null, requestedPlanId: plan('Standard VPS').id,
       hostname: 'web01.client.example', customerEmail: 'ops@client.example', customerName: 'Client Ltd', billingCycle: 'monthly',
       createdAt: at('2025-03-01T09:30:00.000Z'), updatedAt: at('2025-03-02T12:00:00.000Z'), decidedAt: at('2025-03-02T12:00:00.000Z'),
-    });
+    }, events);
     if (!create) skipped.push(`${formatRequestId(CREATE_REQUEST)}: another broker's request has that id`);
   }
   // On the second service, not on 482913570: a pending request there would turn the examples'
@@ -130,7 +168,7 @@ async function putRequests(tx: Tx, brokerId: string, plan: PlanOf, ids: { exampl
       ...CLEAR_DECISION, serviceId: ids.second, type: 'upgrade', status: 'pending', source: 'api', currentPlanId: plan('Standard VPS').id, requestedPlanId: plan('Professional VPS').id,
       hostname: 'shop.client.example', customerEmail: 'owner@client.example', customerName: 'Client Ltd', billingCycle: 'monthly',
       createdAt: at('2025-03-02T11:00:00.000Z'), updatedAt: at('2025-03-02T11:00:00.000Z'), decidedAt: null,
-    });
+    }, events);
     if (!pending) skipped.push(`${formatRequestId(PENDING_REQUEST)}: another broker's request has that id`);
   }
   // Explicit ids leave the id sequence behind them: it moves past them, so no later request collides.
@@ -377,8 +415,9 @@ export async function putContractExamples(
       };
       const ids: { example?: number; second?: number } = {};
       const serviceIds: number[] = [];
+      const events: NewEvent[] = [];
       for (const s of SERVICES) {
-        const id = await putService(tx, brokerId, plan, options.credentials, s);
+        const id = await putService(tx, brokerId, plan, options.credentials, s, events);
         if (id === undefined) {
           skipped.push(`service ${s.number}: another broker's service has that number`);
           continue;
@@ -387,8 +426,8 @@ export async function putContractExamples(
         if (s.number === EXAMPLE_SERVICE) ids.example = id;
         if (s.number === SECOND_SERVICE) ids.second = id;
       }
-      await closeOtherRequests(tx, serviceIds, options.now);
-      await putRequests(tx, brokerId, plan, ids, skipped);
+      await closeOtherRequests(tx, serviceIds, options.now, events);
+      await putRequests(tx, brokerId, plan, ids, skipped, events);
       await putInvoices(tx, brokerId, plan);
       let linkRunOk = false;
       for (const run of RUNS) {
@@ -400,6 +439,10 @@ export async function putContractExamples(
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now);
+      // The changes' events, in their transaction: after the endpoints at the examples' host are
+      // disabled (nothing is owed to a host that does not exist) and before the examples' events,
+      // which stay the first of the list (it is in the order events are written).
+      await recordEvents(tx, events, options.now);
       for (const id of await putEvents(tx, brokerId, endpoint, options.now)) skipped.push(`event ${id}: another broker or mode has that id`);
       return linkRunOk;
     },

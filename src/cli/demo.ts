@@ -1,9 +1,10 @@
 /**
  * `demo`: a ready-made broker to try the API with. The first run creates the broker (automatic
  * approval), a handful of services across statuses and plans, two pending requests and a few
- * months of invoices; every run puts the records openapi.yaml's examples name in place as the
- * examples show them (demo-examples.ts) and issues a fresh pair of admin:full keys (test and
- * live), since a key is shown only once and cannot be printed again.
+ * months of invoices, with each service's `service.created` and each request's `request.created`
+ * event in the same transaction, as the API writes them; every run puts the records openapi.yaml's
+ * examples name in place as the examples show them (demo-examples.ts) and issues a fresh pair of
+ * admin:full keys (test and live), since a key is shown only once and cannot be printed again.
  */
 import type { Plan, PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
@@ -12,6 +13,10 @@ import { randomId, randomServiceNumber } from '../shared/ids.ts';
 import { generatePassword } from '../services/generate.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
 import { putContractExamples } from './demo-examples.ts';
+import { requestEvent, serviceEvent } from './demo-events.ts';
+import { recordEvents } from '../events/store.ts';
+import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
+import type { ServiceWithPlan } from '../services/present.ts';
 
 export const DEMO_SLUG = 'demo';
 
@@ -77,7 +82,7 @@ function invoiceStatus(service: SampleService, monthsAgo: number): InvoiceStatus
 }
 
 type PlanOf = (name: string) => Plan;
-type DemoService = Awaited<ReturnType<Prisma.TransactionClient['service']['create']>>;
+type DemoService = ServiceWithPlan;
 
 async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, credentials: Credentials, now: Date): Promise<DemoService[]> {
   const numbers = await freeServiceNumbers(tx, SAMPLE_SERVICES.length);
@@ -101,18 +106,21 @@ async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string
           updatedAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : createdAt,
           cancelledAt: s.status === 'cancelled' ? new Date(now.getTime() - 30 * DAY) : null,
         },
+        include: { plan: true },
       }),
     );
   }
   return services;
 }
 
-async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
+/** The sample requests, as created (with what their events show). */
+async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<RequestWithRelations[]> {
+  const requests: RequestWithRelations[] = [];
   // Every service except the pending one came from an approved create request.
   for (const [i, s] of SAMPLE_SERVICES.entries()) {
     if (s.status === 'pending') continue;
     const at = services[i]!.createdAt;
-    await tx.serviceRequest.create({
+    requests.push(await tx.serviceRequest.create({
       data: {
         brokerId: brokerId,
         serviceId: services[i]!.id,
@@ -128,10 +136,11 @@ async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string
         updatedAt: at,
         decidedAt: at,
       },
-    });
+      include: REQUEST_INCLUDE,
+    }));
   }
   // Two requests waiting for a decision: an upgrade and a new service.
-  await tx.serviceRequest.create({
+  requests.push(await tx.serviceRequest.create({
     data: {
       brokerId: brokerId,
       serviceId: services[0]!.id,
@@ -144,8 +153,9 @@ async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string
       createdAt: new Date(now.getTime() - 2 * DAY),
       updatedAt: new Date(now.getTime() - 2 * DAY),
     },
-  });
-  await tx.serviceRequest.create({
+    include: REQUEST_INCLUDE,
+  }));
+  requests.push(await tx.serviceRequest.create({
     data: {
       brokerId: brokerId,
       type: 'create',
@@ -159,7 +169,9 @@ async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string
       createdAt: new Date(now.getTime() - DAY),
       updatedAt: new Date(now.getTime() - DAY),
     },
-  });
+    include: REQUEST_INCLUDE,
+  }));
+  return requests;
 }
 
 async function createDemoInvoices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
@@ -197,8 +209,14 @@ async function createDemoData(prisma: PrismaClient, credentials: Credentials, no
         return p;
       };
       const services = await createDemoServices(tx, broker.id, plan, credentials, now);
-      await createDemoRequests(tx, broker.id, plan, services, now);
+      const requests = await createDemoRequests(tx, broker.id, plan, services, now);
       await createDemoInvoices(tx, broker.id, plan, services, now);
+      // Dated the run, like the import's: the records are back-dated, their creation is now.
+      await recordEvents(
+        tx,
+        [...services.map((s) => serviceEvent('service.created', s)), ...requests.map((r) => requestEvent('request.created', r))],
+        now,
+      );
     },
     { maxWait: 30_000, timeout: 60_000 },
   );

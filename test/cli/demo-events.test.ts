@@ -1,0 +1,125 @@
+// `demo` writes the events of the changes it makes, in their transaction, as the API's operations
+// write theirs (src/cli/demo-events.ts): `service.created` and `request.created` for what it
+// creates, `request.denied` for each open request it closes on the example services (an
+// integrator's too), `service.updated` only for an example service it actually put back. Each
+// object is the record as GET shows it with the live key, without credentials.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import request from 'supertest';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { webhookEndpoint } from '../helpers/webhook-factories.ts';
+import type { Credentials } from '../../src/db/credentials.ts';
+import { DEMO_SLUG, runDemo } from '../../src/cli/demo.ts';
+import { formatRequestId } from '../../src/shared/ids.ts';
+
+let t: TestApp;
+let credentials: Credentials;
+let liveKey: string;
+let brokerId: string;
+/** The contract examples' events: rewritten by every run (demo-examples.ts), not changes of the run. */
+let exampleEvents: Set<string>;
+
+before(async () => {
+  // No workers: the deliveries the events owe stay pending, as written, for the assertions.
+  t = await createTestApp({}, { workers: false });
+  credentials = await t.deps.credentials();
+});
+after(async () => {
+  await t?.close();
+});
+
+interface StoredEvent {
+  id: string;
+  type: string;
+  mode: string;
+  createdAt: Date;
+  object: Record<string, unknown>;
+}
+
+/** The events written by one `demo` run at `now`, in the order written. */
+async function runEvents(now: Date): Promise<StoredEvent[]> {
+  const last = await t.prisma.event.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
+  liveKey = (await runDemo(t.prisma, { credentials, now })).result.live_key;
+  const rows = await t.prisma.event.findMany({ where: { seq: { gt: last?.seq ?? -1n } }, orderBy: { seq: 'asc' } });
+  return rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: (e.data as { object: Record<string, unknown> }).object }));
+}
+
+const live = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${liveKey}`);
+const post = (path: string, body: object = {}) => request(t.app).post(path).set('Authorization', `Bearer ${liveKey}`).send(body);
+
+/** GET /services/{n} with the live key, without its credentials. */
+async function shownService(serviceNumber: unknown): Promise<Record<string, unknown>> {
+  const res = await live(`/api/v1/services/${String(serviceNumber)}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const { credentials: _credentials, ...shown } = res.body.data as Record<string, unknown>;
+  return shown;
+}
+
+/** The request as GET /requests finds it with the live key. */
+async function shownRequest(requestId: unknown): Promise<Record<string, unknown>> {
+  const res = await live(`/api/v1/requests?search=${String(requestId)}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.data.length, 1, JSON.stringify(res.body));
+  return res.body.data[0] as Record<string, unknown>;
+}
+
+test('the first run writes service.created for each service and request.created for each request it creates, as GET shows them', async () => {
+  const now = new Date();
+  const events = await runEvents(now);
+  const broker = await t.prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG } });
+  brokerId = broker.id;
+  exampleEvents = new Set(events.filter((e) => e.createdAt.getTime() < now.getTime()).map((e) => e.id));
+  assert.equal(exampleEvents.size, 3, 'the examples\' three events, dated minutes before the run');
+  const changes = events.filter((e) => !exampleEvents.has(e.id));
+  assert.ok(changes.every((e) => e.mode === 'live' && e.createdAt.getTime() === now.getTime()), 'live, dated the run');
+  assert.ok(!JSON.stringify(changes).includes('credentials'), 'no credentials in any event');
+
+  const services = await t.prisma.service.findMany({ where: { brokerId }, orderBy: { id: 'asc' } });
+  const created = changes.filter((e) => e.type === 'service.created');
+  assert.deepEqual(created.map((e) => e.object.service_number).sort(), services.map((s) => s.serviceNumber).sort(), 'one per service');
+  for (const e of created) assert.deepEqual(e.object, await shownService(e.object.service_number));
+
+  const requests = await t.prisma.serviceRequest.findMany({ where: { brokerId }, orderBy: { id: 'asc' } });
+  const requested = changes.filter((e) => e.type === 'request.created');
+  assert.deepEqual(requested.map((e) => e.object.request_id).sort(), requests.map((r) => formatRequestId(r.id)).sort(), 'one per request');
+  for (const e of requested) assert.deepEqual(e.object, await shownRequest(e.object.request_id));
+
+  assert.equal(changes.length, created.length + requested.length, 'nothing else');
+});
+
+test("a later run denies an integrator's open request with request.denied, and writes service.updated only for the example services it changed back", async () => {
+  // An integrator's calls with the live key: an upgrade left open on 482913570, REQ-000044 approved
+  // (731845206 moves to Professional VPS), a new password for 615204387; 508716294 is left alone.
+  const upgrade = await post('/api/v1/services/482913570/upgrade', { plan: 'Professional VPS' });
+  assert.equal(upgrade.status, 202, JSON.stringify(upgrade.body));
+  assert.equal((await post('/api/v1/requests/REQ-000044/manage', { action: 'approve' })).status, 200);
+  assert.equal((await post('/api/v1/services/615204387/password')).status, 200);
+  const receiver = await webhookEndpoint(t.prisma, { brokerId });
+
+  const now = new Date();
+  const changes = (await runEvents(now)).filter((e) => !exampleEvents.has(e.id));
+  assert.deepEqual(
+    changes.map((e) => [e.type, e.type.startsWith('service.') ? e.object.service_number : e.object.request_id]),
+    [
+      ['service.updated', 731845206],
+      ['service.updated', 615204387],
+      ['request.denied', upgrade.body.data.request_id],
+    ],
+  );
+  assert.ok(changes.every((e) => e.mode === 'live' && e.createdAt.getTime() === now.getTime()));
+  for (const e of changes.filter((x) => x.type === 'service.updated')) assert.deepEqual(e.object, await shownService(e.object.service_number));
+  const denied = changes.find((e) => e.type === 'request.denied')!;
+  assert.deepEqual(denied.object, await shownRequest(denied.object.request_id));
+  assert.equal(denied.object.request_status, 'denied');
+  assert.equal(denied.object.decided_at, now.toISOString());
+  assert.equal((await shownService(731845206)).plan, 'Standard VPS', 'put back as the examples show it');
+
+  // The integrator's receiver is owed each of them; the examples' host (disabled by the run) none.
+  const owed = await t.prisma.webhookDelivery.findMany({ where: { eventId: { in: changes.map((e) => e.id) } }, select: { endpointId: true } });
+  assert.deepEqual(owed.map((d) => d.endpointId), changes.map(() => receiver));
+});
+
+test('a run that changes nothing writes no event', async () => {
+  const changes = (await runEvents(new Date())).filter((e) => !exampleEvents.has(e.id));
+  assert.deepEqual(changes, []);
+});
