@@ -65,9 +65,14 @@ function pgliteTemplate(): Promise<Blob> {
       await applyMigrations({ kind: 'pglite', pglite });
       const dump = await pglite.dumpDataDir('none');
       // Written aside and renamed: a test file starting meanwhile reads a whole template or none.
+      // Only a saving: a file that cannot be written (a full disk) leaves the next file to make its own.
       const partial = `${file}.${process.pid}`;
-      writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
-      renameSync(partial, file);
+      try {
+        writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+        renameSync(partial, file);
+      } catch {
+        rmSync(partial, { force: true });
+      }
       return dump;
     } finally {
       await pglite.close();
