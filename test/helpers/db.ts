@@ -3,22 +3,25 @@
  *
  * - Default: an in-memory PGlite. The first call in a process migrates one and keeps its
  *   data directory as a template; later calls start from that template (~0.5 s instead of a
- *   2–5 s initdb) and still run the migrations (a no-op) through the same code path.
+ *   2–5 s initdb) and still run the migrations (a no-op) through the same code path. The template
+ *   is also kept in the temporary directory, named by a hash of the migrations and of PGlite's
+ *   version, so the suite's other test files (processes of their own) start from it too.
  * - With DATABASE_URL set: CREATE DATABASE capi_test_<pid>_<random> on that server, migrate it,
  *   and DROP it (WITH (FORCE)) in drop().
  *
  *   const db = await createTestDatabase();
  *   after(() => db.drop());
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { openDatabase, pgliteSocketUrl, processIsAlive, runAdminSql, socketDirFor, type Database, type PrismaClient } from '../../src/db/client.ts';
-import { applyMigrations } from '../../src/db/migrate.ts';
+import { applyMigrations, readMigrationsList } from '../../src/db/migrate.ts';
 import { servePGliteSocket } from '../../src/db/pglite-socket.ts';
+import { ROOT_DIR } from '../../src/root.ts';
 
 export interface TestDatabase {
   prisma: PrismaClient;
@@ -35,12 +38,42 @@ export interface TestDatabase {
 
 let template: Promise<Blob> | undefined;
 
+/**
+ * Where the template of these migrations, made by these versions of PGlite and of the schema engine
+ * that applies them, is kept between test processes.
+ */
+async function templateFile(): Promise<string> {
+  const hash = createHash('sha256');
+  for (const pkg of ['@electric-sql/pglite', '@prisma/schema-engine-wasm']) {
+    hash.update(readFileSync(path.join(ROOT_DIR, 'node_modules', pkg, 'package.json')));
+  }
+  const migrations = await readMigrationsList();
+  hash.update(JSON.stringify([migrations.lockfile.content, migrations.migrationDirectories]));
+  return path.join(os.tmpdir(), `capi-pglite-template-${hash.digest('hex').slice(0, 16)}.tar`);
+}
+
 function pgliteTemplate(): Promise<Blob> {
   template ??= (async () => {
+    const file = await templateFile();
+    try {
+      return new Blob([readFileSync(file)]);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
     const pglite = await PGlite.create({ dataDir: 'memory://' });
     try {
       await applyMigrations({ kind: 'pglite', pglite });
-      return await pglite.dumpDataDir('none');
+      const dump = await pglite.dumpDataDir('none');
+      // Written aside and renamed: a test file starting meanwhile reads a whole template or none.
+      // Only a saving: a file that cannot be written (a full disk) leaves the next file to make its own.
+      const partial = `${file}.${process.pid}`;
+      try {
+        writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+        renameSync(partial, file);
+      } catch {
+        rmSync(partial, { force: true });
+      }
+      return dump;
     } finally {
       await pglite.close();
     }

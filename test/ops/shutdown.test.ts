@@ -110,15 +110,25 @@ test('SIGTERM during a report: readiness withdrawn while still serving, then no 
   }
 });
 
+/**
+ * The load tests start their servers on the DATA_DIR the first test set up (its database is there
+ * already): setting up a fresh one, the embedded database's longest start, is
+ * test/ops/database-process.test.ts's subject, not theirs.
+ */
+async function startOnData(): Promise<RoleProcess> {
+  await child?.kill('SIGKILL'); // the first test's server, should that test have failed before it exited
+  child = await startRole('all', { DATA_DIR: data.dir, SHUTDOWN_DELAY_MS: '1500', ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+  return child;
+}
+
 test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; the requests in flight are answered', async () => {
-  const loadData = tmpDir('capi-ops-shutdown-load-');
   let server: RoleProcess | undefined;
   try {
-    server = await startRole('all', { DATA_DIR: loadData.dir, SHUTDOWN_DELAY_MS: '1500', ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+    server = await startOnData();
     const url = new URL(server.url!);
     let key: string;
     {
-      const db = await connectForCli({ dataDir: loadData.dir, databaseUrl: pgdb?.url });
+      const db = await database();
       try {
         key = (await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 100_000 })).key;
       } finally {
@@ -175,7 +185,6 @@ test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; t
     assert.ok(outcomes.ok > 0, 'requests were served');
   } finally {
     await server?.kill('SIGKILL');
-    loadData.remove();
   }
 });
 
@@ -186,12 +195,11 @@ test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; t
  * sent). No request that was sent is reset.
  */
 test('SIGTERM under keep-alive load, clients ignoring /readyz: every request sent is answered, no reset; then ECONNREFUSED', async () => {
-  const loadData = tmpDir('capi-ops-shutdown-ignore-');
   let server: RoleProcess | undefined;
   try {
-    server = await startRole('all', { DATA_DIR: loadData.dir, SHUTDOWN_DELAY_MS: '1500', ...(pgdb ? { DATABASE_URL: pgdb.url } : {}) });
+    server = await startOnData();
     const url = new URL(server.url!);
-    const db = await connectForCli({ dataDir: loadData.dir, databaseUrl: pgdb?.url });
+    const db = await database();
     const key = await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 1_000_000 }).finally(() => db.close());
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     const outcomes = { ok: 0, closeAnswers: 0, refused: 0, failures: [] as string[] };
@@ -229,6 +237,5 @@ test('SIGTERM under keep-alive load, clients ignoring /readyz: every request sen
     assert.ok(outcomes.ok > 0);
   } finally {
     await server?.kill('SIGKILL');
-    loadData.remove();
   }
 });
