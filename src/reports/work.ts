@@ -58,8 +58,8 @@ export function createReportWork(parts: ReportWorkParts): ReportWork {
     config,
     // On PostgreSQL a build reads and stores through a connection of its thread's own. The embedded
     // database is one session behind its socket, shared by every client a statement at a time:
-    // there builds stay relayed, as measured before, because the thread's connection met protocol
-    // errors under six concurrent reports (bench/README.md, "third pass").
+    // there builds stay relayed, because the thread's own connection still meets protocol errors
+    // under six concurrent reports (bench/README.md, "third pass" and "sixth pass").
     buildUrl: database?.kind === 'postgres' ? database.databaseUrl : undefined,
     readChunk: chunks.read,
     // Room for the attachments of the runs a worker sends at once (2 builds at a time).
