@@ -18,6 +18,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../../generated/prisma/client.ts';
+import { CONNECT_TIMEOUT_MS } from './connect-timeout.ts';
 import { applyMigrations } from './migrate.ts';
 import { SOCKET_FILE, servePGliteSocket, socketAnswers, type PGliteSocketServerHandle } from './pglite-socket.ts';
 
@@ -108,9 +109,6 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
   return openPGlite(options);
 }
-
-/** How long the server waits for a new connection to its database (README, DB_STATEMENT_TIMEOUT_MS). */
-export const CONNECT_TIMEOUT_MS = 5000;
 
 async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): Promise<Database> {
   const appliedMigrations =

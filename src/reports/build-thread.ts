@@ -16,6 +16,7 @@
 import { finished } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { CONNECT_TIMEOUT_MS } from '../db/connect-timeout.ts';
 import { collectGarbage } from '../gc.ts';
 import { lowerThreadPriority } from '../shared/threads.ts';
 import { invoiceTable } from './invoice-table.ts';
@@ -137,7 +138,7 @@ function collectPastBufferBound(): void {
 async function runDirect(port: NonNullable<typeof parentPort>, init: ThreadInit, direct: DirectBuild): Promise<void> {
   const client = new pg.Client({
     connectionString: direct.url,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(direct.queryTimeoutMs === undefined ? {} : { query_timeout: direct.queryTimeoutMs }),
   });
   client.on('error', fail);

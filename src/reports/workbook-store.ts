@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { CONNECT_TIMEOUT_MS } from '../db/client.ts';
+import { CONNECT_TIMEOUT_MS } from '../db/connect-timeout.ts';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 
 /** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */

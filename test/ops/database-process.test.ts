@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CONNECT_TIMEOUT_MS, connectForCli, processIsAlive } from '../../src/db/client.ts';
+import { connectForCli, processIsAlive } from '../../src/db/client.ts';
+import { CONNECT_TIMEOUT_MS } from '../../src/db/connect-timeout.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startRole, tmpDir, waitUntil, type RoleProcess } from './helpers.ts';
 
