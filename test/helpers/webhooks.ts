@@ -9,6 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../../src/db/credentials.ts';
 import { randomId } from '../../src/shared/ids.ts';
+import type { AttemptOutcome } from '../../src/webhooks/delivery-store.ts';
 import { newEndpointSecret } from '../../src/webhooks/secrets.ts';
 
 export interface Received {
@@ -133,4 +134,20 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** The outcome of attempt `number` of a delivery that the receiver answered 500, with the schedule not run out. */
+export function failedAttempt(deliveryId: bigint, endpointId: string, number: number): AttemptOutcome {
+  return {
+    deliveryId: deliveryId.toString(),
+    endpointId,
+    number,
+    attemptedAt: new Date(),
+    ok: false,
+    gone: false,
+    statusCode: 500,
+    durationMs: 5,
+    nextDelayMs: 0,
+    disableAfterHours: 120,
+  };
 }

@@ -14,7 +14,7 @@ import { recordEvents } from '../../src/events/store.ts';
 import { recordAttempt } from '../../src/webhooks/delivery-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
-import { eventually, webhookEndpoint } from '../helpers/webhooks.ts';
+import { eventually, failedAttempt, webhookEndpoint } from '../helpers/webhooks.ts';
 import { PG_ADMIN_URL } from '../ops/helpers.ts';
 
 let db: TestDatabase;
@@ -51,18 +51,7 @@ describe('recording an attempt beside the endpoint being deleted', () => {
       // then() sends it now: a Prisma query waits for its first then().
       const deleting = db.prisma.webhookEndpoint.delete({ where: { id: endpoint.id } }).then((row) => row);
       await eventually(async () => ((await waitingOnLocks()) >= 1 ? true : undefined), 10_000, 'the deletion to wait');
-      const recording = recordAttempt(db.prisma, {
-        deliveryId: delivery.id.toString(),
-        endpointId: endpoint.id,
-        number: 1,
-        attemptedAt: new Date(),
-        ok: false,
-        gone: false,
-        statusCode: 500,
-        durationMs: 5,
-        nextDelayMs: 0,
-        disableAfterHours: 120,
-      });
+      const recording = recordAttempt(db.prisma, failedAttempt(delivery.id, endpoint.id, 1));
       await eventually(async () => ((await waitingOnLocks()) >= 2 ? true : undefined), 10_000, 'the attempt to wait');
       await holder.query('COMMIT');
       const [deleted, recorded] = await Promise.allSettled([deleting, recording]);

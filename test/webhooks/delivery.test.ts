@@ -16,7 +16,7 @@ import { createWebhookWork, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AGENT, type Web
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
-import { eventually, inTurn, startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
+import { eventually, failedAttempt, inTurn, startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 
 const TIMEOUT_MS = 1000;
 
@@ -193,18 +193,7 @@ describe('webhook delivery', () => {
     });
     const job = { data: { deliveryId: d.id.toString(), number: 1 } } as Job<WebhookJobData>;
     assert.deepEqual(await work.process(job), { skipped: 'not this attempt' });
-    const again = await recordAttempt(t.prisma, {
-      deliveryId: d.id.toString(),
-      endpointId: b.endpoint.id,
-      number: 1,
-      attemptedAt: new Date(),
-      ok: false,
-      gone: false,
-      statusCode: 500,
-      durationMs: 5,
-      nextDelayMs: 0,
-      disableAfterHours: 120,
-    });
+    const again = await recordAttempt(t.prisma, failedAttempt(d.id, b.endpoint.id, 1));
     assert.deepEqual(again, { recorded: false });
     const later = await deliveryOf(eventId!, b.endpoint.id);
     assert.deepEqual([later.status, later.attempts, later.attemptsMade.map((a) => a.statusCode)], ['delivered', 1, [200]]);
