@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { storedEvents, type StoredEvent } from '../helpers/events.ts';
 import { webhookEndpoint } from '../helpers/webhook-factories.ts';
 import type { Credentials } from '../../src/db/credentials.ts';
 import { DEMO_SLUG, runDemo } from '../../src/cli/demo.ts';
@@ -28,20 +29,11 @@ after(async () => {
   await t?.close();
 });
 
-interface StoredEvent {
-  id: string;
-  type: string;
-  mode: string;
-  createdAt: Date;
-  object: Record<string, unknown>;
-}
-
 /** The events written by one `demo` run at `now`, in the order written. */
 async function runEvents(now: Date): Promise<StoredEvent[]> {
   const last = await t.prisma.event.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
   liveKey = (await runDemo(t.prisma, { credentials, now })).result.live_key;
-  const rows = await t.prisma.event.findMany({ where: { seq: { gt: last?.seq ?? -1n } }, orderBy: { seq: 'asc' } });
-  return rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: (e.data as { object: Record<string, unknown> }).object }));
+  return storedEvents(t.prisma, { seq: { gt: last?.seq ?? -1n } });
 }
 
 const live = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${liveKey}`);

@@ -12,6 +12,7 @@ import { CHUNK_SIZE, importInvoices, importServices } from '../../src/cli/import
 import { serviceData } from '../../src/services/present.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker, type TestBroker } from '../helpers/factories.ts';
+import { storedEvents, type StoredEvent } from '../helpers/events.ts';
 import { webhookEndpoint } from '../helpers/webhook-factories.ts';
 
 let t: TestApp;
@@ -46,18 +47,7 @@ function rows(n: number, extra: (i: number) => Record<string, unknown> = () => (
   }));
 }
 
-interface StoredEvent {
-  id: string;
-  type: string;
-  mode: string;
-  createdAt: Date;
-  object: Record<string, unknown>;
-}
-
-async function eventsOf(brokerId: string): Promise<StoredEvent[]> {
-  const rows = await t.prisma.event.findMany({ where: { brokerId }, orderBy: { seq: 'asc' } });
-  return rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: (e.data as { object: Record<string, unknown> }).object }));
-}
+const eventsOf = (brokerId: string) => storedEvents(t.prisma, { brokerId });
 
 const byNumber = (events: StoredEvent[]) => new Map(events.map((e) => [e.object.service_number as number, e]));
 
