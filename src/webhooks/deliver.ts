@@ -120,7 +120,17 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
       if (status === undefined) resolve({ ok: false, error: error ?? 'no answer', durationMs: durationMs(), gone: false });
       else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410, responseExcerpt: excerpt.text() });
     };
-    const timer = setTimeout(() => settle(`timeout after ${attempt.timeoutMs} ms`), attempt.timeoutMs);
+    // A timer counts from the event loop's cached clock, which lags the real one while the thread
+    // is busy (the embedded database runs on it), so it can fire early: the attempt ends only once
+    // the timeout has truly passed, and the recorded duration is never under it.
+    let timer: NodeJS.Timeout;
+    const expireAt = started + attempt.timeoutMs;
+    const arm = (): void => {
+      const left = Math.ceil(expireAt - performance.now());
+      if (left > 0) timer = setTimeout(arm, left);
+      else settle(`timeout after ${attempt.timeoutMs} ms`);
+    };
+    timer = setTimeout(arm, attempt.timeoutMs);
     try {
       request = send(url, attempt, (res) => {
         status = res.statusCode;
