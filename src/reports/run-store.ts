@@ -168,9 +168,6 @@ const outcomeChange = (o: RecipientOutcome): Prisma.ReportRecipientUpdateInput =
     ? { status: 'sent', messageId: o.messageId, sentAt: new Date(), error: null, claimedAt: null, linkExpiresAt: o.linkExpiresAt }
     : { status: o.final ? 'failed' : 'pending', error: o.error, claimedAt: null };
 
-export const recordSent = (prisma: PrismaClient, recipientId: number, messageId: string, linkExpiresAt: Date | null) =>
-  prisma.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange({ sent: true, messageId, linkExpiresAt }) });
-
 /** A failed attempt: final, or waiting for the next one. */
 export const recordSendFailed = (prisma: PrismaClient, recipientId: number, error: string, final: boolean) =>
   prisma.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange({ sent: false, error, final }) });

@@ -11,7 +11,6 @@ import {
   failRunRecords,
   recordOutcomeAndCounts,
   recordSendFailed,
-  recordSent,
   settleRunCounts,
 } from '../../src/reports/run-store.ts';
 import { findReportRun } from '../../src/reports/runs.ts';
@@ -36,6 +35,10 @@ async function sendingRun(emails: string[]): Promise<{ runId: string; recipientI
   return { runId: id, recipientIds: recipients.map((r) => r.id) };
 }
 
+/** A recipient whose e-mail the SMTP server accepted, as a send records it (without the run's counts). */
+const markSent = (recipientId: number, messageId: string) =>
+  db.prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'sent', messageId, sentAt: new Date(), error: null, claimedAt: null } });
+
 const runOf = (runId: string) => db.prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
 
 describe('report run counts (src/reports/run-store.ts)', () => {
@@ -57,7 +60,7 @@ describe('report run counts (src/reports/run-store.ts)', () => {
 
   test('a settle with recipients still open stores the counts and leaves the run sending', async () => {
     const { runId, recipientIds: [a, b] } = await sendingRun(['a@example.com', 'b@example.com', 'c@example.com']);
-    await recordSent(db.prisma, a!, '<m1@example.com>', null);
+    await markSent(a!, '<m1@example.com>');
     await recordSendFailed(db.prisma, b!, 'mailbox unavailable', true);
     assert.deepEqual(await settleRunCounts(db.prisma, runId), { counts: { sent: 1, failed: 1, pending: 1 }, completed: false });
     const run = await runOf(runId);
@@ -74,7 +77,7 @@ describe('report run counts (src/reports/run-store.ts)', () => {
 
   test('the run\'s end writes its event once: report.completed with the run as GET /reports/{id} shows it', async () => {
     const { runId, recipientIds: [a] } = await sendingRun(['a@example.com']);
-    await recordSent(db.prisma, a!, '<m@example.com>', null);
+    await markSent(a!, '<m@example.com>');
     assert.equal((await settleRunCounts(db.prisma, runId)).completed, true);
     assert.equal((await settleRunCounts(db.prisma, runId)).completed, false, 'a completed run is not completed again');
     const events = await db.prisma.event.findMany({ where: { brokerId, type: { startsWith: 'report.' } } });
