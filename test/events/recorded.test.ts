@@ -9,6 +9,7 @@ import request from 'supertest';
 import { applyAllDueCancellations } from '../../src/services/store.ts';
 import { formatRequestId } from '../../src/shared/ids.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { eventsWrittenBy } from '../helpers/events.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service, serviceRequest } from '../helpers/service-factories.ts';
 
@@ -33,19 +34,8 @@ after(async () => {
 const post = (key: string, path: string, body: object = {}) => request(t.app).post(path).set('Authorization', `Bearer ${key}`).send(body);
 const get = (key: string, path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
 
-interface StoredEvent {
-  type: string;
-  mode: string;
-  object: Record<string, unknown>;
-}
-
 /** The broker's events written by `change`, oldest first. */
-async function eventsOf(brokerId: string, change: () => Promise<unknown>): Promise<StoredEvent[]> {
-  const last = await t.prisma.event.findFirst({ where: { brokerId }, orderBy: { seq: 'desc' }, select: { seq: true } });
-  await change();
-  const rows = await t.prisma.event.findMany({ where: { brokerId, seq: { gt: last?.seq ?? -1n } }, orderBy: { seq: 'asc' } });
-  return rows.map((e) => ({ type: e.type, mode: e.mode, object: (e.data as { object: Record<string, unknown> }).object }));
-}
+const eventsOf = async (brokerId: string, change: () => Promise<unknown>) => (await eventsWrittenBy(t.prisma, brokerId, change)).events;
 
 const NEW_SERVICE = { plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example', customer_name: 'Client Ltd' };
 

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { eventsWrittenBy } from '../helpers/events.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 
@@ -54,19 +55,10 @@ function send(key: string, call: Call) {
   return r;
 }
 
-interface StoredEvent {
-  id: string;
-  type: string;
-  mode: string;
-  object: Record<string, unknown>;
-}
-
 /** The broker's events written by `change`, oldest first, with the answer it got. */
-async function eventsOf(brokerId: string, change: () => Promise<request.Response>): Promise<{ res: request.Response; events: StoredEvent[] }> {
-  const last = await t.prisma.event.findFirst({ where: { brokerId }, orderBy: { seq: 'desc' }, select: { seq: true } });
-  const res = await change();
-  const rows = await t.prisma.event.findMany({ where: { brokerId, seq: { gt: last?.seq ?? -1n } }, orderBy: { seq: 'asc' } });
-  return { res, events: rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, object: (e.data as { object: Record<string, unknown> }).object })) };
+async function eventsOf(brokerId: string, change: () => Promise<request.Response>) {
+  const { result: res, events } = await eventsWrittenBy(t.prisma, brokerId, change);
+  return { res, events };
 }
 
 const NEW_SERVICE = { plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example', customer_name: 'Client Ltd' };

@@ -14,3 +14,10 @@ export async function storedEvents(prisma: PrismaClient, where: Prisma.EventWher
   const rows = await prisma.event.findMany({ where, orderBy: { seq: 'asc' } });
   return rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: (e.data as { object: Record<string, unknown> }).object }));
 }
+
+/** What `change` came to, and the broker's events it wrote, oldest first. */
+export async function eventsWrittenBy<T>(prisma: PrismaClient, brokerId: string, change: () => Promise<T>): Promise<{ result: T; events: StoredEvent[] }> {
+  const last = await prisma.event.findFirst({ where: { brokerId }, orderBy: { seq: 'desc' }, select: { seq: true } });
+  const result = await change();
+  return { result, events: await storedEvents(prisma, { brokerId, seq: { gt: last?.seq ?? -1n } }) };
+}
