@@ -19,6 +19,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../../generated/prisma/client.ts';
 import { CONNECT_TIMEOUT_MS } from './connect-timeout.ts';
+import { OneQueryAtATimeClient } from './one-at-a-time.ts';
 import { applyMigrations } from './migrate.ts';
 import { SOCKET_FILE, servePGliteSocket, socketAnswers, type PGliteSocketServerHandle } from './pglite-socket.ts';
 
@@ -116,6 +117,7 @@ async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): 
       ? []
       : await applyMigrations({ kind: 'postgres', connectionString: databaseUrl }, { log: options.log });
   const pool = new pg.Pool({
+    Client: OneQueryAtATimeClient,
     connectionString: databaseUrl,
     max: options.poolMax ?? 10,
     // A server that accepts connections but never completes the start-up is an error, not a hang.
@@ -243,6 +245,7 @@ export async function serveEmbeddedDatabase(options: {
 export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeoutMs?: number): Database {
   const socketDir = socketDirFor(dataDir);
   const pool = new pg.Pool({
+    Client: OneQueryAtATimeClient,
     host: socketDir,
     port: 5432,
     user: 'postgres',

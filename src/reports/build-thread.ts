@@ -15,9 +15,8 @@
  */
 import { finished } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';
-import pg from 'pg';
 import { CONNECT_TIMEOUT_MS } from '../db/connect-timeout.ts';
-import { oneAtATime } from '../db/one-at-a-time.ts';
+import { OneQueryAtATimeClient } from '../db/one-at-a-time.ts';
 import { collectGarbage } from '../gc.ts';
 import { lowerThreadPriority } from '../shared/threads.ts';
 import { invoiceTable } from './invoice-table.ts';
@@ -137,7 +136,8 @@ function collectPastBufferBound(): void {
 }
 
 async function runDirect(port: NonNullable<typeof parentPort>, init: ThreadInit, direct: DirectBuild): Promise<void> {
-  const client = new pg.Client({
+  // The chunks are stored while the next page is read, on this one connection.
+  const client = new OneQueryAtATimeClient({
     connectionString: direct.url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(direct.queryTimeoutMs === undefined ? {} : { query_timeout: direct.queryTimeoutMs }),
@@ -146,18 +146,16 @@ async function runDirect(port: NonNullable<typeof parentPort>, init: ThreadInit,
   await client.connect();
   try {
     const { target } = direct;
-    // The chunks are stored while the next page is read, on the one connection.
-    const inTurn = oneAtATime();
     // node-postgres sends a Buffer as a binary parameter: the chunk's bytes as they are, no base64.
     const insert = async (runId: string, build: string, seq: number, data: Uint8Array<ArrayBuffer>) => {
-      await inTurn(() => client.query(INSERT_CHUNK_SQL, [runId, build, seq, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+      await client.query(INSERT_CHUNK_SQL, [runId, build, seq, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]);
     };
     const out = new WorkbookWriter(insert, target.runId, target.build, target.chunkBytes, target.keepUpTo);
     out.on('error', fail);
     const workbook = startWorkbook(init);
     workbook.writer.output.on('error', fail).pipe(out);
     const stored = finished(out);
-    const query = async (sql: string, params: unknown[]) => (await inTurn(() => client.query<PageRow>(sql, params))).rows;
+    const query = async (sql: string, params: unknown[]) => (await client.query<PageRow>(sql, params)).rows;
     for await (const text of pagesOf(direct.scope, query)) {
       await workbook.addPage(text);
       collectPastBufferBound();
