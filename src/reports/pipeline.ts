@@ -75,7 +75,7 @@ const BUILD_JOB_ATTEMPTS = 5;
 /** What every step of the pipeline works with. */
 export interface Pipeline {
   prisma: PrismaClient;
-  /** PostgreSQL's connection string: builds read and store through a connection of their thread's own (build.ts); unset: relayed. */
+  /** The database's connection string (PostgreSQL, or the embedded database's socket): builds read and store through a connection of their thread's own (build.ts); unset: relayed. */
   buildUrl?: string | undefined;
   /** Reads stored workbook chunks (workbook-store.ts, chunkReader). */
   readChunk: ReadChunk;

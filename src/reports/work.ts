@@ -56,11 +56,11 @@ export function createReportWork(parts: ReportWorkParts): ReportWork {
     ...rest,
     prisma,
     config,
-    // On PostgreSQL a build reads and stores through a connection of its thread's own. The embedded
-    // database is one session behind its socket, shared by every client a statement at a time:
-    // there builds stay relayed, because the thread's own connection still meets protocol errors
-    // under six concurrent reports (bench/README.md, "third pass" and "sixth pass").
-    buildUrl: database?.kind === 'postgres' ? database.databaseUrl : undefined,
+    // A build reads and stores through a connection of its thread's own wherever the database has a
+    // connection string: PostgreSQL, or the embedded database's socket, where each unit of work takes
+    // the one session in turn, as the process's own queries do. Without one (a process that opened
+    // PGlite itself) the build is relayed through this thread.
+    buildUrl: database?.databaseUrl,
     readChunk: chunks.read,
     // Room for the attachments of the runs a worker sends at once (2 builds at a time).
     workbooks: new WorkbookCache(2 * config.reportAttachmentMaxBytes),
