@@ -162,9 +162,12 @@ export class SessionLockQueue {
     try {
       if (!this.db.closed) {
         await this.db.runExclusive(async () => {
-          // End any half-sent extended-protocol sequence, then drop an open transaction.
-          await this.db.execProtocolRaw(SYNC);
-          if (this.db.isInTransaction()) await this.db.execProtocolRaw(simpleQuery('ROLLBACK'));
+          // End any half-sent extended-protocol sequence, then drop an open transaction. The answers
+          // go nowhere: PGlite writes a raw call's answer to the callback of the last streamed one,
+          // which may be another connection's, and that connection would read them as its own.
+          const discard = { onRawData: () => {} };
+          await this.db.execProtocolRawStream(SYNC, discard);
+          if (this.db.isInTransaction()) await this.db.execProtocolRawStream(simpleQuery('ROLLBACK'), discard);
         });
       }
     } catch {
