@@ -13,12 +13,12 @@ import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './workbook
  * worker thread, because a build is seconds of CPU and `npm start` runs the API in the same process:
  * on the API's thread it held every other broker's requests.
  *
- * Given a connection string (the servers give theirs: PostgreSQL's or the embedded database's socket,
- * src/reports/work.ts), the thread also
- * reads the rows and stores the workbook through a connection of its own (storeWorkbook): the
- * pages' text and the stored chunks were the API heap's largest garbage, which V8 let grow by well
- * over 100 MB before collecting it. Without one (a process that opened PGlite itself, as tests do)
- * this side reads the pages and hands them over, and stores the bytes that come back.
+ * Given a connection string (the servers give theirs: PostgreSQL's, or the embedded database's
+ * socket; src/reports/work.ts), the thread also reads the rows and stores the workbook through a
+ * connection of its own (storeWorkbook): the pages' text and the stored chunks were the API heap's
+ * largest garbage, which V8 let grow by well over 100 MB before collecting it. Without one (a
+ * process that opened PGlite itself, as tests do) this side reads the pages and hands them over,
+ * and stores the bytes that come back.
  */
 export interface BuildOptions {
   /** Data rows per table sheet (Excel's limit by default; tests use a few). */

@@ -120,9 +120,9 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
       if (status === undefined) resolve({ ok: false, error: error ?? 'no answer', durationMs: durationMs(), gone: false });
       else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410, responseExcerpt: excerpt.text() });
     };
-    // A timer counts from the event loop's cached clock, which lags the real one while the thread
-    // is busy (the embedded database runs on it), so it can fire early: the attempt ends only once
-    // the timeout has truly passed, and the recorded duration is never under it.
+    // A timer counts whole milliseconds of the event loop's clock and can fire up to one before the
+    // time measured here has passed: the attempt ends only once the timeout has truly passed, so
+    // the recorded duration of `timeout after N ms` is never under N.
     let timer: NodeJS.Timeout;
     const expireAt = started + attempt.timeoutMs;
     const arm = (): void => {
