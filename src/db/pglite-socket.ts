@@ -26,7 +26,8 @@ import { PGLiteSocketHandler } from '@electric-sql/pglite-socket';
 const PROTOCOL_3 = 196608;
 const SYNC = Uint8Array.from([0x53, 0, 0, 0, 4]); // 'S', length 4
 
-function simpleQuery(sql: string): Uint8Array {
+/** A simple-protocol Query message. */
+export function simpleQuery(sql: string): Uint8Array {
   const body = Buffer.from(sql + '\0', 'utf8');
   const msg = Buffer.alloc(5 + body.length);
   msg.write('Q', 0, 'ascii');

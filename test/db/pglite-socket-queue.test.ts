@@ -6,17 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
-import { SessionLockQueue } from '../../src/db/pglite-socket.ts';
-
-/** A simple-protocol Query message. */
-function simpleQuery(sql: string): Uint8Array {
-  const body = Buffer.from(`${sql}\0`, 'utf8');
-  const message = Buffer.alloc(5 + body.length);
-  message.write('Q', 0, 'ascii');
-  message.writeInt32BE(4 + body.length, 1);
-  body.copy(message, 5);
-  return message;
-}
+import { SessionLockQueue, simpleQuery } from '../../src/db/pglite-socket.ts';
 
 /** The type letters of the backend messages in `bytes`, in order. */
 function messageTypes(bytes: Buffer): string {
