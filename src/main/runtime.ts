@@ -74,7 +74,6 @@ async function openRuntimeDatabase(role: Role, config: Config, logger: Logger, e
     return connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
   }
   if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
-    // The embedded database runs in a child process of its own (src/db/process.ts).
     return startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
   }
   return openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
