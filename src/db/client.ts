@@ -24,8 +24,8 @@ export const PGLITE_TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 20_000 } a
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
- * PGlite's WASM memory never shrinks and PostgreSQL touches all of `shared_buffers` at start, so a
- * small pool (its files sit in the OS page cache anyway; bench/README.md). One session: 10 connections is plenty.
+ * PGlite's WASM memory never shrinks and PostgreSQL touches all of `shared_buffers` at start, so the
+ * pool is kept small: its files sit in the OS page cache anyway (bench/README.md). One session: 10 connections is plenty.
  */
 export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_connections: '10' };
 
