@@ -1,8 +1,7 @@
 /**
  * In the database, so every API process sees the same keys. The effect and the move to `applied`
- * commit in ONE transaction, which only the `owner` can make:
- * so a lease that ran out on a `running` row proves nothing took effect and the key may run again,
- * while an `applied` row (its answer never recorded) never runs again.
+ * commit in ONE transaction, which only the `owner` can make: so a lease that ran out on a `running`
+ * row proves nothing took effect and the key may run again, while an `applied` row never runs again.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
