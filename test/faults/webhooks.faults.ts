@@ -12,7 +12,7 @@ import pg from 'pg';
 import type { Database } from '../../src/db/client.ts';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { recordEvents } from '../../src/events/store.ts';
-import { PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/work.ts';
+import { PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/dispatcher.ts';
 import { broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, verified, webhookEndpoint, type Answer, type Receiver, type TestEndpoint } from '../helpers/webhooks.ts';
 import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
