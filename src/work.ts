@@ -31,7 +31,7 @@ import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
 import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 import { openCredentials } from './db/credentials.ts';
 import { lazy } from './shared/lazy.ts';
-import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/work.ts';
+import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/dispatcher.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
 

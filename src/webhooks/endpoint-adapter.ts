@@ -13,7 +13,12 @@ import type { EndpointChange } from './endpoint-store.ts';
 import { checkEventTypes, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
 
 export function webhookEndpointUseCases(deps: AppDeps): ByMode<WebhookEndpointUseCases> {
-  const parts: EndpointDeps = { prisma: deps.prisma, credentials: deps.credentials, destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
+  const parts: EndpointDeps = {
+    prisma: deps.prisma,
+    credentials: deps.credentials,
+    destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls },
+    endpointsPerBroker: deps.config.webhookEndpointsPerBroker,
+  };
   return { live: webhookEndpoints(parts, 'live'), sandbox: webhookEndpoints(parts, 'test') };
 }
 

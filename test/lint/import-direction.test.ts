@@ -52,14 +52,14 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/events/reads.ts', '../http/errors.ts', false],
   ['src/events/adapter.ts', '../http/operation.ts', true],
   ['src/services/store.ts', '../webhooks/endpoint-store.ts', false],
-  ['src/webhooks/work.ts', '../config.ts', true],
-  ['src/webhooks/work.ts', '../jobs/index.ts', true],
+  ['src/webhooks/dispatcher.ts', '../config.ts', true],
+  ['src/webhooks/dispatcher.ts', '../jobs/index.ts', true],
   ['src/webhooks/delivery-store.ts', '../events/store.ts', true],
-  ['src/webhooks/work.ts', '../reports/pipeline.ts', false],
-  ['src/webhooks/work.ts', '../services/store.ts', false],
+  ['src/webhooks/dispatcher.ts', '../reports/pipeline.ts', false],
+  ['src/webhooks/dispatcher.ts', '../services/store.ts', false],
   ['src/webhooks/sign.ts', '../redis.ts', false],
-  ['src/jobs/queues.ts', '../webhooks/work.ts', false],
-  ['src/events/store.ts', '../webhooks/work.ts', false],
+  ['src/jobs/queues.ts', '../webhooks/dispatcher.ts', false],
+  ['src/events/store.ts', '../webhooks/dispatcher.ts', false],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {

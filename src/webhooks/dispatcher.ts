@@ -3,8 +3,8 @@
  * the attempts:
  *
  *   change + event + webhook_deliveries (pending, due now), one transaction (src/events/store.ts)
- *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease
- *        (at most PER_ENDPOINT_IN_FLIGHT per endpoint) ── webhooks job `<delivery>.<attempt>`
+ *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease,
+ *        fairly (src/webhooks/delivery-store.ts, claimDue) ── webhooks job `<delivery>.<attempt>`
  *          └─ processor: sign (both secrets during a rotation) ── POST ── record the attempt,
  *             the delivery's new state and the endpoint's figures in one transaction
  *
@@ -28,11 +28,21 @@ import { signatureHeaders } from './sign.ts';
 /** The queue of webhook attempts. */
 export const WEBHOOKS_QUEUE = 'webhooks';
 
-/** Attempts at once in one worker process: they mostly wait on the network. */
+/**
+ * Attempts at once in one worker process: they mostly wait on the network. It also bounds the
+ * deliveries under a lease at once, every worker's together, so a claimed attempt never waits in
+ * the queue behind others (with more workers, some of their slots stay free).
+ */
 export const WEBHOOK_CONCURRENCY = 32;
 
 /** Deliveries of one endpoint under a lease at once: a slow or dead endpoint holds this many slots, never all. */
 export const PER_ENDPOINT_IN_FLIGHT = 4;
+
+/** Deliveries of one broker in one mode under a lease at once: its slow endpoints hold this many slots, live and test each. */
+export const PER_BROKER_IN_FLIGHT = 8;
+
+/** Test-mode deliveries under a lease at once, every broker's: the sandbox never takes more of the live deliveries' slots. */
+export const TEST_MODE_IN_FLIGHT = 12;
 
 /** How often each worker claims due deliveries: a new event's first attempt starts within about this. */
 export const DISPATCH_MS = 250;
@@ -149,7 +159,14 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   async function dispatch(): Promise<number> {
     if (!(await anyDue(prisma))) return 0;
     await failDeliveriesOfDisabledEndpoints(prisma);
-    const claimed = await claimDue(prisma, { limit: 2 * WEBHOOK_CONCURRENCY, perEndpoint: PER_ENDPOINT_IN_FLIGHT, leaseMs });
+    const claimed = await claimDue(prisma, {
+      limit: WEBHOOK_CONCURRENCY,
+      inFlight: WEBHOOK_CONCURRENCY,
+      perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+      perBroker: PER_BROKER_IN_FLIGHT,
+      testMode: TEST_MODE_IN_FLIGHT,
+      leaseMs,
+    });
     for (const { deliveryId, number } of claimed) {
       // A job still queued under this id (a lease that lapsed while it waited) is left as it is.
       await queues.add(WEBHOOKS_QUEUE, 'deliver', { deliveryId, number } satisfies WebhookJobData, { jobId: webhookJobId(deliveryId, number), attempts: 1 });
