@@ -33,7 +33,8 @@ import {
 const skip = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 const KEY = randomBytes(32).toString('hex');
 const RECONCILE_MS = 5000;
-const WEBHOOK_TIMEOUT_MS = 10_000;
+/** Long enough for the second worker to start while the first attempt still hangs. */
+const WEBHOOK_TIMEOUT_MS = 30_000;
 const LEASE_MS = WEBHOOK_TIMEOUT_MS + 10_000;
 const HELD = 'held@example.com';
 
@@ -113,8 +114,8 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     ctx.diagnostic(`REPORT_RECONCILE_MS=${RECONCILE_MS}: the claimed recipient went out ${ms} ms after the kill`);
     // The claim is free within 3 × REPORT_RECONCILE_MS (15 s); the job's hand-over is the longer wait.
     assert.ok(ms < Math.max(3 * RECONCILE_MS, HANDOVER_MS) + MARGIN_MS, `${ms} ms`);
-    const recipient = await db.prisma.reportRecipient.findFirstOrThrow({ where: { email: HELD } });
-    assert.equal(recipient.status, 'sent');
+    // The record follows the server's acceptance.
+    await waitUntil(async () => (await db.prisma.reportRecipient.findFirstOrThrow({ where: { email: HELD } })).status === 'sent', 10_000, 'the recipient to be recorded sent');
   });
 
   test('a webhook delivery it had leased is attempted again after its lease lapsed and its job was handed over', async (ctx) => {
@@ -130,6 +131,7 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     await anotherWorker();
     await holder.kill('SIGKILL');
     const killedAt = Date.now();
+    assert.ok(killedAt - firstAt < WEBHOOK_TIMEOUT_MS - 2000, `killed ${killedAt - firstAt} ms into the attempt: it had to be under way still`);
     await waitUntil(() => receiver.to('dead').length >= 2, HANDOVER_MS + MARGIN_MS, 'the other worker to attempt it again');
     const againAt = receiver.to('dead')[1]!.at;
     ctx.diagnostic(`WEBHOOK_TIMEOUT_MS=${WEBHOOK_TIMEOUT_MS}: attempted again ${againAt - firstAt} ms after the first attempt, ${againAt - killedAt} ms after the kill`);
