@@ -16,6 +16,7 @@ import { createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
+import { checkCredentialsKey, loadCredentialsKey } from '../db/credentials.ts';
 import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import { loadedOnce, type AppDeps } from '../deps.ts';
@@ -155,15 +156,42 @@ async function startJobs(
   return { jobs, workbookReads };
 }
 
+/**
+ * The settings a process running apart cannot default, each refused by name: defaulted, each
+ * would make it half-work (a Redis of its own, a key of its own under its DATA_DIR, download
+ * links to its own HOST:PORT where no API listens).
+ */
+function requireSharedSettings(role: Role, config: Config, env: NodeJS.ProcessEnv): void {
+  if (role === 'all') return;
+  if (!config.redisUrl) {
+    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
+  }
+  if (config.databaseUrl && !config.credentialsKey) {
+    throw new Error(`npm run start:${role} runs apart on PostgreSQL, so every process needs one shared CREDENTIALS_KEY (64 hex characters, e.g. \`openssl rand -hex 32\`)`);
+  }
+  if (role === 'worker' && !env.PUBLIC_BASE_URL?.trim()) {
+    throw new Error('npm run start:worker writes the report download links, so it needs PUBLIC_BASE_URL: the address people reach the API at');
+  }
+}
+
+/**
+ * The credentials key (CREDENTIALS_KEY, or the key file under DATA_DIR) against the fingerprint
+ * the database recorded at its first start (recorded now when there is none): a process with
+ * another key is refused before it serves or takes a job.
+ */
+async function checkKeyAgainstDatabase(config: Config, database: Database, logger: Logger): Promise<void> {
+  const source = { envKey: config.credentialsKey, dataDir: config.dataDir };
+  const outcome = await checkCredentialsKey(database.prisma, await loadCredentialsKey(source), source);
+  logger.info({ component: 'credentials' }, outcome === 'recorded' ? 'credentials key fingerprint recorded in the database' : 'credentials key matches the database');
+}
+
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);
   protectDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
-  if (role !== 'all' && !config.redisUrl) {
-    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
-  }
+  requireSharedSettings(role, config, env);
   const closers: Array<[string, () => Promise<void>]> = [];
   let preStopMs = 0;
   const closeAll = async (): Promise<void> => {
@@ -185,6 +213,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     if (database.appliedMigrations.length > 0) {
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
+    await checkKeyAgainstDatabase(config, database, logger);
 
     const { jobs, workbookReads } = await startJobs(role, { redisEndpoint, database, config, logger }, options, closers);
 

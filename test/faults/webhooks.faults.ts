@@ -51,6 +51,7 @@ before(async () => {
   };
   // The API plays no part in delivery; it runs as in production, beside the worker.
   api = await startRole('api', env);
+  env.PUBLIC_BASE_URL = api.url; // a worker apart needs it (issue 32 row 8)
   children.push(api);
   worker = await startRole('worker', env);
   children.push(worker);
