@@ -3,21 +3,23 @@
  * src/logger.ts, remove the `Authorization` header and key-named fields). Text is read as a person
  * would: percent-encoding (once or more) and `+` decoded, letters in any case. A key is any
  * spelling of its prefix (`_`, `-`, `.`, white space, other separators or none between `sk`, the
- * mode and the secret) and the run of secret characters after it; a run as long as a key's secret
- * is one too, prefix or not (no id of the contract is). When anything is found, the decoded text
- * is what gets logged, scrubbed.
+ * mode and the secret) and the run of secret characters after it. Any run of id characters (letters,
+ * digits, `_`, `-`) as long as a key's secret is one too, prefix or not: no id of the contract is,
+ * but for a report's UUID. When anything is found, the decoded text is what gets logged, scrubbed.
  */
 // Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
 const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
 const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[a-z0-9]+`, 'gi');
 const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
-/** A key's secret: 32 letters and digits (src/auth/keys.ts); the contract's own ids have shorter runs. */
+/** A key's secret: 32 letters and digits (src/auth/keys.ts); a download token is longer. */
 const SECRET_LENGTH = 32;
-const SECRET_LIKE = new RegExp(`[A-Za-z0-9]{${SECRET_LENGTH},}`, 'g');
+const SECRET_LIKE = new RegExp(`[A-Za-z0-9_-]{${SECRET_LENGTH},}`, 'g');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const secretRedacted = (run: string): string => (UUID.test(run) ? run : '[redacted]');
 
 /**
  * Whether `text` may hold a key at all: an `sk` (any case), a `%` or `+` (decoding may make one)
- * or a run of SECRET_LENGTH letters and digits. Every request's path and query pass here, so this
+ * or a run of SECRET_LENGTH id characters. Every request's path and query pass here, so this
  * is one pass without a regex: a regex with that run in an alternation is much slower.
  */
 function mayHoldKey(text: string): boolean {
@@ -25,7 +27,7 @@ function mayHoldKey(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const lower = c | 0x20;
-    if ((c >= 0x30 && c <= 0x39) || (lower >= 0x61 && lower <= 0x7a)) {
+    if ((c >= 0x30 && c <= 0x39) || (lower >= 0x61 && lower <= 0x7a) || c === 0x5f /* _ */ || c === 0x2d /* - */) {
       if (++run >= SECRET_LENGTH || (lower === 0x73 /* s */ && (text.charCodeAt(i + 1) | 0x20) === 0x6b /* k */)) return true;
     } else if (c === 0x25 /* % */ || c === 0x2b /* + */) {
       return true;
@@ -64,7 +66,7 @@ function decoded(text: string): string {
 const keyRedacted = (_match: string, mode: string): string => `sk_${mode.toLowerCase()}_[redacted]`;
 
 function scrubbedAsIs(text: string): string {
-  return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, '[redacted]');
+  return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, secretRedacted);
 }
 
 export function scrubSecrets(text: string): string {

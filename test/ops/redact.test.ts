@@ -118,10 +118,15 @@ describe('mangled keys in a path (issue 32 row 4)', () => {
     }
   });
 
-  test('a 31-character run is not a secret; 32 and more are', () => {
+  test('a 31-character run of id characters is not a secret; 32 and more are, but for a UUID', () => {
     assert.equal(scrubSecrets(`/x/${'a'.repeat(31)}`), `/x/${'a'.repeat(31)}`);
     assert.equal(scrubSecrets(`/x/${'a'.repeat(32)}`), '/x/[redacted]');
     assert.equal(scrubSecrets(`/x/${'a'.repeat(33)}/y`), '/x/[redacted]/y');
+    assert.equal(scrubSecrets(`/x/${'a_-b'.repeat(8)}`), '/x/[redacted]');
+    // A download token (43 base64url characters) typed into an /api path.
+    assert.equal(scrubSecrets('/api/v1/reports/Xq3_-vA9kLm2Pz7RtY8wB1nC4dE6fG0hJ5sU2oI9aQe'), '/api/v1/reports/[redacted]');
+    assert.equal(scrubSecrets('/api/v1/reports/5B0C8A52-31F4-4D7E-9D3C-2F7F1B6F0A11'), '/api/v1/reports/5B0C8A52-31F4-4D7E-9D3C-2F7F1B6F0A11');
+    assert.equal(scrubSecrets('/api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11x'), '/api/v1/reports/[redacted]');
   });
 
   test('scrubbing is idempotent: a redacted line scrubbed again is unchanged', () => {
