@@ -15,7 +15,12 @@ const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
 const SECRET_LENGTH = 32;
 const SECRET_LIKE = new RegExp(`[A-Za-z0-9_-]{${SECRET_LENGTH},}`, 'g');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const secretRedacted = (run: string): string => (UUID.test(run) ? run : '[redacted]');
+/** A run that ends in a redacted key's prefix (keyRedacted's, glued to longer text) keeps it: its mode stays readable. */
+function secretRedacted(run: string): string {
+  if (UUID.test(run)) return run;
+  const prefix = /sk_(?:live|test)_$/.exec(run);
+  return prefix ? `[redacted]${prefix[0]}` : '[redacted]';
+}
 
 /**
  * Whether `text` may hold a key at all: an `sk` (any case), a `%` or `+` (decoding may make one)

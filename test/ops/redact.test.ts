@@ -135,6 +135,12 @@ describe('mangled keys in a path (issue 32 row 4)', () => {
     }
     assert.equal(scrubSecrets('/x/sk_live_%0aAbc'), '/x/sk_live_[redacted]');
   });
+
+  test('a key glued to a long run: both go, the mode stays', () => {
+    const secret = generateApiKey('test').key.slice(8);
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}sk_test_${secret}`), '/x/[redacted]sk_test_[redacted]');
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}SK-TEST-${secret}`), '/x/[redacted]sk_test_[redacted]');
+  });
 });
 
 describe('download tokens (issue 32 row 3)', () => {
