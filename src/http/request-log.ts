@@ -4,8 +4,8 @@ import { scrubUrl } from '../ops/redact.ts';
 
 /**
  * One structured line per request when its response is finished (or the client went away):
- * request id, method, URL (values of unknown query parameters left out, any key-shaped text
- * scrubbed: src/ops/redact.ts scrubUrl), status and response time; and
+ * request id, method, URL (values of unknown query parameters, key-shaped text and a download
+ * link's token left out: src/ops/redact.ts scrubUrl), status and response time; and
  * `onFinished` for every request whose response was sent in full (the metrics), from the same
  * listener: a listener pair per concern per response showed in the profile.
  *

@@ -1995,7 +1995,7 @@ export interface components {
              */
             location?: "path" | "query" | "body" | "headers";
             /**
-             * @description `invalid_parameter`: the broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000, which cannot be stored).
+             * @description `invalid_parameter`: the broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000 or an unpaired surrogate, which cannot be stored).
              * @example format
              */
             rule?: string;
@@ -2127,7 +2127,7 @@ export interface components {
              */
             location?: "path" | "query" | "body" | "headers";
             /**
-             * @description The broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000, which cannot be stored).
+             * @description The broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000 or an unpaired surrogate, which cannot be stored).
              * @example format
              */
             rule?: string;
