@@ -39,14 +39,13 @@ import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
-import { createJobs, type CreateJobsOptions } from '../work.ts';
+import { createJobs, type CreateJobsOptions } from '../background.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
-import { openChunkReader } from '../reports/workbook-store.ts';
+import { collectGarbage, openChunkReader } from '../reports/index.ts';
 import { listen, type ServerTimeouts } from './server.ts';
-import { collectGarbage } from '../gc.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 

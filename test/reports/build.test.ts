@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, test } from 'node:test';
-import { storeWorkbook, type BuildInput } from '../../src/reports/build.ts';
-import { reportBuilders } from '../../src/reports/index.ts';
-import { INVOICE_BATCH, SERVICE_BATCH } from '../../src/reports/pages.ts';
+import { storeWorkbook, type BuildInput } from '../../src/reports/workbook/build.ts';
+import { reportKinds } from '../../src/reports/kinds/registry.ts';
+import { INVOICE_BATCH, SERVICE_BATCH } from '../../src/reports/workbook/pages.ts';
 import type { ReportSpec } from '../../src/reports/types.ts';
-import { openChunkReader, readWorkbook } from '../../src/reports/workbook-store.ts';
+import { openChunkReader, readWorkbook } from '../../src/reports/workbook/store.ts';
 import { connectionOf, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
 
@@ -55,7 +55,7 @@ after(async () => {
 });
 
 async function inputOf(spec: ReportSpec): Promise<BuildInput> {
-  const builder = reportBuilders[spec.type];
+  const builder = reportKinds[spec.type];
   const { snapshot } = await builder.count(db.prisma, spec);
   return builder.input(spec, snapshot, GENERATED_AT);
 }

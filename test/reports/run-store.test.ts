@@ -12,8 +12,8 @@ import {
   recordOutcomeAndCounts,
   recordSendFailed,
   settleRunCounts,
-} from '../../src/reports/run-store.ts';
-import { findReportRun } from '../../src/reports/runs.ts';
+} from '../../src/reports/runs/store.ts';
+import { findReportRun } from '../../src/reports/runs/present.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
 

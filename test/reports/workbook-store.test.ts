@@ -23,7 +23,7 @@ import {
   WorkbookWriter,
   type ChunkReader,
   type WorkbookRef,
-} from '../../src/reports/workbook-store.ts';
+} from '../../src/reports/workbook/store.ts';
 
 let db: TestDatabase;
 let connection: Awaited<ReturnType<typeof connectionOf>>;

@@ -1,5 +1,5 @@
-import type { InvoiceTotals } from './types.ts';
-import { FORMAT, type BuildFacts, type SummaryLine, type TableKind } from './workbook.ts';
+import type { InvoiceTotals } from '../types.ts';
+import { FORMAT, type BuildFacts, type SummaryLine, type TableKind } from './writer.ts';
 import { serialOfDay } from './xlsx/xml.ts';
 
 /**

@@ -1,15 +1,32 @@
 /**
  * GET /api/v1/reports/{report_id}: a report run of the key's broker as recorded, with each
  * recipient's delivery (attachment or link) and the downloads through their links. The records are
- * written by the report pipeline through run-store.ts, which also counts recipients by outcome for
+ * written by the report pipeline through store.ts; the count of recipients by outcome here serves
  * every reader (the answer here, the report request's wait, the run's stored counts).
  */
-import type { Db } from '../shared/db-errors.ts';
-import { NotFoundError } from '../shared/errors.ts';
-import type { components } from '../../generated/api.ts';
-import { recipientCounts } from './run-store.ts';
+import type { Db } from '../../shared/db-errors.ts';
+import { NotFoundError } from '../../shared/errors.ts';
+import type { components } from '../../../generated/api.ts';
 
 export type ReportRunData = components['schemas']['ReportRun'];
+
+/** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
+export interface RecipientCounts {
+  sent: number;
+  failed: number;
+  pending: number;
+}
+
+/** The counts from recipient statuses and how many have each: the one place a status becomes a count. */
+export function recipientCounts(byStatus: Iterable<readonly [status: string, n: number]>): RecipientCounts {
+  const counts = { sent: 0, failed: 0, pending: 0 };
+  for (const [status, n] of byStatus) {
+    if (status === 'sent') counts.sent += n;
+    else if (status === 'failed') counts.failed += n;
+    else counts.pending += n;
+  }
+  return counts;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { CONNECT_TIMEOUT_MS } from '../db/connect-timeout.ts';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { CONNECT_TIMEOUT_MS } from '../../db/connect-timeout.ts';
+import type { PrismaClient } from '../../../generated/prisma/client.ts';
 
 /** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */
 export const WORKBOOK_CHUNK_BYTES = 512 * 1024;
@@ -55,7 +55,7 @@ export function insertChunkWith(prisma: PrismaClient): InsertChunk {
 }
 
 /**
- * The Writable a builder streams a workbook into: it keeps one chunk of bytes, inserts it as a row
+ * The Writable a build streams a workbook into: it keeps one chunk of bytes, inserts it as a row
  * and goes on filling the next while that insert runs (at most one in flight); the producer waits
  * (backpressure) while a full chunk waits for the previous insert. `stored()` tells what was written
  * once the stream has finished.

@@ -3,7 +3,7 @@
  * and the store of its workbook; Redis (src/jobs) is only the work queue.
  *
  *   request ── count rows (400 no_data when none) ── ReportRun (queued) + ReportRecipient rows (pending)
- *      └─ reports:build ── run → building ── streams the .xlsx into the database in chunks (workbook-store.ts)
+ *      └─ reports:build ── run → building ── streams the .xlsx into the database in chunks (workbook/store.ts)
  *            └─ run → sending, with its delivery: attachment (≤ REPORT_ATTACHMENT_MAX_BYTES) or link
  *                 └─ mail:send × recipients: claim (pending → sending) ── SMTP ── record sent / failed
  *                      └─ the last recipient's outcome completes the run (an attached workbook is deleted;
@@ -18,20 +18,19 @@
  *   between the server's acceptance and the record) is recognisable; each copy of a link e-mail has
  *   a link of its own, and every one works until it expires.
  * - The reconciler (reconcile.ts) resumes what has no live job; the request waits by reading the
- *   records (run-report.ts).
+ *   records (use-cases.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Config } from '../config.ts';
-import { collectGarbage } from '../gc.ts';
-import { describeMailError, isTransientMailError, type MailMessage, type Mailer } from '../jobs/index.ts';
-import { MAIL_QUEUE, type JobQueues } from '../jobs/index.ts';
-import type { Logger } from '../logger.ts';
-import { XLSX_MEDIA_TYPE, type MailLink } from './builder.ts';
-import { storeWorkbook } from './build.ts';
-import { reportBuilders } from './index.ts';
+import type { PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Config } from '../../config.ts';
+import { describeMailError, isTransientMailError, type MailMessage, type Mailer } from '../../jobs/index.ts';
+import { MAIL_QUEUE, type JobQueues } from '../../jobs/index.ts';
+import type { Logger } from '../../logger.ts';
+import { XLSX_MEDIA_TYPE, type MailLink } from '../kinds/kind.ts';
+import { storeWorkbook } from '../workbook/build.ts';
+import { reportKinds } from '../kinds/registry.ts';
 import { createLink } from './links.ts';
 import {
   claimRecipient,
@@ -50,9 +49,9 @@ import {
   releaseClaim,
   renewClaim,
   requeueRunForBuild,
-} from './run-store.ts';
-import { specOfRun, type RunRecord, type ReportTotals } from './types.ts';
-import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, type ReadChunk, type StoredWorkbook, type WorkbookCache } from './workbook-store.ts';
+} from '../runs/store.ts';
+import { specOfRun, type RunRecord, type ReportTotals } from '../types.ts';
+import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, type ReadChunk, type StoredWorkbook, type WorkbookCache } from '../workbook/store.ts';
 
 export interface BuildJobData {
   runId: string;
@@ -75,9 +74,9 @@ const BUILD_JOB_ATTEMPTS = 5;
 /** What every step of the pipeline works with. */
 export interface Pipeline {
   prisma: PrismaClient;
-  /** The database's connection string (PostgreSQL, or the embedded database's socket): builds read and store through a connection of their thread's own (build.ts); unset: relayed. */
+  /** The database's connection string (PostgreSQL, or the embedded database's socket): builds read and store through a connection of their thread's own (workbook/build.ts); unset: relayed. */
   buildUrl?: string | undefined;
-  /** Reads stored workbook chunks (workbook-store.ts, chunkReader). */
+  /** Reads stored workbook chunks (workbook/store.ts, openChunkReader). */
   readChunk: ReadChunk;
   config: Config;
   log: Logger;
@@ -86,7 +85,7 @@ export interface Pipeline {
   mailer: () => Mailer;
   /** Counters of e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
-  /** Attached workbooks this process holds whole, so a run's e-mails read them once (workbook-store.ts). */
+  /** Attached workbooks this process holds whole, so a run's e-mails read them once (workbook/store.ts). */
   workbooks: WorkbookCache;
 }
 
@@ -105,14 +104,14 @@ export function staleAfterMs(config: Config): number {
 /** The queue of report builds (its e-mails go to the jobs' mail queue). */
 export const REPORTS_QUEUE = 'reports';
 
-export const enqueueBuild = (p: Pipeline, runId: string) =>
+export const enqueueBuild = (p: Pick<Pipeline, 'queues'>, runId: string) =>
   p.queues.add(REPORTS_QUEUE, 'build', { runId } satisfies BuildJobData, {
     jobId: buildJobId(runId),
     attempts: BUILD_JOB_ATTEMPTS,
     backoff: { type: 'retry' },
   });
 
-export const enqueueSend = (p: Pipeline, recipientId: number) =>
+export const enqueueSend = (p: Pick<Pipeline, 'queues'>, recipientId: number) =>
   p.queues.add(MAIL_QUEUE, 'send', { recipientId } satisfies SendJobData, {
     jobId: sendJobId(recipientId),
     attempts: REPORT_SEND_JOB_ATTEMPTS,
@@ -146,7 +145,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
   const started = Date.now();
   // A workbook small enough to attach comes back whole, for this process's own sends of it.
   const target = { runId, build: randomUUID(), keepUpTo: p.config.reportAttachmentMaxBytes };
-  const input = reportBuilders[spec.type].input(spec, { maxId: run.snapshotMaxId }, run.generatedAt);
+  const input = reportKinds[spec.type].input(spec, { maxId: run.snapshotMaxId }, run.generatedAt);
   let built;
   try {
     built = await storeWorkbook<ReportTotals>({ prisma, url: p.buildUrl, queryTimeoutMs: p.config.dbStatementTimeoutMs }, input, target);
@@ -158,11 +157,6 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
     throw err;
   }
   const { stored, kept } = built;
-  // A large relayed build's garbage (its pages of rows) goes before the e-mails make theirs
-  // (src/gc.ts). Only a large one: a full collection holds this thread, the API's in `npm start`,
-  // for tens of milliseconds, and after a build small enough to attach it bought little. A build
-  // in the thread (p.buildUrl) leaves no garbage here.
-  if (!p.buildUrl && stored.bytes > p.config.reportAttachmentMaxBytes) collectGarbage();
   if (!(await recordBuilt(p, runId, stored, built.totals))) {
     await discardBuild(prisma, runId, stored.build);
     return { skipped: 'another build of the run was recorded first' };
@@ -216,7 +210,7 @@ async function afterCompletion(p: Pipeline, runId: string, counts: { recipientsS
   p.log.info({ runId, sent: counts.recipientsSent, failed: counts.recipientsFailed }, 'report run completed');
 }
 
-/** A recipient's outcome with its run's counts (run-store.ts), then what the run's completion asks for. */
+/** A recipient's outcome with its run's counts (runs/store.ts), then what the run's completion asks for. */
 async function recordOutcomeOf(p: Pipeline, what: string, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<void> {
   let completed: { recipientsSent: number; recipientsFailed: number } | undefined;
   await record(p, what, async () => {
@@ -294,23 +288,23 @@ type StoredRun = RunRecord & { id: string; totals: unknown; generatedAt: Date; d
  */
 async function reportMail(p: Pipeline, run: StoredRun, recipient: { id: number; email: string }): Promise<{ message: MailMessage; link?: MailLink }> {
   const spec = specOfRun(run);
-  const builder = reportBuilders[spec.type];
+  const kind = reportKinds[spec.type];
   const totals = run.totals as ReportTotals;
   const base = {
     to: recipient.email,
-    subject: builder.subject(spec),
+    subject: kind.subject(spec),
     messageId: reportMessageId(p.config, run.id, recipient.id),
   };
   if (run.delivery === 'link') {
     const link = await createLink(p.prisma, p.config, run.id, recipient.id);
-    return { message: { ...base, text: builder.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
+    return { message: { ...base, text: kind.text(spec, totals, run.generatedAt.toISOString(), link) }, link };
   }
   const workbook = await p.workbooks.get(p.readChunk, { runId: run.id, build: run.workbookBuild, chunks: run.workbookChunks });
   return {
     message: {
       ...base,
-      text: builder.text(spec, totals, run.generatedAt.toISOString()),
-      attachments: [{ filename: builder.attachmentName(spec, run.generatedAt), content: workbook, contentType: XLSX_MEDIA_TYPE }],
+      text: kind.text(spec, totals, run.generatedAt.toISOString()),
+      attachments: [{ filename: kind.attachmentName(spec, run.generatedAt), content: workbook, contentType: XLSX_MEDIA_TYPE }],
     },
   };
 }

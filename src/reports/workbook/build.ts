@@ -1,12 +1,12 @@
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Worker } from 'node:worker_threads';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { siblingModule, startThread } from '../shared/threads.ts';
+import type { PrismaClient } from '../../../generated/prisma/client.ts';
+import { siblingModule, startThread } from '../../shared/threads.ts';
 import type { FromThread, StoreTarget, ThreadInit, ToThread } from './build-thread.ts';
 import { pagesOf, type PageRow, type PageScope } from './pages.ts';
-import { EXCEL_DATA_ROWS, type BuildFacts } from './workbook.ts';
-import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
+import { EXCEL_DATA_ROWS, type BuildFacts } from './writer.ts';
+import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './store.ts';
 
 /**
  * A report build runs its per-row work (parsing the rows, writing the sheet XML, zipping) in a
@@ -14,7 +14,7 @@ import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './workbook
  * on the API's thread it held every other broker's requests.
  *
  * Given a connection string (the servers give theirs: PostgreSQL's, or the embedded database's
- * socket; src/reports/work.ts), the thread also reads the rows and stores the workbook through a
+ * socket; src/reports/jobs.ts), the thread also reads the rows and stores the workbook through a
  * connection of its own (storeWorkbook): the pages' text and the stored chunks were the API heap's
  * largest garbage, which V8 let grow by well over 100 MB before collecting it. Without one (a
  * process that opened PGlite itself, as tests do) this side reads the pages and hands them over,
@@ -70,7 +70,7 @@ export function prismaPageQuery(prisma: PrismaClient) {
 }
 
 /**
- * Builds the workbook `input` describes and stores it as `target`'s chunks (workbook-store.ts), in
+ * Builds the workbook `input` describes and stores it as `target`'s chunks (store.ts), in
  * the thread through its own connection when `db.url` is set, else relayed through this thread.
  * On failure the chunks written so far stay for the caller to discard.
  */

@@ -1,33 +1,15 @@
 /**
  * The records of report runs and their recipients, and every change the pipeline makes to them
- * (run-report.ts records, pipeline.ts builds and sends, reconcile.ts resumes): each a named step
+ * (use-cases.ts records, delivery/pipeline.ts builds and sends, delivery/reconcile.ts resumes): each a named step
  * that returns data. Every change is conditional on the state it leaves, so a repeated job or two
  * workers at once change a record once. The bounds' queries are here, their policy limits.ts's; the
- * stored workbook's chunks are workbook-store.ts's, the links links.ts's.
+ * stored workbook's chunks are workbook/store.ts's, the links delivery/links.ts's.
  */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
-import type { Db } from '../shared/db-errors.ts';
-import { recordEvents } from '../events/store.ts';
-import { reportRunOf } from './runs.ts';
-import type { StoredWorkbook } from './workbook-store.ts';
-
-/** A run's recipients by outcome: `sent` and `failed` are final; `pending` is not known yet (waiting or being sent), never counted failed. */
-export interface RecipientCounts {
-  sent: number;
-  failed: number;
-  pending: number;
-}
-
-/** The counts from recipient statuses and how many have each: the one place a status becomes a count. */
-export function recipientCounts(byStatus: Iterable<readonly [status: string, n: number]>): RecipientCounts {
-  const counts = { sent: 0, failed: 0, pending: 0 };
-  for (const [status, n] of byStatus) {
-    if (status === 'sent') counts.sent += n;
-    else if (status === 'failed') counts.failed += n;
-    else counts.pending += n;
-  }
-  return counts;
-}
+import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Db } from '../../shared/db-errors.ts';
+import { recordEvents } from '../../events/store.ts';
+import type { StoredWorkbook } from '../workbook/store.ts';
+import { recipientCounts, reportRunOf, type RecipientCounts } from './present.ts';
 
 /** A run's counts as its recipients' records stand. */
 export async function countRunRecipients(db: Db, runId: string): Promise<RecipientCounts> {

@@ -8,13 +8,24 @@ import type { Request, Response, Router } from 'express';
 import type { Redis } from 'ioredis';
 import { pipeline } from 'node:stream/promises';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { AppDeps } from '../deps.ts';
-import { collectGarbage } from '../gc.ts';
-import { ApiError, notFound } from '../http/errors.ts';
-import { XLSX_MEDIA_TYPE } from './builder.ts';
-import { reportBuilders } from './index.ts';
+import type { PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Config } from '../../config.ts';
+import { ApiError, notFound } from '../../http/errors.ts';
+import type { Logger } from '../../logger.ts';
+import { XLSX_MEDIA_TYPE } from '../kinds/kind.ts';
+import { reportKinds } from '../kinds/registry.ts';
+import { collectGarbage } from '../workbook/gc.ts';
+import { readWorkbook, type ReadChunk } from '../workbook/store.ts';
 import { DOWNLOAD_PATH, findDownload, recordDownload } from './links.ts';
-import { readWorkbook } from './workbook-store.ts';
+
+/** What the download route takes of the app's parts. */
+interface DownloadDeps {
+  prisma: PrismaClient;
+  readChunk: ReadChunk;
+  redis: Redis;
+  config: Config;
+  logger: Logger;
+}
 
 /** Redis key prefix of the per-IP download counters. */
 export const DOWNLOADS_RATE_PREFIX = 'rl:download';
@@ -52,7 +63,7 @@ function downloadLimiter(redis: Redis, perMinute: number): (bucket: string) => P
  * Mounts the download route on `router` (served outside /api). `bucketOf` names the caller a per-IP
  * bound counts (the gate's, so both bounds count an IPv6 caller by its /64).
  */
-export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prisma' | 'readChunk' | 'redis' | 'config' | 'logger'>, bucketOf: (ip: string | undefined) => string): void {
+export function registerDownloadRoute(router: Router, deps: DownloadDeps, bucketOf: (ip: string | undefined) => string): void {
   const limit = downloadLimiter(deps.redis, deps.config.reportDownloadsPerIpPerMinute);
   // Mounted as a prefix and read from the raw path, not as a `:token` route: Express would
   // percent-decode the segment and answer a bad escape with an error of its own, while a token is
@@ -66,9 +77,9 @@ export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prism
     await limit(bucketOf(req.ip));
     const target = await findDownload(deps.prisma, req.path.replace(/^\/|\/$/g, ''));
     if (!target) throw notFound(NOT_FOUND_MESSAGE);
-    const builder = reportBuilders[target.spec.type];
-    // The names are ASCII letters, digits, dots and dashes (invoices.ts, services.ts): quoted as they are.
-    res.setHeader('Content-Disposition', `attachment; filename="${builder.attachmentName(target.spec, target.generatedAt)}"`);
+    const kind = reportKinds[target.spec.type];
+    // The names are ASCII letters, digits, dots and dashes (kinds/invoices-report.ts, kinds/services-report.ts): quoted as they are.
+    res.setHeader('Content-Disposition', `attachment; filename="${kind.attachmentName(target.spec, target.generatedAt)}"`);
     res.setHeader('Content-Type', XLSX_MEDIA_TYPE);
     res.setHeader('Content-Length', String(target.bytes));
     if (req.method === 'HEAD') {

@@ -1,5 +1,5 @@
-import type { ServiceStatusFilter, ServiceTotals } from './types.ts';
-import { FORMAT, type TableKind } from './workbook.ts';
+import type { ServiceStatusFilter, ServiceTotals } from '../types.ts';
+import { FORMAT, type TableKind } from './writer.ts';
 import { serialOfTime } from './xlsx/xml.ts';
 
 export const SERVICE_STATUSES: readonly ServiceStatusFilter[] = ['pending', 'active', 'suspended', 'cancelled'];

@@ -1,8 +1,8 @@
-import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
-import type { InvoiceTotals, ReportSpec } from './types.ts';
-import { openingLines, type ReportBuilder, type ReportCount } from './builder.ts';
+import { Prisma, type PrismaClient } from '../../../generated/prisma/client.ts';
+import type { InvoiceTotals, ReportSpec } from '../types.ts';
+import { openingLines, type ReportKind, type ReportCount } from './kind.ts';
 
-/** The invoice statuses the report covers; `pending` is reported as unpaid (as pages.ts reads them). */
+/** The invoice statuses the report covers; `pending` is reported as unpaid (as workbook/pages.ts reads them). */
 const REPORTED = Prisma.sql`status IN ('paid'::invoice_status, 'pending'::invoice_status)`;
 
 function rangeOf(spec: ReportSpec): { start: string; end: string } {
@@ -30,7 +30,7 @@ export async function countInvoices(prisma: PrismaClient, spec: ReportSpec): Pro
   };
 }
 
-export const invoicesReport: ReportBuilder<InvoiceTotals> = {
+export const invoicesReport: ReportKind<InvoiceTotals> = {
   type: 'invoices',
   count: countInvoices,
   input: (spec, snapshot, generatedAt) => {

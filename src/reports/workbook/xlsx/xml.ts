@@ -1,5 +1,5 @@
 /**
- * SpreadsheetML text for the report writer (src/reports/workbook.ts): escaping and cells.
+ * SpreadsheetML text for the report writer (src/reports/workbook/writer.ts): escaping and cells.
  */
 
 /**

@@ -5,10 +5,10 @@
  * worker died) gets a new link and the first keeps working, so no copy a person received is dead.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Config } from '../config.ts';
-import type { WorkbookRef } from './workbook-store.ts';
-import { specOfRun, type ReportSpec } from './types.ts';
+import type { PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Config } from '../../config.ts';
+import type { WorkbookRef } from '../workbook/store.ts';
+import { specOfRun, type ReportSpec } from '../types.ts';
 
 /** The path of a download link below PUBLIC_BASE_URL (outside /api: its holder has no API key). */
 export const DOWNLOAD_PATH = '/downloads/reports';

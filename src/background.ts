@@ -1,9 +1,8 @@
 /**
- * The background work of this server: the generic queues of src/jobs, handed the reports' work
- * (src/reports/work.ts, wired there), the webhook deliveries (src/webhooks/work.ts) and the notice
- * e-mails' processor. API processes enqueue
- * and wait (mode `producer`); worker processes run the jobs (mode `worker`); `npm start` and the
- * tests do both in one process.
+ * The background jobs of this server: the generic queues of src/jobs, handed the reports' jobs
+ * (src/reports, wired there), the webhook deliveries (src/webhooks/work.ts) and the notice
+ * e-mails' processor. API processes enqueue (mode `producer`); worker processes run the jobs
+ * (mode `worker`); `npm start` and the tests do both in one process.
  */
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../generated/prisma/client.ts';
@@ -24,11 +23,9 @@ import {
 import type { Logger } from './logger.ts';
 import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
-import { createReportWork, REPORTS_QUEUE, type SendJobData } from './reports/work.ts';
-import type { ChunkReader } from './reports/workbook-store.ts';
+import { createReportJobs, REPORTS_QUEUE, type ChunkReader, type SendJobData } from './reports/index.ts';
 import { applyAllDueCancellations } from './services/store.ts';
 import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
-import type { ReportResult, ReportSpec, ReportTotals } from './reports/types.ts';
 import { openCredentials } from './db/credentials.ts';
 import { lazy } from './shared/lazy.ts';
 import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/work.ts';
@@ -38,7 +35,7 @@ export type JobsMode = 'producer' | 'worker' | 'both';
 export interface CreateJobsOptions {
   redisEndpoint: RedisEndpoint;
   prisma: PrismaClient;
-  /** What the database is and its connection string, for the reports' own connections (src/reports/work.ts). */
+  /** What the database is and its connection string, for the reports' own connections (src/reports/jobs.ts). */
   database?: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
   config: Config;
   logger: Logger;
@@ -53,8 +50,8 @@ export interface CreateJobsOptions {
 }
 
 export interface Jobs {
-  /** A report run (src/reports/run-report.ts): recorded, queued, and waited for up to REPORT_WAIT_MS. */
-  runReport<T extends ReportTotals = ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>>;
+  /** The generic queues, for a resource that queues its own jobs (a report request its build). */
+  readonly queues: JobQueues;
   /** Enqueues one e-mail (retried on transient failures) and returns without waiting for it. */
   sendMail(message: MailMessage): Promise<void>;
   /** Starts the BullMQ workers (modes `worker` and `both`); idempotent. */
@@ -115,7 +112,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     if (!mailer) throw new Error('the mail transport is made when the workers start');
     return mailer;
   };
-  const reports = createReportWork({
+  const reports = createReportJobs({
     prisma,
     database: options.database,
     config,
@@ -159,10 +156,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
   }
 
   return {
-    runReport<T extends ReportTotals>(spec: ReportSpec) {
-      if (!isProducer) return Promise.reject(new Error(`createJobs mode "${mode}" cannot run reports`));
-      return reports.run<T>(spec);
-    },
+    queues,
     async sendMail(message) {
       if (!isProducer) throw new Error(`createJobs mode "${mode}" cannot enqueue mail`);
       await queues.add(MAIL_QUEUE, 'send', { message } satisfies NoticeJobData, { attempts: config.mailAttempts, backoff: { type: 'retry' } });

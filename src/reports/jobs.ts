@@ -1,8 +1,8 @@
 /**
- * The reports' background work, wired here and handed to src/work.ts whole: the pipeline every
- * step shares, the `reports` queue's processor, the report e-mails' processor (on the generic
- * `mail` queue), the runner the API waits on, and the reconciler. src/work.ts knows none of it
- * beyond these names.
+ * The reports' jobs on the generic queues, wired here and handed to src/background.ts whole: the
+ * pipeline every step shares, the `reports` queue's processor, the report e-mails' processor (on
+ * the generic `mail` queue) and the reconciler. A report request queues its build itself
+ * (use-cases.ts); src/background.ts knows none of it beyond these names.
  */
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
@@ -10,16 +10,14 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import type { JobQueues, Mailer } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
-import { processBuild, processReportSend, REPORTS_QUEUE, type BuildJobData, type Pipeline, type SendJobData } from './pipeline.ts';
-import { startReconciling } from './reconcile.ts';
-import { runReport } from './run-report.ts';
-import type { ReportResult, ReportSpec, ReportTotals } from './types.ts';
-import { openChunkReader, WorkbookCache, type ChunkReader } from './workbook-store.ts';
+import { processBuild, processReportSend, REPORTS_QUEUE, type BuildJobData, type Pipeline, type SendJobData } from './delivery/pipeline.ts';
+import { startReconciling } from './delivery/reconcile.ts';
+import { openChunkReader, WorkbookCache, type ChunkReader } from './workbook/store.ts';
 
 export { REPORTS_QUEUE };
 export type { SendJobData };
 
-export interface ReportWorkParts {
+export interface ReportJobsParts {
   prisma: PrismaClient;
   /** What the database is and its connection string (unset: an embedded database without a socket). */
   database: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
@@ -34,20 +32,18 @@ export interface ReportWorkParts {
   chunkReader?: ChunkReader | undefined;
 }
 
-export interface ReportWork {
-  /** A report run: recorded, queued, and waited for up to REPORT_WAIT_MS (run-report.ts). */
-  run<T extends ReportTotals = ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>>;
+export interface ReportJobs {
   /** The `reports` queue's processor: a run's build. */
   processBuild(job: Job<BuildJobData>): Promise<unknown>;
   /** A report e-mail's send (a `mail` job that names a recipient). */
   processSend(job: Job<SendJobData>): Promise<unknown>;
   /** Picks up, now and periodically, whatever Redis lost or a dead worker left (reconcile.ts). */
   startReconciling(): { stop(): Promise<void> };
-  /** Closes what the reports' work holds of its own (its reader of stored workbooks, if it opened one). Safe twice. */
+  /** Closes what the reports' jobs hold of their own (its reader of stored workbooks, if it opened one). Safe twice. */
   close(): Promise<void>;
 }
 
-export function createReportWork(parts: ReportWorkParts): ReportWork {
+export function createReportJobs(parts: ReportJobsParts): ReportJobs {
   const { prisma, database, config, chunkReader, ...rest } = parts;
   // Stored workbooks for attachments are read through the process's reader (its downloads use the
   // same connections), or one of the reports' own, closed with them.
@@ -66,7 +62,6 @@ export function createReportWork(parts: ReportWorkParts): ReportWork {
     workbooks: new WorkbookCache(2 * config.reportAttachmentMaxBytes),
   };
   return {
-    run: (spec) => runReport(pipeline, spec),
     processBuild: (job) => processBuild(pipeline, job),
     processSend: (job) => processReportSend(pipeline, job),
     startReconciling: () => startReconciling(pipeline),

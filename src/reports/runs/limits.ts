@@ -10,11 +10,11 @@
  * (one abandoned by a process that died) no longer counts, so it cannot block its broker
  * forever. Every run created in the last hour counts against the hourly bound, whatever its state.
  */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
-import type { Config } from '../config.ts';
-import type { Db } from '../shared/db-errors.ts';
-import { LimitReachedError } from '../shared/errors.ts';
-import { countRunningRuns, countRunsCreatedSince, lockBrokerAdmissions, nthNewestRunCreatedSince } from './run-store.ts';
+import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../shared/db-errors.ts';
+import { LimitReachedError } from '../../shared/errors.ts';
+import { countRunningRuns, countRunsCreatedSince, lockBrokerAdmissions, nthNewestRunCreatedSince } from './store.ts';
 
 export interface ReportLimits {
   concurrentPerBroker: number;

@@ -6,7 +6,7 @@
  * run in several workers at once: every step is a conditional update, an idempotent delete or an
  * enqueue under a fixed job id.
  */
-import { MAIL_QUEUE, startPeriodic } from '../jobs/index.ts';
+import { MAIL_QUEUE, startPeriodic } from '../../jobs/index.ts';
 import { buildJobId, enqueueBuild, enqueueSend, recount, REPORTS_QUEUE, sendJobId, staleAfterMs, type Pipeline } from './pipeline.ts';
 import {
   abandonedClaims,
@@ -17,8 +17,8 @@ import {
   touchRun,
   unfinishedRuns,
   waitingRecipients,
-} from './run-store.ts';
-import { releaseWorkbook, sweepOrphanChunks } from './workbook-store.ts';
+} from '../runs/store.ts';
+import { releaseWorkbook, sweepOrphanChunks } from '../workbook/store.ts';
 
 export async function reconcile(p: Pipeline): Promise<void> {
   const before = new Date(Date.now() - staleAfterMs(p.config));

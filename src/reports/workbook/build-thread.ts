@@ -1,5 +1,5 @@
 /**
- * The build thread's side of a report build (started by src/reports/build.ts). Two ways:
+ * The build thread's side of a report build (started by build.ts). Two ways:
  *
  * - **Direct** (`init.direct` set): the thread reads the pages of rows and stores the workbook's
  *   chunks itself, through a database connection of its own, and reports what it stored. The
@@ -15,15 +15,15 @@
  */
 import { finished } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';
-import { CONNECT_TIMEOUT_MS } from '../db/connect-timeout.ts';
-import { OneQueryAtATimeClient } from '../db/one-at-a-time.ts';
-import { collectGarbage } from '../gc.ts';
-import { lowerThreadPriority } from '../shared/threads.ts';
+import { CONNECT_TIMEOUT_MS } from '../../db/connect-timeout.ts';
+import { OneQueryAtATimeClient } from '../../db/one-at-a-time.ts';
+import { collectGarbage } from './gc.ts';
+import { lowerThreadPriority } from '../../shared/threads.ts';
 import { invoiceTable } from './invoice-table.ts';
 import { pagesOf, type PageRow, type PageScope } from './pages.ts';
 import { serviceTable } from './service-table.ts';
-import { TableWriter, XlsxWriter, type BuildFacts, type TableKind } from './workbook.ts';
-import { INSERT_CHUNK_SQL, WorkbookWriter, type StoredWorkbook } from './workbook-store.ts';
+import { TableWriter, XlsxWriter, type BuildFacts, type TableKind } from './writer.ts';
+import { INSERT_CHUNK_SQL, WorkbookWriter, type StoredWorkbook } from './store.ts';
 
 /** Where a direct build stores its workbook: the run's chunks of `build`, and whether to keep a copy. */
 export interface StoreTarget {

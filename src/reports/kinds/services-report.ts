@@ -1,7 +1,7 @@
-import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
-import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from './types.ts';
-import { openingLines, type ReportBuilder, type ReportCount } from './builder.ts';
-import { SERVICE_STATUSES } from './service-table.ts';
+import { Prisma, type PrismaClient } from '../../../generated/prisma/client.ts';
+import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from '../types.ts';
+import { openingLines, type ReportKind, type ReportCount } from './kind.ts';
+import { SERVICE_STATUSES } from '../workbook/service-table.ts';
 
 export { SERVICE_STATUSES };
 
@@ -28,7 +28,7 @@ export async function countServices(prisma: PrismaClient, spec: ReportSpec): Pro
   };
 }
 
-export const servicesReport: ReportBuilder<ServiceTotals> = {
+export const servicesReport: ReportKind<ServiceTotals> = {
   type: 'services',
   count: countServices,
   input: (spec, snapshot, generatedAt) => ({
