@@ -44,7 +44,7 @@ import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
-import { collectGarbage, openChunkReader } from '../reports/index.ts';
+import { openChunkReader } from '../reports/index.ts';
 import { listen, type ServerTimeouts } from './server.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -265,10 +265,6 @@ export async function main(role: Role): Promise<void> {
     console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   }
-  // Start-up's garbage (the contract parsed and compiled, the migrations read, the clients set up)
-  // would otherwise stay in a heap V8 does not shrink before its next full collection, which an
-  // idle server can go long without: that slack sat under every later peak.
-  collectGarbage();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -12,5 +12,4 @@ export { createReportJobs, REPORTS_QUEUE, type SendJobData } from './jobs.ts';
 export { reportKinds } from './kinds/registry.ts';
 export { specOfRun } from './types.ts';
 export { storeWorkbook } from './workbook/build.ts';
-export { collectGarbage } from './workbook/gc.ts';
 export { discardOtherBuilds, openChunkReader, type ChunkReader, type ReadChunk } from './workbook/store.ts';

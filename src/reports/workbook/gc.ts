@@ -1,13 +1,9 @@
 /**
- * A full garbage collection on demand, where a big batch job has just made a lot of garbage
- * (a report's workbook, its e-mails). The npm start scripts run node with `--expose-gc`;
- * elsewhere (tests, tsx) there is no `gc` and this does nothing.
- *
- * Why by hand: a report's short-lived buffers (the sheet XML going through the zip, the
- * attachment going through base64) outlive the young generation, and V8 frees them only at its
- * next full GC, which it starts after its external-memory limit of new buffers or when the old
- * generation has about doubled. That slack, not live data, was most of a report's peak RSS, and a
- * full GC of the report's heap is short (figures in bench/README.md).
+ * The one place the server asks for a full garbage collection: the build thread once its buffers
+ * pass a bound (build-thread.ts), and the API after a workbook's download (delivery/downloads.ts).
+ * A workbook's short-lived buffers outlive the young generation and V8 frees them only at its next
+ * full collection, so that slack, not live data, made most of a report's peak RSS (bench/README.md).
+ * The npm start scripts run node with `--expose-gc`; elsewhere there is no `gc` and this does nothing.
  */
 const gc = (globalThis as { gc?: (options?: { type: 'major'; execution: 'sync' }) => void }).gc;
 
