@@ -9,16 +9,13 @@ import { EXCEL_DATA_ROWS, type BuildFacts } from './writer.ts';
 import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './store.ts';
 
 /**
- * A report build runs its per-row work (parsing the rows, writing the sheet XML, zipping) in a
- * worker thread, because a build is seconds of CPU and `npm start` runs the API in the same process:
- * on the API's thread it held every other broker's requests.
- *
- * Given a connection string (the servers give theirs: PostgreSQL's, or the embedded database's
- * socket; src/reports/jobs.ts), the thread also reads the rows and stores the workbook through a
- * connection of its own (storeWorkbook): the pages' text and the stored chunks were the API heap's
- * largest garbage, which V8 let grow by well over 100 MB before collecting it. Without one (a
- * process that opened PGlite itself, as tests do) this side reads the pages and hands them over,
- * and stores the bytes that come back.
+ * A report build runs its per-row work (parsing, sheet XML, zipping) in a worker thread, because a
+ * build is seconds of CPU and `npm start` runs the API in the same process. Its two modes, both here:
+ * direct, where the thread reads the rows and stores the workbook through a connection of its own
+ * (every server, which has PostgreSQL's or the embedded database's socket URL: src/reports/jobs.ts),
+ * and relayed, where this side reads the pages and stores the bytes the thread hands back. Relayed
+ * stays only because a process that opened PGlite itself without a socket (the tests, the CLI) has
+ * no connection string to give the thread; bench/README.md has the measurements of both.
  */
 export interface BuildOptions {
   /** Data rows per table sheet (Excel's limit by default; tests use a few). */
