@@ -10,11 +10,11 @@ import { PassThrough } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describe, test } from 'node:test';
 import ExcelJS from 'exceljs';
-import { buildWorkbook } from '../../src/reports/workbook/build.ts';
-import { invoiceLine, type InvoiceLine } from '../../src/reports/workbook/invoice-table.ts';
-import type { InvoiceTotals, ServiceTotals } from '../../src/reports/types.ts';
-import { EXCEL_DATA_ROWS } from '../../src/reports/workbook/writer.ts';
-import { readWorkbook, sheetOf, valuesOf, type CellDump } from '../helpers/openpyxl.ts';
+import { buildWorkbook } from '../../../src/reports/workbook/build.ts';
+import { invoiceLine, type InvoiceLine } from '../../../src/reports/workbook/invoice-table.ts';
+import type { InvoiceTotals, ServiceTotals } from '../../../src/reports/types.ts';
+import { EXCEL_DATA_ROWS } from '../../../src/reports/workbook/writer.ts';
+import { readWorkbook, sheetOf, valuesOf, type CellDump } from '../../helpers/openpyxl.ts';
 
 const GENERATED_AT = Date.UTC(2025, 5, 30, 12, 34, 56, 789);
 

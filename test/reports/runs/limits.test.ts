@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { fromDomainError } from '../../src/http/errors.ts';
-import { admitReportRun, RUNNING_MAX_AGE_MS } from '../../src/reports/runs/limits.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { apiKey, broker } from '../helpers/factories.ts';
-import { addInvoices } from './harness.ts';
+import { fromDomainError } from '../../../src/http/errors.ts';
+import { admitReportRun, RUNNING_MAX_AGE_MS } from '../../../src/reports/runs/limits.ts';
+import { createTestApp, type TestApp } from '../../helpers/app.ts';
+import { apiKey, broker } from '../../helpers/factories.ts';
+import { addInvoices } from '../harness.ts';
 
 const CONCURRENT = 1;
 const PER_HOUR = 3;

@@ -16,13 +16,13 @@ import { after, before, describe, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
 import { parse } from 'yaml';
-import { XLSX_MEDIA_TYPE } from '../../src/reports/kinds/kind.ts';
-import { releaseWorkbooks } from '../../src/reports/delivery/reconcile.ts';
-import type { Pipeline } from '../../src/reports/delivery/pipeline.ts';
-import { readWorkbook } from '../../src/reports/workbook/store.ts';
-import { apiKey, type TestApiKey } from '../helpers/factories.ts';
-import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { addInvoices, createReportTestApp, type ReportTestApp } from './harness.ts';
+import { XLSX_MEDIA_TYPE } from '../../../src/reports/kinds/kind.ts';
+import { releaseWorkbooks } from '../../../src/reports/delivery/reconcile.ts';
+import type { Pipeline } from '../../../src/reports/delivery/pipeline.ts';
+import { readWorkbook } from '../../../src/reports/workbook/store.ts';
+import { apiKey, type TestApiKey } from '../../helpers/factories.ts';
+import { startTestSmtp, type TestSmtp } from '../../helpers/smtp.ts';
+import { addInvoices, createReportTestApp, type ReportTestApp } from '../harness.ts';
 
 const RANGE = { start_date: '2025-06-01', end_date: '2025-06-30' };
 const BASE = 'https://files.broker-host.example';
@@ -194,9 +194,9 @@ describe('a second copy of an e-mail does not kill the first copy\'s link', () =
     const id = await recipientId(address);
     await h.t.prisma.reportRecipient.update({ where: { id }, data: { status: 'pending' } });
     await h.t.prisma.reportRun.update({ where: { id: res.body.data.report_id }, data: { status: 'sending' } });
-    const { processReportSend } = await import('../../src/reports/delivery/pipeline.ts');
+    const { processReportSend } = await import('../../../src/reports/delivery/pipeline.ts');
     const config = { ...h.t.deps.config, smtpUrl: smtp.url, reportAttachmentMaxBytes: 1000, publicBaseUrl: BASE };
-    const { createMailer } = await import('../../src/jobs/mailer.ts');
+    const { createMailer } = await import('../../../src/jobs/mailer.ts');
     const mailer = createMailer(config);
     const p = { prisma: h.t.prisma, config, log: h.t.deps.logger, mailer: () => mailer, mailOutcomes: { sent() {}, failed() {} } } as unknown as Pipeline;
     await processReportSend(p, { id: 'resend', data: { recipientId: id }, attemptsMade: 0 } as never);
@@ -235,7 +235,7 @@ describe('the contract\'s download samples run against a real link', () => {
       const res = await report(app, [address]);
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const link = `http://127.0.0.1:${(server.address() as AddressInfo).port}/downloads/reports/${tokenOf(address)}`;
-      const document = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as {
+      const document = parse(readFileSync(new URL('../../../openapi.yaml', import.meta.url), 'utf8')) as {
         paths: Record<string, { get: { 'x-codeSamples': Array<{ lang: string; source: string }> } }>;
       };
       const samples = document.paths['/downloads/reports/{token}']!.get['x-codeSamples'];

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { after, before, describe, test } from 'node:test';
-import { connectionOf, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { broker } from '../helpers/factories.ts';
-import { PG_ADMIN_URL } from '../ops/helpers.ts';
+import { connectionOf, createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
+import { broker } from '../../helpers/factories.ts';
+import { PG_ADMIN_URL } from '../../ops/helpers.ts';
 import pg from 'pg';
 import {
   copiedBytea,
@@ -23,7 +23,7 @@ import {
   WorkbookWriter,
   type ChunkReader,
   type WorkbookRef,
-} from '../../src/reports/workbook/store.ts';
+} from '../../../src/reports/workbook/store.ts';
 
 let db: TestDatabase;
 let connection: Awaited<ReturnType<typeof connectionOf>>;

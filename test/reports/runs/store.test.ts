@@ -12,10 +12,10 @@ import {
   recordOutcomeAndCounts,
   recordSendFailed,
   settleRunCounts,
-} from '../../src/reports/runs/store.ts';
-import { findReportRun } from '../../src/reports/runs/present.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { broker } from '../helpers/factories.ts';
+} from '../../../src/reports/runs/store.ts';
+import { findReportRun } from '../../../src/reports/runs/present.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
+import { broker } from '../../helpers/factories.ts';
 
 let db: TestDatabase;
 let brokerId: string;
