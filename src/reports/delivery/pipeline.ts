@@ -1,24 +1,12 @@
 /**
- * The report pipeline's workers. The database is the record of every report run and recipient,
- * and the store of its workbook; Redis (src/jobs) is only the work queue.
- *
- *   request ── count rows (400 no_data when none) ── ReportRun (queued) + ReportRecipient rows (pending)
- *      └─ reports:build ── run → building ── streams the .xlsx into the database in chunks (workbook/store.ts)
- *            └─ run → sending, with its delivery: attachment (≤ REPORT_ATTACHMENT_MAX_BYTES) or link
- *                 └─ mail:send × recipients: claim (pending → sending) ── SMTP ── record sent / failed
- *                      └─ the last recipient's outcome completes the run (an attached workbook is deleted;
- *                         links keep theirs until the last expires: reconcile.ts)
- *
- * - The workbook is built once: every worker and API process reads the stored one, none needs a
- *   disk shared with another. Of two builds of one run (a stalled job handed on), the first to
- *   record `sending` is the run's; the other's chunks are deleted.
- * - A send is claimed in the database before the SMTP conversation and recorded after it; a record
- *   that fails is retried (through a database outage), never the send. Every copy of a recipient's
- *   e-mail carries the same Message-ID, so the one case that can send twice (a worker that dies
- *   between the server's acceptance and the record) is recognisable; each copy of a link e-mail has
- *   a link of its own, and every one works until it expires.
- * - The reconciler (reconcile.ts) resumes what has no live job; the request waits by reading the
- *   records (use-cases.ts).
+ * The report pipeline's workers: the database records every run and recipient and stores the
+ * workbook; Redis (src/jobs) is only the work queue. A run goes queued → building (the .xlsx
+ * streamed into the database in chunks) → sending (attachment or link) → completed, one
+ * `mail:send` job per recipient. The workbook is built once and read by every process; of two
+ * builds of one run the first to record `sending` wins. A send is claimed before the SMTP
+ * conversation and recorded after it (the record retried, never the send), and every copy of a
+ * recipient's e-mail carries one Message-ID. The reconciler (reconcile.ts) resumes what has no
+ * live job; the request waits by reading the records (use-cases.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -3,12 +3,9 @@
  * running at once and start at most REPORTS_PER_HOUR_PER_BROKER in any hour. A report multiplies
  * into a workbook build and one e-mail per recipient, so the key's request rate alone bounds
  * neither the e-mail nor the load. Sandbox reports record no run and are bounded only by the
- * key's rate limit.
- *
- * The database is the record: a run counts as running until it reaches a final state
- * (`completed`, `failed`), and a run still not final `RUNNING_MAX_AGE_MS` after it was created
- * (one abandoned by a process that died) no longer counts, so it cannot block its broker
- * forever. Every run created in the last hour counts against the hourly bound, whatever its state.
+ * key's rate limit. A run counts as running until final, or until `RUNNING_MAX_AGE_MS` after its
+ * creation (a dead process's run cannot block its broker forever); every run of the last hour
+ * counts against the hourly bound, whatever its state.
  */
 import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';

@@ -1,17 +1,10 @@
 /**
- * The build thread's side of a report build (started by build.ts). Two ways:
- *
- * - **Direct** (`init.direct` set): the thread reads the pages of rows and stores the workbook's
- *   chunks itself, through a database connection of its own, and reports what it stored. The
- *   process's thread only waits: a build's garbage (the pages' text, the chunks) is this thread's
- *   heap's, collected here, and never grows the API's heap.
- * - **Relayed**: the pages are handed in and the workbook's bytes handed back, in order.
- *   Messages in: `{ type: 'page', text }` in table order, then `{ type: 'end' }`.
- *   Messages out: `{ type: 'bytes', data }` (a transferred ArrayBuffer), `{ type: 'taken' }` once a
- *   page's rows are in the zip's input (the caller's credit to send another).
- *
- * Either way `{ type: 'done', rows, totals, sheets }` comes last (direct: with what was stored).
- * Any error is thrown out of the thread.
+ * The build thread's side of a report build (started by build.ts, which says why two modes).
+ * Direct (`init.direct` set): the thread reads the pages and stores the chunks through a
+ * connection of its own, so a build's garbage stays in this thread's heap. Relayed: pages come in
+ * (`page`, then `end`) and the bytes go back (`bytes`, a transferred ArrayBuffer; `taken` once a
+ * page is in the zip, the caller's credit for another). Either way `done` comes last (direct: with
+ * what was stored); any error is thrown out of the thread.
  */
 import { finished } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';

@@ -203,9 +203,8 @@ export function copiedBytea(copy: Buffer): Buffer | undefined {
  * How this process reads stored chunks: where the database has a connection string (PostgreSQL, or
  * the embedded database's socket), through a small node-postgres pool of its own, each chunk by a
  * binary `COPY … TO STDOUT` whose bytes arrive as the socket's buffers; else through Prisma, as
- * base64 text (PostgreSQL's `encode`) decoded here. A chunk read as a query's text is a 700 KB
- * string in V8's large-object space, garbage that waits for a full collection: a 35 MB workbook's
- * download left 35-50 MB of them in the API's heap (bench/README.md).
+ * base64 text (PostgreSQL's `encode`) decoded here. A chunk read as a query's text is a large
+ * string in V8's large-object space, garbage that waits for a full collection (bench/README.md).
  */
 export function openChunkReader(db: { prisma: PrismaClient; url?: string | undefined; queryTimeoutMs?: number | undefined }): ChunkReader {
   const { prisma, url, queryTimeoutMs } = db;
