@@ -20,7 +20,7 @@ import { registerOps } from './ops/health.ts';
 import { recordHttpRequest } from './ops/metrics.ts';
 import { resourceModules, type RegisterRoutes } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
-import { registerDownloadRoute } from './reports/downloads.ts';
+import { registerDownloadRoute } from './reports/index.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered

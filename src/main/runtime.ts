@@ -23,14 +23,13 @@ import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
-import { createJobs, type CreateJobsOptions } from '../work.ts';
+import { createJobs, type CreateJobsOptions } from '../background.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
-import { openChunkReader } from '../reports/workbook-store.ts';
+import { openChunkReader } from '../reports/index.ts';
 import { listen, type ServerTimeouts } from './server.ts';
-import { collectGarbage } from '../gc.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -265,9 +264,6 @@ export async function main(role: Role): Promise<void> {
     console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   }
-  // Start-up's garbage would otherwise sit in the heap until a full collection, which an idle
-  // server can go long without, under every later peak.
-  collectGarbage();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

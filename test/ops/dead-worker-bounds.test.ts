@@ -79,7 +79,7 @@ after(async () => {
 
 const alive = (c: RoleProcess) => c.proc.exitCode === null && c.proc.signalCode === null;
 
-/** BullMQ's hand-over of a dead worker's job: its lock (15 s, src/work.ts) expires, then two stalled-job checks 15 s apart. */
+/** BullMQ's hand-over of a dead worker's job: its lock (15 s, src/background.ts) expires, then two stalled-job checks 15 s apart. */
 const HANDOVER_MS = 45_000;
 /** Room for a machine shared with other test runs. */
 const MARGIN_MS = 10_000;

@@ -12,7 +12,7 @@ import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createGate, type Gate } from '../../src/auth/gate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { tokenHash } from '../../src/reports/links.ts';
+import { tokenHash } from '../../src/reports/delivery/links.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { LogCapture, sleep } from './helpers.ts';

@@ -15,7 +15,7 @@ import { createApp } from '../../src/app.ts';
 import type { EventType } from '../../src/events/store.ts';
 import { applyAllDueCancellations } from '../../src/services/store.ts';
 import { WEBHOOK_USER_AGENT } from '../../src/webhooks/dispatcher.ts';
-import { createJobs } from '../../src/work.ts';
+import { createJobs } from '../../src/background.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
