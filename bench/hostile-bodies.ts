@@ -184,7 +184,7 @@ function startServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; rea
   mkdirSync(path.join(ROOT, 'var'), { recursive: true });
   const logFile = path.join(ROOT, 'var', `bench-hostile-${process.pid}.log`);
   const log = openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', SELF, '--serve'], { cwd: ROOT, env, stdio: ['ignore', log, 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', SELF, '--serve'], { cwd: ROOT, env, stdio: ['ignore', log, 'inherit', 'ipc'] });
   closeSync(log);
   return new Promise((resolve, reject) => {
     child.on('message', (m) => {

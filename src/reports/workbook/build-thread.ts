@@ -119,8 +119,7 @@ function startWorkbook(init: ThreadInit) {
  * A build's buffers (socket reads, sheet XML, deflate output, stored chunks) outlive this thread's
  * small young generation and wait for a full collection, which V8 starts only after several times
  * this many. A full collection of the thread's small heap once they pass this bound keeps the
- * process's peak lower at a small cost in time (bench/README.md). Without `--expose-gc` (tests),
- * nothing happens.
+ * process's peak lower at a small cost in time (bench/README.md).
  */
 const BUFFER_BOUND_BYTES = 16 * 1024 * 1024;
 
