@@ -5,7 +5,8 @@
  * receiver without touching live data.
  */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Caller, Effect } from '../shared/caller.ts';
+import type { Caller } from '../shared/caller.ts';
+import type { Effect } from '../shared/unit-of-work.ts';
 import { recordEvents, type EventType } from './store.ts';
 
 export interface SimulatedEvent {
@@ -25,6 +26,6 @@ export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller
       tx,
       events.map((e) => ({ brokerId: caller.brokerId, type: e.type, mode: 'test', object: { ...e.object, simulated: true } })),
     );
-    await caller.work.within(tx).recordEffect(effect);
+    await caller.unitOfWork.within(tx).recordEffect(effect);
   });
 }

@@ -18,7 +18,7 @@
  * (src/redis.ts), and patches/ (express-openapi-validator's route table).
  */
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
-import type { OperationId, Reply, SuccessStatus } from './operation.ts';
+import type { OperationId, Reply, SuccessStatus } from './operation-types.ts';
 
 /**
  * Runs middleware one after the other as ONE layer of the app's router, with Express's own rules

@@ -13,10 +13,7 @@ import { Readable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { lowerThreadPriority } from '../shared/threads.ts';
-import { transportMailer, type MailError, type MailMessage, type SentMail, type TransportMessage } from './mailer.ts';
-
-export type ToMailThread = { type: 'send'; id: number; message: MailMessage } | { type: 'close' };
-export type FromMailThread = { type: 'sent'; id: number; sent: SentMail } | { type: 'failed'; id: number; error: MailError };
+import { transportMailer, type FromMailThread, type MailError, type MailMessage, type ToMailThread, type TransportMessage } from './mailer.ts';
 
 /** Bytes of an attachment handed to the encoder at a time: nodemailer encodes inline content in one go. */
 const ATTACHMENT_PIECE_BYTES = 64 * 1024;

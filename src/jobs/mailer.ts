@@ -8,7 +8,6 @@ import { createTransport } from 'nodemailer';
 import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { siblingModule, startThread } from '../shared/threads.ts';
-import type { FromMailThread, ToMailThread } from './mail-thread.ts';
 
 export interface MailAttachment {
   filename: string;
@@ -71,6 +70,10 @@ function describeSmtp(url: string): string {
     return 'smtp';
   }
 }
+
+/** What the mailer and its thread (src/jobs/mail-thread.ts) say to each other; declared here, where the thread is started. */
+export type ToMailThread = { type: 'send'; id: number; message: MailMessage } | { type: 'close' };
+export type FromMailThread = { type: 'sent'; id: number; sent: SentMail } | { type: 'failed'; id: number; error: MailError };
 
 /** A message as the transport takes it: inside the mail thread, large contents are streams. */
 export type TransportMessage = Omit<MailMessage, 'attachments'> & {

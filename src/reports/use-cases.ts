@@ -41,7 +41,7 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
   const run = async <T extends ReportTotals>(caller: Caller, spec: Omit<ReportSpec, 'brokerId' | 'apiKeyId'>) => {
     // The early check of the broker's report bounds, before the counting query of a big report.
     await checkReportLimits(deps.prisma, deps.config, caller.brokerId);
-    return deps.jobs.runReport<T>({ ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.work });
+    return deps.jobs.runReport<T>({ ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.unitOfWork });
   };
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {

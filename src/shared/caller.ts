@@ -1,15 +1,6 @@
 import type { UnitOfWork } from './unit-of-work.ts';
 
 /**
- * What an operation made or changed: a service (its number), a request (REQ-…), a report run (its
- * id), a webhook endpoint (we_…) or an event (evt_…: a ping, a redelivery).
- */
-export interface Effect {
-  readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
-  readonly id: string;
-}
-
-/**
  * Who a use case acts for, in the domain's words: the broker, the key that asked (recorded on
  * what it creates) and how the broker approves changes, and the unit of work its changes are
  * written in. Built once per request by `operation()` (src/http/operation.ts) from the
@@ -26,9 +17,9 @@ export interface Caller {
   readonly providerReview: boolean;
   /**
    * What commits with the operation's change, in the change's own transaction (the request's
-   * Idempotency-Key record of the effect): `work.within(tx).recordEffect(effect)`.
+   * Idempotency-Key record of the effect): `unitOfWork.within(tx).recordEffect(effect)`.
    */
-  readonly work: UnitOfWork;
+  readonly unitOfWork: UnitOfWork;
 }
 
 /** The two implementations of one resource's use cases: live records, or the sandbox's simulation. */

@@ -2,7 +2,7 @@
  * The Idempotency-Key records as the HTTP wrapper uses them (src/http/idempotency.ts) and the store
  * keeps them (src/idempotency/store.ts): one declaration for both sides.
  */
-import type { Effect } from './caller.ts';
+import type { Effect } from './unit-of-work.ts';
 import type { Db } from './db-errors.ts';
 
 /** What to do with a request that carries an Idempotency-Key. */

@@ -1,5 +1,13 @@
-import type { Effect } from './caller.ts';
 import type { Db } from './db-errors.ts';
+
+/**
+ * What an operation made or changed: a service (its number), a request (REQ-…), a report run (its
+ * id), a webhook endpoint (we_…) or an event (evt_…: a ping, a redelivery).
+ */
+export interface Effect {
+  readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
+  readonly id: string;
+}
 
 /**
  * Whatever must commit with an operation's change, written through the change's own transaction,
