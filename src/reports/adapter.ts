@@ -3,15 +3,15 @@
  * adapter reads its typed input (its body rules first, in the order openapi.yaml documents),
  * calls the use case the key's mode chooses and answers.
  */
-import type { AppDeps } from '../deps.ts';
+import type { Contract } from '../http/contract.ts';
 import { operation } from '../http/operation.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { validateDateRange } from './dates.ts';
 import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
 import { sandboxReports } from './sandbox.ts';
 import type { ServiceStatusFilter } from './types.ts';
-import { liveReports, type InvoicesReportInput, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
+import { liveReports, type InvoicesReportInput, type ReportDeps, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
 
 const INVOICES_REQUIRED = ['recipients', 'start_date', 'end_date'];
 const RECIPIENT_DETAILS = { recipients: { max_recipients: MAX_RECIPIENTS } };
@@ -31,11 +31,11 @@ function servicesReportInput(body: Record<string, unknown>): ServicesReportInput
   };
 }
 
-export function reportUseCases(deps: AppDeps): ByMode<ReportUseCases> {
+export function reportUseCases(deps: ReportDeps): ByMode<ReportUseCases> {
   return { live: liveReports(deps), sandbox: sandboxReports(deps) };
 }
 
-export const registerReportRoutes: RegisterRoutes = (router, deps) => {
+export const registerReportRoutes: RegisterRoutes<ReportDeps & { contract: Contract }> = (router, deps) => {
   const reports = reportUseCases(deps);
 
   // POST /api/v1/reports/invoices

@@ -8,13 +8,15 @@ import type { Request, Response, Router } from 'express';
 import type { Redis } from 'ioredis';
 import { pipeline } from 'node:stream/promises';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { AppDeps } from '../deps.ts';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
 import { collectGarbage } from '../gc.ts';
+import type { Logger } from '../logger.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import { XLSX_MEDIA_TYPE } from './builder.ts';
 import { reportBuilders } from './index.ts';
 import { DOWNLOAD_PATH, findDownload, recordDownload } from './links.ts';
-import { readWorkbook } from './workbook-store.ts';
+import { readWorkbook, type ReadChunk } from './workbook-store.ts';
 
 /** Redis key prefix of the per-IP download counters. */
 export const DOWNLOADS_RATE_PREFIX = 'rl:download';
@@ -52,7 +54,7 @@ function downloadLimiter(redis: Redis, perMinute: number): (bucket: string) => P
  * Mounts the download route on `router` (served outside /api). `bucketOf` names the caller a per-IP
  * bound counts (the gate's, so both bounds count an IPv6 caller by its /64).
  */
-export function registerDownloadRoute(router: Router, deps: Pick<AppDeps, 'prisma' | 'readChunk' | 'redis' | 'config' | 'logger'>, bucketOf: (ip: string | undefined) => string): void {
+export function registerDownloadRoute(router: Router, deps: { prisma: PrismaClient; readChunk: ReadChunk; redis: Redis; config: Config; logger: Logger }, bucketOf: (ip: string | undefined) => string): void {
   const limit = downloadLimiter(deps.redis, deps.config.reportDownloadsPerIpPerMinute);
   // Mounted as a prefix and read from the raw path, not as a `:token` route: Express would
   // percent-decode the segment and answer a bad escape with an error of its own, while a token is
