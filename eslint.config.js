@@ -38,7 +38,7 @@ const BASICS = ['config.ts', 'logger.ts', 'root.ts', 'redis.ts', 'gc.ts'];
 
 export const importDirection = [
   { target: './src/shared', ...allBut('shared'), message: 'src/shared is used by everything and uses nothing of src/.' },
-  { target: BASICS.map((f) => `./src/${f}`), ...allBut('shared', ...BASICS), message: 'The process\'s basics (config, logger, root, redis, gc) import only src/shared and each other: what a resource needs of a setting it reads from them.' },
+  { target: BASICS.map((f) => `./src/${f}`), ...allBut('shared', ...BASICS), message: 'The process\'s basics (config, logger, root, redis, gc) import only src/shared and each other: a setting\'s default and parser live in config.ts, not in the resource that uses it.' },
   { target: './src/db', ...allBut('db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'src/db knows no HTTP, resource or job.' },
   { target: './src/jobs', ...allBut('jobs', 'shared', 'config.ts', 'logger.ts', 'redis.ts'), message: 'src/jobs is a generic queue adapter: it is handed processors and imports no resource.' },
   { target: './src/http', ...allBut('http', 'shared', 'ops', 'root.ts', 'logger.ts', 'config.ts'), message: 'HTTP plumbing knows no resource.' },
