@@ -1,5 +1,5 @@
 // Lint: ESLint's and typescript-eslint's recommended rules over our own sources, and the import
-// direction of src/ (README, "Where things live"), enforced with eslint-plugin-import-x.
+// direction of src/ (docs/architecture.md, "Where things live"), enforced with eslint-plugin-import-x.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';

@@ -86,10 +86,7 @@ function flag(name: string, value: string | undefined): boolean {
   throw new Error(`${name} must be true or false, got "${text}"`);
 }
 
-/**
- * `TRUST_PROXY` is handed to Express as its `trust proxy` setting: `true`/`false`, a hop count,
- * or a comma-separated list of names (`loopback`) and CIDRs. Unset means off.
- */
+/** Express's `trust proxy`: `true`/`false`, a hop count, or names (`loopback`) and CIDRs. Unset: off. */
 export function parseTrustProxy(value: string | undefined): boolean | number | string {
   const text = optional(value);
   if (text === undefined || text === 'false') return false;
@@ -98,10 +95,7 @@ export function parseTrustProxy(value: string | undefined): boolean | number | s
   return text;
 }
 
-/**
- * PUBLIC_BASE_URL: an http(s) address without query or fragment, kept without its trailing slash.
- * Unset: this server's own `http(s)://HOST:PORT` (https when TLS files are set).
- */
+/** Without query or fragment; unset, this server's own `http(s)://HOST:PORT`. */
 export function publicBaseUrlOf(env: NodeJS.ProcessEnv, host: string, port: number): string {
   const text = optional(env.PUBLIC_BASE_URL);
   if (text === undefined) {

@@ -30,11 +30,9 @@ async function waitFor(check: () => boolean, timeoutMs: number, what: string): P
 }
 
 /**
- * Runs redis-server ("$@") and stops it when this script's stdin reaches end of file: stdin is a
- * pipe from the Node process, which the kernel closes however that process ends, SIGKILL
- * included (redis-server has no option to follow its parent). SIGTERM stops it too. Its
- * directory ($CAPI_REDIS_DIR, the socket's) goes with it.
- * A background list's stdin is /dev/null in sh unless redirected, hence fd 3.
+ * redis-server has no option to follow its parent, so this stops it at stdin's end of file: the
+ * kernel closes that pipe however Node ends, SIGKILL included. A background list's stdin is
+ * /dev/null in sh unless redirected, hence fd 3.
  */
 const REDIS_WATCHDOG = `
 exec 3<&0
@@ -49,11 +47,7 @@ rm -rf "$CAPI_REDIS_DIR"
 exit $status
 `;
 
-/**
- * A private redis-server child (no persistence) on a unix socket of its own, so it never collides
- * with another server's port: the default when REDIS_URL is unset, and what each test file uses.
- * It never outlives this process (REDIS_WATCHDOG).
- */
+/** On a unix socket of its own, so it never collides with another server's port; it never outlives this process. */
 export async function startPrivateRedis(): Promise<RedisEndpoint> {
   if (!commandExists('redis-server')) throw new RedisServerMissingError();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-redis-'));
@@ -105,12 +99,8 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
 }
 
 /**
- * A client for work done inside an HTTP request: it fails fast (no offline queue, one retry) so a
- * Redis outage answers `500 server_error` at once instead of hanging the request.
- *
- * Auto-pipelining sends the commands issued in one event-loop tick (one rate-limit script per
- * concurrent request) in a single socket write instead of one write per request, which a CPU
- * profile of `npm run bench` showed as a large share of the API process's time (bench/README.md).
+ * Fails fast (no offline queue, one retry) so a Redis outage answers 500 at once instead of hanging
+ * the request. Auto-pipelining: one socket write per tick, not per request (bench/README.md).
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
   return new Redis({

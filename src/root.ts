@@ -2,11 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/**
- * The project directory, the nearest one above this module that holds package.json: the same
- * whether the code runs from `src/` (tsx: tests, CLI) or from `dist/src/` (the built servers of
- * `npm start`), so openapi.yaml, docs/ and prisma/ are found either way.
- */
+/** The same from `src/` (tsx) and from `dist/src/` (built), so openapi.yaml, docs/ and prisma/ are found either way. */
 export const ROOT_DIR = ((): string => {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!existsSync(path.join(dir, 'package.json'))) {

@@ -1,7 +1,4 @@
-/**
- * GET and POST /api/v1/auth-check. The gate has already authenticated the key, checked its IP
- * and rate limit and (for POST: services:write or admin:full) its scopes, from openapi.yaml.
- */
+/** The gate has already checked the key, its IP, rate limit and scopes (openapi.yaml). */
 import { hasScope } from '../http/auth-context.ts';
 import { operation, type DataOf } from '../http/operation.ts';
 import type { Contract } from '../http/contract.ts';

@@ -26,11 +26,8 @@ export interface AuthFailureLimiter {
 }
 
 /**
- * A fixed window of failed authentications per caller IP in Redis (rate-limiter-flexible), so
- * every API process shares one count. Once an IP is over the bound, this process keeps it blocked
- * in memory until the window ends (`inMemoryBlockOnConsumed`): a flood from it costs no Redis
- * round trip either. Only failures are counted: a valid key from the same IP (a shared NAT) is
- * never refused by this bound.
+ * Shared by every API process through Redis; once an IP is over the bound it is blocked in memory
+ * (`inMemoryBlockOnConsumed`), so a flood costs no round trip. Only failures count: a shared NAT's valid keys pass.
  */
 export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits): AuthFailureLimiter | undefined {
   if (limits.perIp <= 0) return undefined;

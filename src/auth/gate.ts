@@ -63,11 +63,7 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
     'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
   });
 
-/**
- * The URL's path without its query string (queries can hold customer data), with key-shaped text
- * scrubbed as in the log lines (a key sent as a path segment, in any encoding), at most 2,048
- * characters.
- */
+/** No query string (it can hold customer data), and key-shaped text scrubbed as in the log lines. */
 function pathOf(url: string): string {
   const query = url.indexOf('?');
   return scrubSecrets(query === -1 ? url : url.slice(0, query)).slice(0, 2048);
@@ -217,9 +213,8 @@ function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unk
 }
 
 /**
- * A refused authentication: the 401, or, with AUTH_FAILURES_PER_IP set and the caller IP (an
- * IPv6 caller's /64) over it, a 429. Only failures are counted, so a valid key from the same IP still passes. Without
- * Redis the 401 is answered as is (it is the right answer; the bound is a protection).
+ * The 401, or a 429 once the caller IP is over AUTH_FAILURES_PER_IP. Only failures count, so a valid
+ * key from the same IP still passes; without Redis the 401 stands (the bound is only a protection).
  */
 function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, err: unknown): void {
   if (!g.failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') {
@@ -311,14 +306,9 @@ function admit(
 
 
 /**
- * The gate in front of every /api/v1 operation, after the operation resolver (`res.locals.operation`).
- *
  * 1. authentication (401) · 2. IP whitelist (403) · 3. rate limit (429, still counted) · 4. scope (403).
- *
- * Every request past step 1 touches the key's last-used time and gets an API log entry with its
- * final status, written in batches off the request path. A request refused at step 2 does not use
- * up the key's quota (so a leaked key used from elsewhere cannot starve its owner), but carries
- * the rate-limit headers like every authenticated response.
+ * A request refused at step 2 uses none of the key's quota, so a leaked key used from elsewhere
+ * cannot starve its owner.
  */
 export function createGate(deps: GateDeps): Gate {
   const { logger } = deps;
@@ -327,13 +317,11 @@ export function createGate(deps: GateDeps): Gate {
   const limiter = createKeyRateLimiter(deps.redis);
   const failures = deps.authFailures ? createAuthFailureLimiter(deps.redis, deps.authFailures) : undefined;
   const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
-  // One context per cached key row (read-only for the handlers), not one per request.
   const contexts = new WeakMap<StoredKey, AuthContext>();
 
   const g: GateParts = { logger, limiter, failures, apiLog, contexts };
 
-  // Not an async function: a request whose key row is cached and whose count comes from this
-  // process's block goes through without a wait (no promise, no turn of the microtask queue).
+  // Not async: a cached key counted from this process's block passes without a microtask turn.
   const gate: RequestHandler = (req, res, next) => {
     const started = performance.now();
     const at = now();

@@ -8,10 +8,7 @@ export interface IpRule {
   bits: number;
 }
 
-/**
- * Normalises an address so that an IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, what a dual-stack
- * socket reports for an IPv4 peer) is compared as the IPv4 address it carries.
- */
+/** A dual-stack socket reports an IPv4 peer as `::ffff:10.0.0.1`: compare the IPv4 address it carries. */
 function normalise(address: Address): Address {
   return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
     ? (address as ipaddr.IPv6).toIPv4Address()
@@ -19,10 +16,8 @@ function normalise(address: Address): Address {
 }
 
 /**
- * An address as RFC 791's dotted quad (four decimal parts) or RFC 4291's IPv6 text (RFC 5952's
- * form among them), an IPv6 address's IPv4 tail a dotted quad too. ipaddr.js alone also reads
- * `012.0.0.1`, `167772161`, `0xa000001` or `10.1` as 10.0.0.1, and `::10.0.0.1` (an
- * IPv4-compatible address) as IPv4-mapped: none of them is an address here.
+ * ipaddr.js alone also reads `012.0.0.1`, `167772161`, `0xa000001` or `10.1` as 10.0.0.1, and
+ * `::10.0.0.1` as IPv4-mapped: none of them is an address here.
  */
 export function parseAddress(text: string): Address | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
@@ -38,12 +33,7 @@ export function parseAddress(text: string): Address | undefined {
   return ipaddr.IPv6.parse(`${address.slice(0, colon + 1)}${groups}${zone === -1 ? '' : text.slice(zone)}`);
 }
 
-/**
- * Parses one whitelist entry: an IPv4 or IPv6 address or CIDR range. IPv4 must be written as
- * four decimal parts (ipaddr.js would otherwise also take `127.1` or `0x7f.1`, which nobody means
- * in an allow-list). An IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) becomes the IPv4 range it
- * covers. Returns undefined for anything else.
- */
+/** An IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) becomes the IPv4 range it covers; undefined for anything else. */
 export function parseIpRule(entry: string): IpRule | undefined {
   const text = entry.trim();
   if (text === '') return undefined;
@@ -70,11 +60,7 @@ export function parseIpRule(entry: string): IpRule | undefined {
 /** True when the text is a whitelist entry the gate understands (for the CLI's input checks). */
 export const isValidIpRule = (entry: string): boolean => parseIpRule(entry) !== undefined;
 
-/**
- * The caller's address (the socket's, or what a trusted proxy forwarded), parsed strictly
- * (parseAddress) and normalised; undefined when it is missing or not an address, which no
- * whitelist allows.
- */
+/** Undefined when missing or not an address, which no whitelist allows. */
 export function parseCallerIp(ip: string | undefined): Address | undefined {
   if (ip === undefined || ip === '') return undefined;
   try {
@@ -101,11 +87,7 @@ export function displayIp(ip: string | undefined): string {
   return shown;
 }
 
-/**
- * What one caller counts as for a per-IP bound: an IPv4 address alone, an IPv6 address by its
- * /64 (one subscriber or host is usually given a whole /64, so counting each address apart lets
- * it send 2^64 times the bound). Text that is not an address is one caller of its own.
- */
+/** An IPv6 caller counts by its /64: one host is usually given a whole /64, so each address apart would multiply the bound. */
 export function callerBucket(ip: string | undefined): string {
   const caller = parseCallerIp(ip);
   if (caller === undefined) return 'not-an-address';
@@ -118,10 +100,7 @@ export function ipMatches(caller: Address, rule: IpRule): boolean {
   return caller.kind() === rule.address.kind() && caller.match(rule.address, rule.bits);
 }
 
-/**
- * A key's whitelist, parsed once. Entries that do not parse never match (the CLI refuses them on
- * the way in; this only guards against rows written by other means).
- */
+/** Entries that do not parse never match (the CLI refuses them; this guards rows written by other means). */
 export class IpWhitelist {
   readonly rules: IpRule[];
   readonly invalid: string[];

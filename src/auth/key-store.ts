@@ -63,10 +63,7 @@ async function loadKey(prisma: PrismaClient, hash: string): Promise<StoredKey | 
   return { ...rest, whitelist: new IpWhitelist(ipWhitelist) };
 }
 
-/**
- * Hashes that found no row, each until its TTL ends, at most `size` of them. Insertion order is
- * expiry order (one TTL for all), so the first entry is the oldest and is forgotten first.
- */
+/** One TTL for all, so insertion order is expiry order: the first entry is forgotten first. */
 class UnknownKeys {
   private readonly until = new Map<string, number>();
   readonly on: boolean;
@@ -108,19 +105,9 @@ class UnknownKeys {
 }
 
 /**
- * Looks keys up by the SHA-256 of the whole key (a unique index). Found rows may be kept in
- * process for `cacheMs` (a couple of seconds by default) to save a database round trip on busy
- * keys; the row's state (active, expiry) is checked on every request, so a revocation made
- * elsewhere (the CLI, another API process) takes effect within `cacheMs`. `cacheMs: 0` turns
- * the cache off.
- *
- * A hash with no row is remembered for `negative.ttlMs`, at most `negative.size` of them (the
- * oldest is forgotten first), so repeating an unknown key costs one look-up per TTL. The TTL is
- * the whole guarantee that a new key is never caught: keys are created by the CLI, possibly in
- * another process and without Redis, so this process cannot be told; a key presented before it
- * existed (it carries ~190 random bits, so only a leaked or chosen secret can be) works at the
- * latest `negative.ttlMs` after it was last looked up and found missing, the same bound a
- * revocation has through `cacheMs`.
+ * Keys are made and revoked by the CLI, maybe in another process and without Redis, so this process
+ * cannot be told: the TTLs are the whole bound. A revocation takes effect within `cacheMs`; a key
+ * presented before it existed (only a leaked or chosen secret can be) works within `negative.ttlMs`.
  */
 export function createKeyStore(
   prisma: PrismaClient,
@@ -150,8 +137,7 @@ export function createKeyStore(
       if (cacheMs <= 0 && !negativeOn) return load(hash);
       const hit = cached(hash);
       if (hit) return hit;
-      // Single flight: when a busy key's entry expires, every request of that key misses at
-      // once; they share one look-up instead of each running the same query.
+      // Single flight: when a busy key's entry expires, all its requests miss at once.
       const running = inFlight.get(hash);
       if (running) return running;
       const started = Date.now();
@@ -180,8 +166,7 @@ export function createKeyStore(
       return lookup;
     },
     invalidate(hash) {
-      // A look-up already running may have read the row before the change: drop it too, so
-      // the next request reads again.
+      // A look-up already running may have read the row before the change.
       if (hash === undefined) {
         cache.clear();
         unknown.clear();

@@ -38,11 +38,7 @@ function stateOf(res: RateLimiterRes | null, limit: number, exceeded: boolean): 
 export interface KeyRateLimiter {
   /** Counts one request against the key (also when it is over the limit: it still counts). */
   consume(keyId: string, limit: number): Promise<RateLimitState>;
-  /**
-   * Counts one request from this process's current block without waiting, or answers undefined
-   * when that needs Redis (then call `consume`). Throws RateLimitUnavailableError, as consume
-   * rejects, while Redis is not connected.
-   */
+  /** Undefined when the count needs Redis (then call `consume`); throws, as consume rejects, while Redis is down. */
   tryConsume(keyId: string, limit: number): RateLimitState | undefined;
   /** Reads the key's window without counting a request (for a request refused before step 3). */
   peek(keyId: string, limit: number): Promise<RateLimitState>;
@@ -55,10 +51,7 @@ const MAX_LEASE = 100;
 /** Keys whose lease is kept before the table starts over (a bound on memory). */
 const MAX_LEASES = 50_000;
 
-/**
- * How many requests one claim takes from the key's count in Redis: 1/32 of what the window has
- * left, at most 100, at least 1 (so a key with a limit under 64 is counted request by request).
- */
+/** A key with a limit under 64 is counted request by request. */
 export function leaseSize(limit: number, counted: number): number {
   return Math.max(1, Math.min(MAX_LEASE, Math.floor((limit - counted) / LEASE_SHARE)));
 }
@@ -103,21 +96,11 @@ function stateOfLease(lease: Lease, exceeded: boolean): RateLimitState {
 }
 
 /**
- * A fixed-window limiter per key in Redis (rate-limiter-flexible's atomic Lua INCR + TTL), so all
- * API processes share one count per key. Each key has its own limit, and a RateLimiterRedis has
- * one `points` value, so there is one limiter per distinct limit; they all use the same Redis key
- * per API key, so changing a key's limit keeps its current count.
- *
- * Requests are claimed from that count in blocks (`leaseSize`), one claim in flight per key, and
- * used up in process: a busy key costs one Redis round trip per block instead of one per request
- * (the round trip was the largest single cost of an authenticated request in `npm run bench`).
- * The count in Redis includes every claimed request, so all processes together never let more
- * than the limit through in a window; the price is that requests another process has claimed but
- * not used yet count as used here (in `remaining`, and a 429 up to that many requests early),
- * which is at most one block per process. A request over the limit is counted one by one, as before.
- *
- * The Redis client is the fail-fast one (no offline queue, short timeouts) and nothing is served
- * from a lease while it is not connected, so a Redis outage is an immediate error.
+ * One count per key in Redis, shared by all API processes; a limiter per distinct limit (a
+ * RateLimiterRedis has one `points`) on the same Redis key, so changing a limit keeps the count.
+ * Requests are claimed in blocks, since the round trip was an authenticated request's largest cost
+ * (bench/README.md): all processes together never pass the limit, but a 429 may come up to one block
+ * per process early. Nothing is served from a lease while Redis is down: an outage is an immediate error.
  */
 export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
   const limiterFor = limitersOn(redis);
@@ -199,10 +182,7 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
   };
 }
 
-/**
- * The rate-limit headers of every response after authentication: the de-facto X-RateLimit-*
- * trio and the IETF draft's structured `RateLimit-Policy` / `RateLimit` fields.
- */
+/** The de-facto X-RateLimit-* trio and the IETF draft's `RateLimit-Policy` / `RateLimit` fields. */
 export function setRateLimitHeaders(res: Response, state: RateLimitState): void {
   res.setHeader('X-RateLimit-Limit', String(state.limit));
   res.setHeader('X-RateLimit-Remaining', String(state.remaining));

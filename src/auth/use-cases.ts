@@ -1,7 +1,4 @@
-/**
- * What auth-check tells a key about itself beyond the key's own record: how many services its
- * broker has. Live keys count the broker's services; sandbox keys see the sandbox list's one row.
- */
+/** Sandbox keys see the sandbox list's one row. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { ByMode, Caller } from '../shared/caller.ts';
 

@@ -38,10 +38,7 @@ export function toBrokerSummary(b: Broker): BrokerSummary {
   return { id: b.id, slug: b.slug, name: b.name, approval: b.approval };
 }
 
-/**
- * Creates a broker. An explicit `slug` must be free; a slug derived from the name gets `-2`,
- * `-3`, … appended when the plain one is taken. Approval defaults to manual.
- */
+/** An explicit `slug` must be free; a derived one gets `-2`, `-3`, … when taken. */
 export async function createBroker(prisma: Db, input: CreateBrokerInput): Promise<BrokerSummary> {
   const name = input.name?.trim() ?? '';
   if (name === '') throw new CliError('--name must not be empty');

@@ -1,7 +1,4 @@
-/**
- * The events of the demo's changes, shaped as the API's own operations shape them (serviceData,
- * requestData: never credentials). The demo's records are live records, so their events are live.
- */
+/** Shaped by the API's own serviceData/requestData, so never credentials; the demo's records are live. */
 import type { NewEvent } from '../events/store.ts';
 import { requestData, type RequestWithRelations } from '../services/change-requests.ts';
 import { serviceData, type ServiceWithPlan } from '../services/present.ts';

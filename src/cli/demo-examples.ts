@@ -1,22 +1,9 @@
 /**
- * The records openapi.yaml's examples name, for the demo broker: an example-driven tool (Portman,
- * a generated client's tests, a reader copying an example) that calls the API with a live demo key
- * finds what it would find in the sandbox. Every `demo` run puts them back as the examples show
- * them (the live calls change them: an approval, a new password, a download), so the examples run
- * again after it. test/cli/demo-examples.test.ts reads openapi.yaml and holds the two in step.
- *
- * The webhook examples' endpoint and events are live records (the examples show `mode: live`);
- * their events are dated minutes before the run, as events older than the retention are deleted.
- *
- * Each change of a service or a request writes its event (demo-events.ts) in the run's transaction:
- * `service.created` and `request.created` for what the run creates, `service.updated` for an
- * example service put back (only when what GET shows of it differs), `request.denied` for each
- * open request closed. A request put back (REQ-000044 pending again after an approval) has no event
- * type that tells of it, and writes none.
- *
- * Request ids, service numbers, endpoint and event ids are global: one of another broker is never
- * taken over (the example is then skipped, with a note). Report runs are recorded as the pipeline leaves them; the
- * link run's workbook is built and stored by the report build itself.
+ * The records openapi.yaml's examples name, for the demo broker, so an example-driven tool calling
+ * with a live demo key finds what the sandbox shows. Each `demo` run puts back what live calls
+ * changed; test/cli/demo-examples.test.ts holds this file and openapi.yaml in step. Every change
+ * writes its event, except a request put back (no event type tells of that). Ids are global: one
+ * another broker holds is skipped with a note, never taken over.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -81,12 +68,7 @@ interface ExamplesOutcome {
   skipped: string[];
 }
 
-/**
- * Each example service, active on its plan as the examples show it; its id, or undefined when
- * another broker has the number. Its event goes in `events`: `service.created`, or
- * `service.updated` when what GET shows of it changed (every column written here is shown, so an
- * unchanged answer is an unchanged record: no event without its change).
- */
+/** Undefined when another broker has the number. `service.updated` only when what GET shows changed: no event without a change. */
 async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: Credentials, s: ExampleService, events: NewEvent[]): Promise<number | undefined> {
   const existing = await tx.service.findUnique({ where: { serviceNumber: s.number }, include: { plan: true } });
   if (existing && existing.brokerId !== brokerId) return undefined;
@@ -115,11 +97,7 @@ async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: C
   return created.id;
 }
 
-/**
- * Any other open request on the example services (left by earlier live calls, an integrator's
- * included) is denied, so the examples' calls can make theirs; each denial's `request.denied` goes
- * in `events`, the request as decided, as a denial through the API dates and shows it.
- */
+/** Other open requests on the example services are denied, so the examples' calls can make theirs. */
 async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date, events: NewEvent[]): Promise<void> {
   const denied = await tx.serviceRequest.updateManyAndReturn({
     where: { serviceId: { in: serviceIds }, status: { in: ['pending', 'provider_review'] }, id: { notIn: [CREATE_REQUEST, PENDING_REQUEST] } },
@@ -145,7 +123,7 @@ async function putRequest(
     await tx.serviceRequest.update({ where: { id }, data });
     return true;
   }
-  // Its relations only when they are shown: Prisma loads them concurrently, and pg warns of concurrent queries in a transaction.
+  // Relations only when shown: Prisma loads them concurrently, and pg warns of concurrent queries in a transaction.
   events.push(requestEvent('request.created', await tx.serviceRequest.create({ data: { ...data, id, brokerId }, include: REQUEST_INCLUDE })));
   return true;
 }
@@ -161,8 +139,8 @@ async function putRequests(tx: Tx, brokerId: string, plan: PlanOf, ids: { exampl
     }, events);
     if (!create) skipped.push(`${formatRequestId(CREATE_REQUEST)}: another broker's request has that id`);
   }
-  // On the second service, not on 482913570: a pending request there would turn the examples'
-  // upgrade, downgrade and cancellation of 482913570 into 409s (one open request per service).
+  // Not on EXAMPLE_SERVICE: a pending request there would turn its upgrade, downgrade and
+  // cancellation examples into 409s (one open request per service).
   if (ids.second !== undefined) {
     const pending = await putRequest(tx, brokerId, PENDING_REQUEST, {
       ...CLEAR_DECISION, serviceId: ids.second, type: 'upgrade', status: 'pending', source: 'api', currentPlanId: plan('Standard VPS').id, requestedPlanId: plan('Professional VPS').id,
@@ -242,11 +220,7 @@ async function putRun(tx: Tx, brokerId: string, run: ExampleRun): Promise<boolea
   return true;
 }
 
-/**
- * The link run's first recipient's link is the example token, valid for the server's link lifetime
- * from this run of `demo` (a download's `404` after that is the server's rule; `demo` renews it),
- * with the two downloads of the example on record the first time.
- */
+/** The example token, renewed for the server's link lifetime on every `demo` run. */
 async function putLink(tx: Tx, linkTtlHours: number, now: Date): Promise<void> {
   const recipients = await tx.reportRecipient.findMany({ where: { reportRunId: LINK_REPORT }, orderBy: { id: 'asc' } });
   const expiresAt = new Date(now.getTime() + linkTtlHours * 3600_000);
@@ -283,12 +257,7 @@ async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
 const EXAMPLE_ENDPOINT = 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW';
 /** The endpoint examples' URL: an `.example` host, which never resolves. */
 const EXAMPLE_ENDPOINT_URL = 'https://hooks.broker.example/capi';
-/**
- * Why the example endpoint is disabled. Enabled, it would be owed every live change the demo's
- * keys make, and each delivery to a host that does not exist fails and is retried on the schedule
- * for a day; disabled, it gets nothing (a ping still goes out, as pings do whatever the status).
- * The update example (`status: enabled`) turns it on, as its "Enabled again" answer shows.
- */
+/** Enabled, the example endpoint would be owed every live change, each retried for a day against a host that does not exist. */
 const DEMO_DISABLED_REASON = 'disabled by the demo command: hooks.broker.example does not exist';
 
 interface ExampleEvent {
@@ -330,10 +299,8 @@ const DELIVERED_ATTEMPTS = [
 const DELIVERED_AFTER_MS = 306_081;
 
 /**
- * The example endpoint, live and disabled (DEMO_DISABLED_REASON), with its signing secret kept
- * from the first run (shown to nobody: the rotate example shows a new one). Deliveries it is still
- * owed (a ping or a redelivery after the update example enabled it) are given up, so nothing keeps
- * retrying a host that does not exist. False when another broker or mode has the id.
+ * Disabled (DEMO_DISABLED_REASON), its secret kept from the first run; deliveries still owed are
+ * given up so nothing retries a host that does not exist. False when another broker or mode has the id.
  */
 async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, now: Date): Promise<boolean> {
   const existing = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT }, select: { brokerId: true, mode: true } });
@@ -352,10 +319,7 @@ async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, n
   return true;
 }
 
-/**
- * The demo broker's other endpoints at the examples' URL (the create example's, made by live and
- * sandbox calls) are disabled and given up as well: enabled, each would collect failing deliveries.
- */
+/** Endpoints the create example made at the examples' URL: enabled, each would collect failing deliveries. */
 async function disableOtherExampleEndpoints(tx: Tx, brokerId: string, now: Date): Promise<void> {
   const where = { brokerId, url: EXAMPLE_ENDPOINT_URL, id: { not: EXAMPLE_ENDPOINT } };
   await tx.webhookEndpoint.updateMany({ where: { ...where, status: 'enabled' }, data: { status: 'disabled', disabledReason: DEMO_DISABLED_REASON, updatedAt: now } });
@@ -367,11 +331,7 @@ async function giveUpDeliveries(tx: Tx, where: Prisma.WebhookDeliveryWhereInput,
   await tx.webhookDelivery.updateMany({ where: { ...where, status: 'pending' }, data: { status: 'failed', nextAttemptAt: null, leasedUntil: null, completedAt: now } });
 }
 
-/**
- * The examples' events, written afresh (the old ones and their deliveries deleted first) so they
- * are the newest and inside the retention window, with evt_2Jf8…'s delivered delivery and its
- * three attempts. Names of events another broker or mode has are returned (those are skipped).
- */
+/** Written afresh so they are the newest and inside the retention window; returns the ids another broker or mode holds. */
 async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date): Promise<string[]> {
   const ids = EVENTS.map((e) => e.id);
   const others = await tx.event.findMany({ where: { id: { in: ids }, NOT: { brokerId, mode: 'live' } }, select: { id: true } });
@@ -395,10 +355,7 @@ async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date)
   return [...taken];
 }
 
-/**
- * Puts the examples' records in place for the broker, as the examples show them. Safe to repeat:
- * nothing is duplicated, and what the examples' live calls changed is put back.
- */
+/** Safe to repeat: nothing is duplicated, and what the examples' live calls changed is put back. */
 export async function putContractExamples(
   prisma: PrismaClient,
   brokerId: string,
@@ -439,9 +396,8 @@ export async function putContractExamples(
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now);
-      // The changes' events, in their transaction: after the endpoints at the examples' host are
-      // disabled (nothing is owed to a host that does not exist) and before the examples' events,
-      // which stay the first of the list (it is in the order events are written).
+      // After the example endpoints are disabled (nothing is owed to a host that does not exist),
+      // before the examples' events, which must stay first in the list.
       await recordEvents(tx, events, options.now);
       for (const id of await putEvents(tx, brokerId, endpoint, options.now)) skipped.push(`event ${id}: another broker or mode has that id`);
       return linkRunOk;

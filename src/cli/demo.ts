@@ -1,11 +1,4 @@
-/**
- * `demo`: a ready-made broker to try the API with. The first run creates the broker (automatic
- * approval), a handful of services across statuses and plans, two pending requests and a few
- * months of invoices, with each service's `service.created` and each request's `request.created`
- * event in the same transaction, as the API writes them; every run puts the records openapi.yaml's
- * examples name in place as the examples show them (demo-examples.ts) and issues a fresh pair of
- * admin:full keys (test and live), since a key is shown only once and cannot be printed again.
- */
+/** Every run issues a fresh pair of keys: a key is shown once and cannot be printed again. */
 import type { Plan, PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { createKey } from './keys.ts';
@@ -116,7 +109,6 @@ async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string
 /** The sample requests, as created (with what their events show). */
 async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<RequestWithRelations[]> {
   const requests: RequestWithRelations[] = [];
-  // Every service except the pending one came from an approved create request.
   for (const [i, s] of SAMPLE_SERVICES.entries()) {
     if (s.status === 'pending') continue;
     const at = services[i]!.createdAt;
@@ -139,7 +131,6 @@ async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string
       include: REQUEST_INCLUDE,
     }));
   }
-  // Two requests waiting for a decision: an upgrade and a new service.
   requests.push(await tx.serviceRequest.create({
     data: {
       brokerId: brokerId,
@@ -222,10 +213,6 @@ async function createDemoData(prisma: PrismaClient, credentials: Credentials, no
   );
 }
 
-/**
- * Creates the demo broker and its sample data (first run only), puts the contract examples'
- * records back as the examples show them, and issues a fresh pair of admin:full keys (every run).
- */
 export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {
   const now = options.now ?? new Date();
   let created = false;

@@ -1,8 +1,4 @@
-/**
- * An error the CLI reports as one line on stderr with exit status 1 (bad input, unknown broker,
- * a rejected import row). Anything else that escapes a command is unexpected and is reported
- * the same way, flattened to one line.
- */
+/** An expected failure (bad input, unknown broker): one line on stderr, exit status 1, no stack. */
 export class CliError extends Error {
   override readonly name = 'CliError';
 }

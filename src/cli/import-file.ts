@@ -1,8 +1,4 @@
-/**
- * Reads an import file: a JSON array of objects, or CSV with a header row. Either way the result
- * is one plain object per data row, keyed by lower-cased field name; row N of the result is
- * data row N+1 in messages (the CSV header is not counted).
- */
+/** A JSON array of objects or a CSV with a header; messages number data rows from 1, the header not counted. */
 import { readFile } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
 import { CliError, ImportRowError, oneLine } from './errors.ts';
@@ -75,10 +71,7 @@ function parseCsv(text: string): RawRecord[] {
   return rows;
 }
 
-/**
- * Checks one row's shape: an object, no unknown fields, every required field present and not
- * blank. Returns the row keyed by lower-cased names; blank optional fields are dropped.
- */
+/** Keyed by lower-cased names; blank optional fields are dropped. */
 export function checkRowShape(value: unknown, row: number, spec: FieldSpec): RawRecord {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ImportRowError(row, undefined, 'must be an object with the fields ' + spec.required.join(', '));

@@ -1,15 +1,7 @@
 /**
- * Invoice and service imports. All or nothing: every row is validated before the database is
- * touched, and the rows go in in chunks inside one transaction, so a bad row or a clash with
- * existing data leaves the database as it was.
- *
- * Why not `createMany`: Prisma 7 spends client CPU per row building a
- * createMany, whatever the chunk size (figures in bench/README.md). One `INSERT … SELECT FROM unnest($1::text[], $2::int[], …)` per chunk sends a
- * column per parameter and takes ~3-4 s for the same 100,000 rows on both. The statement is a
- * tagged `$executeRaw`/`$queryRaw` template, so every value is still a bound parameter. Services
- * are changes the API tells of: each chunk's `service.created` events go in with it, in one more
- * statement (recordEvents), which about doubles a services import's time (bench/README.md);
- * invoices are not, and have none.
+ * All or nothing: every row is validated first, then all chunks go in one transaction. Not
+ * `createMany`: Prisma 7 spends client CPU per row building it (bench/README.md), so each chunk is
+ * one tagged `INSERT … SELECT FROM unnest(…)`, a bound array parameter per column.
  */
 import { isEmailAddress } from '../shared/email.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
@@ -38,7 +30,7 @@ export const SERVICE_FIELDS: FieldSpec = {
 
 /** Rows per INSERT (each column is one array parameter, so this only bounds statement size). */
 export const CHUNK_SIZE = 10_000;
-/** One transaction for the whole file; 100,000 rows take seconds, allow far more. */
+/** One transaction for the whole file, with room to spare. */
 const TRANSACTION_OPTIONS = { maxWait: 60_000, timeout: 30 * 60_000 };
 
 export interface ImportResult {
@@ -125,10 +117,7 @@ export function validateInvoiceRows(rows: readonly unknown[]): InvoiceRow[] {
   return out;
 }
 
-/**
- * Imports invoices for a broker: all rows or none. A number already used by one of the broker's
- * invoices rejects the file with that row's number.
- */
+/** A number one of the broker's invoices already uses rejects the file, naming the row. */
 export async function importInvoices(prisma: PrismaClient, brokerSlug: string, rows: readonly unknown[]): Promise<ImportResult> {
   const broker = await findBrokerBySlug(prisma, brokerSlug);
   const invoices = validateInvoiceRows(rows);
@@ -168,9 +157,8 @@ export async function importInvoices(prisma: PrismaClient, brokerSlug: string, r
 const ANALYZE_AFTER_ROWS = 10_000;
 
 /**
- * After a large import the planner's statistics no longer describe the table until autovacuum
- * gets to it; until then a report's page query, planned for a handful of rows, read every row after
- * its cursor for each page (quadratic in the report's size). ANALYZE samples the table: seconds at most.
+ * Until autovacuum gets to a large import, a report's page query is planned for a handful of rows
+ * and reads every row after its cursor for each page (quadratic); ANALYZE fixes the statistics now.
  */
 async function refreshStatistics(prisma: PrismaClient, table: 'invoices' | 'services', imported: number): Promise<void> {
   if (imported < ANALYZE_AFTER_ROWS) return;
@@ -185,10 +173,7 @@ async function firstExisting<T>(values: T[], probe: (chunk: T[]) => Promise<T | 
   return undefined;
 }
 
-/**
- * Validates every service row. `planNames` is the catalogue; a plan matches its name without
- * regard to case and is stored under the catalogue's spelling.
- */
+/** A plan matches its catalogue name (`planNames`) in any case and is stored in the catalogue's spelling. */
 export function validateServiceRows(rows: readonly unknown[], planNames: readonly string[]): ServiceRow[] {
   const plans = new Map(planNames.map((p) => [p.toLowerCase(), p]));
   const out: ServiceRow[] = [];
@@ -251,11 +236,8 @@ export interface ImportServicesOptions {
 }
 
 /**
- * Imports services for a broker: all rows or none. Service numbers are unique across all
- * brokers; one already taken rejects the file with that row's number. Passwords are stored
- * encrypted; `customer_email` defaults to the broker's address. Every service gets its
- * `service.created` event (live, dated the import), with the deliveries it owes to the broker's
- * endpoints, in the import's transaction: a rejected file leaves no event either.
+ * Service numbers are unique across brokers: one taken rejects the file, naming the row. Each
+ * `service.created` event is written in the import's transaction, so a rejected file leaves none.
  */
 export async function importServices(
   prisma: PrismaClient,
@@ -278,8 +260,7 @@ export async function importServices(
     await prisma.$transaction(async (tx) => {
       for (let i = 0; i < services.length; i += CHUNK_SIZE) {
         const c = services.slice(i, i + CHUNK_SIZE);
-        // updated_at is the import time: new to the API now, so a modified_since sync sees them.
-        // RETURNING gives each service as stored, what its service.created event shows.
+        // updated_at is the import time, so a modified_since sync sees them.
         const inserted = await tx.$queryRaw<InsertedService[]>`
           INSERT INTO "services" ("service_number", "broker_id", "plan_id", "status", "hostname", "customer_email",
             "customer_name", "billing_cycle", "username", "password_enc", "created_at", "updated_at")
@@ -301,7 +282,6 @@ export async function importServices(
           RETURNING "service_number" AS "serviceNumber", "plan_id" AS "planId", "status"::text AS "status", "hostname",
             "customer_email" AS "customerEmail", "customer_name" AS "customerName", "billing_cycle"::text AS "billingCycle",
             "created_at" AS "createdAt", "updated_at" AS "updatedAt", "cancel_at" AS "cancelAt", "cancelled_at" AS "cancelledAt"`;
-        // The chunk's events and the deliveries they owe: one more statement, whatever the chunk's size.
         await recordEvents(
           tx,
           inserted.map(({ planId: id, ...service }) => ({

@@ -1,10 +1,4 @@
-/**
- * Administration CLI: `npm run --silent cli -- <command> [options]` (tsx src/cli/index.ts).
- *
- * With --json every command prints exactly one JSON object on stdout and nothing else. Errors
- * go to stderr as one line, exit status 1. The database is reached with connectForCli:
- * DATABASE_URL, else the running server's PGlite socket, else the PGlite directory itself.
- */
+/** With --json, stdout holds exactly one JSON object, so scripts can parse it; everything else goes to stderr. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../config.ts';
@@ -43,10 +37,8 @@ export interface Io {
 }
 
 /**
- * The server's credentials key (CREDENTIALS_KEY, else $DATA_DIR/credentials.key; generated if
- * neither exists). On the embedded database the CLI and the server share $DATA_DIR, hence the
- * file. On PostgreSQL the server may run elsewhere with another key, and passwords written with
- * a key it does not have cannot be read back: say so when a fresh key was generated.
+ * On PostgreSQL the server may run elsewhere with another key, and passwords written with a key it
+ * does not have cannot be read back: say so when a fresh key was generated.
  */
 async function serverCredentials(io: Io): Promise<Credentials> {
   const config = loadConfig();
@@ -118,7 +110,6 @@ const COMMANDS: Record<string, Command> = {
       'expires-at': { type: 'string' },
     },
     async run({ values, db }) {
-      // Everything that needs no database is checked before it is opened.
       const brokerSlug = need(values, 'broker');
       const mode = need(values, 'mode');
       if (mode !== 'live' && mode !== 'test') throw new CliError(`--mode must be live or test, got ${JSON.stringify(mode)}`);

@@ -171,10 +171,7 @@ export async function listKeys(prisma: Db, brokerSlug: string): Promise<{ keys: 
   return { keys: keys.map(toKeyListItem) };
 }
 
-/**
- * Deactivates a key for good (the gate refuses inactive keys with 401). Revoking a revoked key
- * changes nothing and succeeds, so a retried revoke is harmless.
- */
+/** Revoking a revoked key succeeds, so a retried revoke is harmless. */
 export async function revokeKey(prisma: Db, id: string): Promise<{ id: string; active: false }> {
   const keyId = id?.trim() ?? '';
   if (keyId === '') throw new CliError('keys revoke needs a key ID (see `keys list`)');

@@ -1,7 +1,4 @@
-/**
- * Parsers for the values the CLI accepts on the command line and in import files. Each returns
- * the parsed value or throws `InvalidValue` with a reason short enough to follow a field name.
- */
+/** Each parser throws `InvalidValue` with a reason short enough to follow a field name. */
 import ipaddr from 'ipaddr.js';
 import { calendarDate, dateOrInstant } from '../shared/dates.ts';
 
@@ -17,11 +14,7 @@ export function parseDateOnly(text: string): Date {
   return date;
 }
 
-/**
- * An ISO 8601 date (`2026-12-31`, midnight UTC) or date-time (`2026-12-31T23:59:59Z`,
- * `…+02:00`, a space for the `T`). A date-time without an offset is read as UTC, never as the
- * machine's local time: the rules of the API's `modified_since` (src/shared/dates.ts).
- */
+/** Without an offset a date-time is UTC, never the machine's local time, as the API's `modified_since` reads it. */
 export function parseTimestamp(text: string): Date {
   const trimmed = text.trim();
   if (!/^\d{4}-\d{2}-\d{2}(?:[Tt ]|$)/.test(trimmed)) {
@@ -35,11 +28,8 @@ export function parseTimestamp(text: string): Date {
 const AMOUNT_RE = /^(\d{1,12})(?:\.(\d{1,2}))?$/;
 
 /**
- * A money amount as the exact decimal string stored in `Decimal(14,2)`: at most 12 integer
- * digits and 2 decimals, never negative. Strings are taken digit for digit. A JSON number has
- * already been read as a double; its shortest round-trip form (`String(n)`) is the literal that
- * was written whenever that literal has at most 15 significant digits, which every value that
- * fits `Decimal(14,2)` has, so no float arithmetic ever touches the amount.
+ * The exact decimal string for `Decimal(14,2)`. A JSON number's `String(n)` is the literal written
+ * whenever it has at most 15 significant digits, as every `Decimal(14,2)` value has: no float arithmetic.
  */
 export function parseAmount(value: unknown): string {
   let text: string;
@@ -79,11 +69,7 @@ export function describe(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/**
- * One IP whitelist entry: an address or a CIDR block, IPv4 or IPv6, in canonical form
- * (`2001:db8::/32`, `10.0.0.0/8`; IPv4-mapped IPv6 as plain IPv4). IPv4 must be dotted four-part decimal: ipaddr.js would also
- * take `10.1` or `0x0a000001`, which nobody means in an allow-list.
- */
+/** IPv4 must be dotted four-part decimal: ipaddr.js would also take `10.1` or `0x0a000001`, which nobody means. */
 export function parseIpEntry(raw: string): string {
   const text = raw.trim();
   const slash = text.indexOf('/');

@@ -1,9 +1,4 @@
-/**
- * The line every CLI command that opens the database writes on stderr (never on stdout, so
- * `--json` stays one object): which database it used and whether it reached a running server's
- * embedded database through that server. A CLI on another DATA_DIR than the server's would
- * otherwise write keys the server never sees, without a word.
- */
+/** Which database the CLI opened: on another DATA_DIR than the server's it would write keys the server never sees. */
 import path from 'node:path';
 import type { Database } from '../db/client.ts';
 

@@ -1,13 +1,7 @@
 /**
- * Opening the database: PGlite under `$DATA_DIR/db` by default, PostgreSQL when DATABASE_URL
- * is set. Migrations are applied on open (src/db/migrate.ts, the one code path).
- *
- * PGlite allows ONE process per data directory. The process that opens it (the servers' database
- * process, src/db/process.ts, through `serveEmbeddedDatabase()`) also serves it on a
- * PostgreSQL-protocol unix socket (`<socketDir>/.s.PGSQL.5432`, normally `$DATA_DIR/.s.PGSQL.5432`),
- * and other processes (the server, a separate worker, the CLI) connect through that socket with
- * node-postgres: `connectForCli()` picks the right way. A pid file
- * (`$DATA_DIR/db.lock`) makes a second direct open fail loudly instead of corrupting data.
+ * PGlite allows ONE process per data directory: the one that opens it serves it on a
+ * PostgreSQL-protocol unix socket for the others, and a pid file (`$DATA_DIR/db.lock`) makes a
+ * second direct open fail loudly instead of corrupting data.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -25,21 +19,13 @@ import { SOCKET_FILE, servePGliteSocket, socketAnswers, type PGliteSocketServerH
 
 export { PrismaClient };
 
-/**
- * PGlite is one session, so transactions (from this process and from socket clients) run one
- * after another. Prisma's default 2 s wait to start an interactive transaction is too short
- * under load for that; give it room.
- */
+/** PGlite is one session, so transactions queue; Prisma's default wait to start one is too short for that. */
 export const PGLITE_TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 20_000 } as const;
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
- * PGlite's PostgreSQL settings beyond its defaults. Its memory is WASM linear memory, which never
- * shrinks, and PostgreSQL touches all of `shared_buffers` at start: the default 128 MB made an idle
- * server ~120 MB larger than 16 MB does (measured with bench/memory.ts). PGlite's data files sit
- * in the OS page cache anyway, so a small buffer pool costs little (bench:report: the report's
- * time did not change). `max_connections` sizes shared tables; PGlite is one session (the socket
- * multiplexes its clients onto it), so 10 is plenty.
+ * PGlite's WASM memory never shrinks and PostgreSQL touches all of `shared_buffers` at start, so the
+ * pool is kept small: its files sit in the OS page cache anyway (bench/README.md). One session: 10 connections is plenty.
  */
 export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_connections: '10' };
 
@@ -72,20 +58,13 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** Override the PGlite directory; `'memory://'` for an in-memory database (tests). */
   pgliteDataDir?: string;
-  /**
-   * Start the PGlite from this `dumpDataDir()` tarball instead of an empty cluster (tests: a
-   * migrated template loads in ~0.5 s where a fresh initdb takes 2–5 s). Migrations still run.
-   */
+  /** A `dumpDataDir()` tarball to start from instead of an empty cluster (tests: far faster than initdb). */
   pgliteTemplate?: Blob;
   /** Serve PGlite on the unix socket. Default: true on disk, false in memory. */
   serveSocket?: boolean;
   /** Apply pending migrations on open (default true). */
   migrate?: boolean;
-  /**
-   * PostgreSQL only: the server cancels a statement of the pool's sessions that runs (or waits for
-   * a lock) longer than this, so a database that hangs rather than refusing answers the request
-   * with an error in bounded time. Unset: no limit (the admin CLI's imports).
-   */
+  /** PostgreSQL only: a database that hangs rather than refusing fails the request in bounded time. Unset: no limit (CLI imports). */
   statementTimeoutMs?: number;
   /** node-postgres pool size for PostgreSQL (default 10). */
   poolMax?: number;
@@ -189,20 +168,14 @@ export interface EmbeddedDatabaseServer {
   close(): Promise<void>;
 }
 
-/**
- * Opens PGlite under `$DATA_DIR/db` (locked against a second opener), applies pending migrations
- * and serves it on the unix socket: what the database process runs. `maxConnections` bounds the
- * socket's clients (the API's pool, a worker's, the CLI's).
- */
+/** What the database process runs: open, migrate, serve on the unix socket. */
 export async function serveEmbeddedDatabase(options: {
   dataDir: string;
   log?: (message: string) => void;
   maxConnections?: number;
   /**
-   * When this open created the cluster or applied migrations, close it again and resolve with
-   * `{ setUp }` instead of serving: creating a cluster grows PGlite's WASM memory to ~650 MB and
-   * loading the schema engine adds 30–45 MB, none of which is ever returned to the OS, so the
-   * database process exits and a fresh one serves the set-up database (~170 MB).
+   * After creating the cluster or migrating, close and resolve `{ setUp }` instead of serving: that
+   * memory is never returned to the OS, so a fresh process serves (bench/README.md).
    */
   reopenAfterSetUp?: boolean;
 }): Promise<EmbeddedDatabaseServer | { setUp: string[] }> {
@@ -238,10 +211,7 @@ export async function serveEmbeddedDatabase(options: {
   }
 }
 
-/**
- * Prisma over node-postgres to the PGlite socket served for `dataDir` (by the database process,
- * or by a process that opened PGlite itself). The migrations were applied by whoever opened it.
- */
+/** The migrations were applied by whoever opened the PGlite behind the socket. */
 export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeoutMs?: number): Database {
   const socketDir = socketDirFor(dataDir);
   const pool = new pg.Pool({
@@ -252,9 +222,8 @@ export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeo
     database: 'postgres',
     max: poolMax,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    // PGlite runs no statement_timeout of its own (one single-user backend), so the wait is bounded
-    // here: a database process that hangs rather than dies fails the query after this long, and
-    // the request answers 500 instead of holding on. Unset: no limit (the admin CLI's imports).
+    // PGlite's single-user backend runs no statement_timeout, so a hung database process is bounded
+    // here. Unset: no limit (the admin CLI's imports).
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
   });
   pool.on('error', () => {}); // a connection dropped by the database process; the next query reconnects
@@ -272,11 +241,7 @@ export function connectPGliteSocket(dataDir: string, poolMax: number, queryTimeo
   };
 }
 
-/**
- * For the admin CLI (and a worker run apart from the API on the embedded default):
- * DATABASE_URL if set; else the running server's PGlite socket if it answers; else open the
- * PGlite directory itself (no socket served; the server refuses to start until it is closed).
- */
+/** DATABASE_URL; else the running server's PGlite socket; else the directory itself (the server then refuses to start). */
 export async function connectForCli(options: {
   dataDir: string;
   databaseUrl?: string | undefined;
@@ -287,7 +252,6 @@ export async function connectForCli(options: {
   if (options.databaseUrl) return openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, poolMax: 2 });
   const socketDir = socketDirFor(options.dataDir);
   if (await socketAnswers(path.join(socketDir, SOCKET_FILE))) {
-    // The server's database process applied the migrations when it opened the database.
     return connectPGliteSocket(options.dataDir, 2, options.queryTimeoutMs);
   }
   return openDatabase({ dataDir: options.dataDir, serveSocket: false, log: options.log });

@@ -1,11 +1,6 @@
 /**
- * Service passwords are stored encrypted at rest with AES-256-GCM.
- *
- * Stored form: `v1:<iv>:<tag>:<ciphertext>`, each part base64 (12-byte random IV, 16-byte tag).
- * The key comes from `CREDENTIALS_KEY` (64 hex characters, or base64 of exactly 32 bytes);
- * when it is unset, a key is generated once into `$DATA_DIR/credentials.key` (mode 0600) and
- * reused on every later start. Losing that file makes stored passwords unreadable: back it up
- * with the database, or set CREDENTIALS_KEY in production.
+ * Service passwords at rest: AES-256-GCM, stored as `v1:<iv>:<tag>:<ciphertext>` (base64 parts).
+ * Losing `$DATA_DIR/credentials.key` makes them unreadable: back it up, or set CREDENTIALS_KEY.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -44,10 +39,7 @@ export interface LoadKeyOptions {
   dataDir: string;
 }
 
-/**
- * Returns the 32-byte key: from CREDENTIALS_KEY if set, else from `$DATA_DIR/credentials.key`,
- * generating that file (mode 0600) the first time.
- */
+/** CREDENTIALS_KEY if set, else `$DATA_DIR/credentials.key`, generated (mode 0600) the first time. */
 export async function loadCredentialsKey({ envKey, dataDir }: LoadKeyOptions): Promise<Buffer> {
   if (envKey !== undefined && envKey.trim() !== '') return parseCredentialsKey(envKey);
   const file = path.join(dataDir, KEY_FILE_NAME);

@@ -1,10 +1,6 @@
 /**
- * The one code path that applies `prisma/migrations` – at server start-up, in the CLI and in
- * test set-up, on PGlite and on PostgreSQL alike. It runs Prisma's own schema engine (WASM)
- * `applyMigrations`, which is what `prisma migrate deploy` runs: pending migrations are applied
- * in order and recorded in `_prisma_migrations`; a second run applies nothing; an edited or
- * failed migration is an error. On PostgreSQL the engine takes Prisma's advisory lock, so two
- * processes starting together do not both migrate.
+ * The one code path that applies `prisma/migrations` (server, CLI, tests), with Prisma's own schema
+ * engine, as `prisma migrate deploy` does; its advisory lock keeps two starting processes from both migrating.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -63,10 +59,7 @@ export interface ApplyMigrationsOptions {
   log?: (message: string) => void;
 }
 
-/**
- * Applies every pending migration to `target` and returns the names of those applied now
- * (empty when the database was already up to date).
- */
+/** The names of the migrations applied now (empty when already up to date). */
 export async function applyMigrations(
   target: MigrationTarget,
   options: ApplyMigrationsOptions = {},
@@ -89,13 +82,9 @@ export async function applyMigrations(
 }
 
 /**
- * Whether every migration of the list is already recorded as applied, unchanged (Prisma's
- * checksum is the SHA-256 of migration.sql), and nothing else is recorded: then there is nothing
- * for the engine to do, and it is not loaded. Loading Prisma's WASM schema engine costs ~1 s and
- * ~40 MB of RSS that the process never gets back (compiled code and compiler memory), for a
- * server that only needs it when a new migration ships. Anything else (no table yet, a pending,
- * failed, rolled-back, edited or unknown migration, a query error) goes to the engine, which
- * applies, or reports the problem exactly as `prisma migrate deploy` would.
+ * Every migration recorded as applied and unchanged (Prisma's checksum is the SHA-256 of
+ * migration.sql): then the engine, whose memory the process never gets back, is not loaded at all.
+ * Anything else goes to the engine, which reports it as `prisma migrate deploy` would.
  */
 async function upToDate(target: MigrationTarget, list: MigrationList): Promise<boolean> {
   const sql = `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back

@@ -1,10 +1,6 @@
 import pg from 'pg';
 
-/**
- * Runs the work handed to it one piece at a time, in the order it was handed over, whatever the
- * earlier pieces' outcome. For a node-postgres connection that two flows query at once: node-postgres
- * queues a query sent while another runs, but warns that pg 9 will refuse it.
- */
+/** In order, whatever the earlier pieces' outcome: node-postgres warns that pg 9 will refuse a query sent while another runs. */
 export function oneAtATime(): <T>(work: () => Promise<T>) => Promise<T> {
   let previous: Promise<unknown> = Promise.resolve();
   return (work) => {
@@ -15,11 +11,8 @@ export function oneAtATime(): <T>(work: () => Promise<T>) => Promise<T> {
 }
 
 /**
- * A node-postgres client that hands node-postgres one promised query at a time. Prisma's driver
- * adapter sends the queries of one step of a transaction (a record and its relations) at once on the
- * transaction's connection. A query with a callback, or a submittable (a cursor, a COPY stream),
- * goes through as it is: its caller already waits for it on its own terms. Given to a pool as its
- * `Client`.
+ * Prisma's driver adapter sends a transaction step's queries (a record and its relations) at once on
+ * one connection. A callback query or a submittable (cursor, COPY) goes through as is: its caller waits on its own terms.
  */
 export class OneQueryAtATimeClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {

@@ -1,22 +1,8 @@
 /**
- * Serves an open PGlite on a PostgreSQL-protocol unix socket so that other processes (the
- * admin CLI, a separate worker) reach the same embedded database while the server runs.
- * PGlite allows one process per data directory; this is the only safe way in for a second one.
- *
- * Why not `PGLiteSocketServer` as is: PGlite is ONE backend session. The stock server
- * (pglite-socket 0.2.17) queues wire messages one at a time under PGlite's query mutex only,
- * so (a) the server's own Prisma queries, which use PGlite directly, can run in the middle of
- * a socket client's Parse/Bind/Execute/Sync sequence or inside its BEGIN…COMMIT, and (b) two
- * socket clients' extended-protocol messages can interleave (it only keeps explicit
- * transactions together, and serves one connection by default). We reuse its connection
- * handler (message framing, SSL refusal) with our own queue, which gives a socket client
- * PGlite's *transaction* mutex – the same one PGlite's `query()`/`transaction()` take – from
- * its first message until it is back to idle: after a Sync or simple Query with no open
- * transaction block. So every socket client's statement or transaction runs whole, and the
- * in-process Prisma (and other clients) wait meanwhile.
- *
- * Limitation: while a socket client holds a transaction open, everything else waits, so keep
- * CLI transactions short. A client that disconnects mid-transaction is rolled back.
+ * PGlite is ONE backend session, and the stock `PGLiteSocketServer` (pglite-socket 0.2.17) lets
+ * other work run in the middle of a client's Parse/Bind/Execute/Sync or BEGIN…COMMIT. So our queue
+ * gives a client PGlite's *transaction* mutex from its first message until it is idle again: every
+ * statement or transaction runs whole, and everything else waits meanwhile (keep CLI transactions short).
  */
 import net from 'node:net';
 import { existsSync, unlinkSync } from 'node:fs';
@@ -46,10 +32,7 @@ function endsUnit(message: Uint8Array): boolean {
   return type === 0x53 /* S */ || type === 0x51 /* Q */ || type === 0x58 /* X */;
 }
 
-/**
- * Drop-in for pglite-socket's internal QueryQueueManager (same method names), giving one
- * connection exclusive use of the PGlite session per unit of work (see the file comment).
- */
+/** Drop-in for pglite-socket's internal QueryQueueManager (same method names). */
 export class SessionLockQueue {
   #owner: number | null = null;
   #release: (() => void) | null = null;
@@ -63,12 +46,9 @@ export class SessionLockQueue {
   constructor(private readonly db: PGlite) {}
 
   /**
-   * Runs one wire message for connection `handlerId`, after that connection's previous one;
-   * resolves with the bytes sent back. pglite-socket's handler reads each chunk of socket data in
-   * a call of its own, so a message that arrives in a later chunk can be handed over while an
-   * earlier one still waits for the session: taken in turn, the first message of a unit waited
-   * for the lock while the rest of it (Describe, Execute, Sync) ran ahead, Bind was left behind,
-   * and the unit failed with `portal "" does not exist` (two or more clients busy at once).
+   * Strictly after the connection's previous message: pglite-socket hands over each chunk of socket
+   * data apart, and without this order a unit's later messages ran ahead of its Bind
+   * (`portal "" does not exist` with two clients busy).
    */
   enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
     const previous = this.#tails.get(handlerId);
@@ -190,10 +170,7 @@ export interface PGliteSocketServerHandle {
 
 export const SOCKET_FILE = '.s.PGSQL.5432';
 
-/**
- * Listens on `<socketDir>/.s.PGSQL.5432` (the name libpq and node-postgres derive from
- * `host=<dir>` and port 5432). A leftover socket file from a crashed server is removed.
- */
+/** The file name libpq and node-postgres derive from `host=<dir>` and port 5432; a crashed server's leftover is removed. */
 export async function servePGliteSocket(
   db: PGlite,
   socketDir: string,

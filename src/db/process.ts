@@ -1,25 +1,9 @@
 /**
- * The embedded database in a process of its own. With DATABASE_URL unset, `npm start` and
- * `npm run start:api` fork a small "database" child (src/main/database.ts) that opens PGlite under
- * `$DATA_DIR/db`, applies the migrations and serves it on the PostgreSQL-protocol unix socket
- * (src/db/pglite-socket.ts, which runs each connection's unit of work whole); the server then talks
- * to it through `@prisma/adapter-pg` exactly as to PostgreSQL. Why: PGlite's WASM memory never
- * shrinks (an idle process holding it is ~180 MB) and every query ran on the API's event loop;
- * apart, the API/worker process is as small as on PostgreSQL and PGlite's work runs beside it.
- *
- * Lifecycle:
- * - start: the parent waits for the child's `ready` message (after migrations); a child that fails
- *   first (database in use by another process, bad migration) fails the start with its error. A
- *   child that had to create the cluster or apply migrations closes it and exits (`set-up`), and a
- *   second child serves it: creating a cluster leaves PGlite's WASM memory at ~650 MB for good.
- * - parent gone (even SIGKILL): the IPC channel closes, the child closes PGlite cleanly and exits.
- * - child gone while the parent runs (crash, OOM kill): queries fail at once (500 envelopes, /readyz
- *   503), the parent logs it and starts a new child after a back-off (1 s doubling to 30 s); the
- *   pool reconnects by itself once it answers again.
- * - shutdown: the parent closes its pool after everything else that uses the database, then asks
- *   the child to stop (`stop` message) and waits for it (10 s, then SIGKILL). The child ignores
- *   SIGINT/SIGTERM (a terminal's Ctrl-C or a service manager signals the whole group): the parent
- *   stops it after draining requests and jobs, which still need the database.
+ * The embedded PGlite in a child process, reached over its unix socket as PostgreSQL would be: its
+ * WASM memory never shrinks and its queries would otherwise run on the API's event loop
+ * (bench/README.md). The child exits with its parent (the IPC channel closes), is restarted with a
+ * back-off when it dies, and ignores SIGINT/SIGTERM: the parent stops it last, after draining
+ * requests and jobs that still need the database.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -55,14 +39,13 @@ export interface DatabaseProcess extends Database {
   childPid(): number | undefined;
 }
 
-/** Forks the database child, waits until it serves, and connects to it. */
 /** One child process: it serves (`child`), or it set the cluster up and exited (`setUp`). */
 async function spawnDatabaseChild(
   env: NodeJS.ProcessEnv,
   startTimeoutMs: number,
 ): Promise<{ child: ChildProcess; migrations: string[] } | { setUp: string[] }> {
-  // A small young generation: this process passes rows through, and its RSS counts against the
-  // report's memory goal; the servers keep V8's default one, which their throughput needs.
+  // A small young generation: this process only passes rows through, and its RSS counts against the
+  // report's memory goal.
   const execArgv = [...process.execArgv.filter((a) => !a.startsWith('--max-semi-space-size')), '--max-semi-space-size=2'];
   const proc = fork(ENTRY, [], { env, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
   try {

@@ -1,12 +1,6 @@
 /**
- * Loads Prisma's schema engine (migrations, diff) from @prisma/schema-engine-wasm without any
- * Node flag: the package's entry point imports the `.wasm` file as an ES module, which Node 20
- * only allows with `--experimental-wasm-modules`. We do what that entry point does by hand:
- * compile the `.wasm`, hand it the wasm-bindgen glue (`schema_engine_bg.js`) as its import
- * object, register the instance with the glue and run its start function.
- *
- * The engine talks to the database through a Prisma driver adapter, so the same code applies
- * migrations to PGlite (pglite-prisma-adapter) and to PostgreSQL (@prisma/adapter-pg).
+ * @prisma/schema-engine-wasm's entry point imports its `.wasm` as an ES module, which Node 20 only
+ * allows with `--experimental-wasm-modules`, so we do by hand what that entry point does.
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -31,15 +25,14 @@ interface WasmApi {
 }
 const Wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
-/** The compiled engine (code only, shared by every instance; compiling takes ~0.1 s). */
+/** The compiled engine (code only, shared by every instance). */
 let compiled: Promise<unknown> | undefined;
 /** The live instance, registered with the glue: one at a time, made on demand. */
 let ready: Promise<{ glue: typeof bg; memory: { grow(pages: number): number } }> | undefined;
 
 /*
- * The engine arms timers through the glue's setTimeout import (e.g. the 10 s advisory-lock
- * timeout) and never clears them, which kept every process alive ~10 s after migrating.
- * We route that import through here and clear what is left once no engine is open.
+ * The engine arms timers through the glue's setTimeout import (the advisory-lock timeout) and never
+ * clears them, which kept every process alive after migrating; we clear them once no engine is open.
  */
 const pendingTimers = new Set<ReturnType<typeof setTimeout>>();
 let openEngines = 0;
@@ -85,16 +78,9 @@ export async function loadSchemaEngineWasm(): Promise<typeof bg> {
 }
 
 /**
- * Drops the engine instance once no engine is open, so its linear memory can be collected (a
- * server migrates once at start and never again). The glue keeps typed-array views of that memory
- * in module variables we cannot reach; `grow(0)` detaches the buffer they view (the WebAssembly
- * API detaches the old buffer on every grow), so they no longer hold it and are rebuilt from the
- * next instance. The compiled code stays cached for the next open (tests open engines repeatedly).
- *
- * Measured: the instance's linear memory is only ~2 MB after applying migrations; most of what
- * loading the engine costs (~40 MB RSS: code, compiler memory glibc keeps) is not given back to
- * the OS, which is why applyMigrations (migrate.ts) does not load the engine at all when the
- * database is already up to date.
+ * Lets the instance's linear memory be collected. The glue keeps typed-array views of it in module
+ * variables we cannot reach; `grow(0)` detaches the buffer they view (every grow does), so they let go.
+ * Most of the engine's cost is not given back to the OS anyway, hence migrate.ts's up-to-date check.
  */
 function releaseInstance(): void {
   const current = ready;
@@ -110,9 +96,8 @@ function releaseInstance(): void {
 }
 
 /**
- * pglite-prisma-adapter 0.7.2 does not await `executeScript` (it fires `client.exec(script)`
- * and returns), so a failing migration would be recorded as applied and its error would
- * surface later as an unhandled rejection. This factory fixes that by awaiting the script.
+ * pglite-prisma-adapter 0.7.2 does not await `executeScript`, so a failing migration would be
+ * recorded as applied and its error surface later as an unhandled rejection.
  */
 class AwaitingPGliteFactory implements SqlMigrationAwareDriverAdapterFactory {
   readonly provider = 'postgres' as const;
@@ -154,11 +139,9 @@ class AwaitingPGliteFactory implements SqlMigrationAwareDriverAdapterFactory {
 }
 
 /**
- * @prisma/adapter-pg 7.10 runs `executeScript` by splitting the script on every ";" (also
- * inside comments and string literals) and sending the pieces one by one through the pool
- * (possibly on different connections, outside any transaction). A migration is one script:
- * send it whole in one simple-protocol query, which PostgreSQL runs as one implicit
- * transaction, so a failing migration leaves nothing half-applied.
+ * @prisma/adapter-pg 7.10 splits `executeScript` on every ";" (inside strings too) and sends the
+ * pieces through the pool; one simple-protocol query is one implicit transaction, so a failing
+ * migration leaves nothing half-applied.
  */
 class WholeScriptPgFactory implements SqlMigrationAwareDriverAdapterFactory {
   readonly provider = 'postgres' as const;

@@ -1,7 +1,3 @@
-/**
- * The event operations over HTTP: list (cursor pages), detail with deliveries, redeliver. The
- * key's mode chooses which events it sees: live ones, or the sandbox's test-mode ones.
- */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Contract } from '../http/contract.ts';
 import { intParam, DEFAULT_LIMIT } from '../http/params.ts';

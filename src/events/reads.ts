@@ -1,8 +1,4 @@
-/**
- * The events as the API serves them, one broker and one mode at a time (a live key's or a sandbox
- * key's): a newest-first page by `seq` with an event id as cursor, one event with every delivery
- * and attempt, and a redelivery, which owes the event again as new pending deliveries due now.
- */
+/** One broker and one mode at a time: a sandbox key sees its test-mode events only. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
@@ -89,11 +85,7 @@ export async function findEvent(prisma: PrismaClient, scope: EventScope, id: str
   return { event, deliveries };
 }
 
-/**
- * Owes the event again, due now: to `endpointId` (which must be enabled, whatever its event
- * types), or to every enabled endpoint of the scope subscribed to the event's type, recording the
- * effect through `work` in the same transaction. Returns how many deliveries were added.
- */
+/** `endpointId` must be enabled but may take any type; the effect is recorded in the same transaction. */
 export async function redeliver(
   prisma: PrismaClient,
   scope: EventScope,

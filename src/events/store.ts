@@ -1,9 +1,4 @@
-/**
- * The events: what changed (a service, a service request) or ended (a report run), written in the
- * transaction of the change itself by whoever makes the change (an operation, the admin CLI, the
- * worker), so that a change never commits without its event nor an event without its change.
- * Delivery (webhooks) reads them from here; they are kept EVENT_RETENTION_DAYS days.
- */
+/** Written in the change's own transaction, so a change never commits without its event nor an event without its change. */
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
 
@@ -40,12 +35,7 @@ export interface NewEvent {
 /** `evt_` and 24 base62 characters (≈ 143 bits): never guessed, never reused. */
 export const newEventId = (): string => randomId('evt_', 24);
 
-/**
- * Writes `events` through `tx`, the transaction of the change they tell of (they all share its
- * moment), and in the same statement the webhook deliveries they owe: one per event and endpoint
- * that takes it, due at once. Deliveries are thereby never lost between a change and its
- * webhooks; the worker sends them (src/webhooks). Returns the events' ids, in order.
- */
+/** The deliveries they owe go in the same statement, so none is lost between a change and its webhooks. */
 export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()): Promise<string[]> {
   if (events.length === 0) return [];
   const rows = events.map((e, ord) => ({

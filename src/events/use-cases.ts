@@ -1,8 +1,4 @@
-/**
- * The event operations in the domain's words: list, read with deliveries, redeliver. Events of
- * both modes are real records (the sandbox's simulations write test-mode ones), so live and
- * sandbox share this implementation, each bound to its mode.
- */
+/** Sandbox events are real (test-mode) records, so live and sandbox share this, each bound to its mode. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';

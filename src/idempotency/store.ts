@@ -1,13 +1,7 @@
 /**
- * The Idempotency-Key records (table `idempotency_keys`): one row per API key and header value,
- * kept 24 hours, in the database so that every API process sees the same ones.
- *
- * A row is `running` while the first request with the key is carried out by the request whose
- * random `owner` token it holds, until `locked_until` (its lease). The operation's effect and the
- * move to `applied` commit in ONE transaction (`recordEffect`), and only the owner can make that
- * move: so a lease that ran out while the row is still `running` proves that nothing took effect,
- * and the key may run again; a row left `applied` (its answer was never recorded) never runs again.
- * `done` rows hold the answer as it was sent, replayed to every retry.
+ * In the database, so every API process sees the same keys. The effect and the move to `applied`
+ * commit in ONE transaction, which only the `owner` can make: so a lease that ran out on a `running`
+ * row proves nothing took effect and the key may run again, while an `applied` row never runs again.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
@@ -30,11 +24,7 @@ interface Row {
   lease_over: boolean;
 }
 
-/**
- * What the `key` column holds: the SHA-256 (hex) of the header's value, never the value itself.
- * A client may put anything in the header (an order number, a customer's name), and the table is
- * read by more people than the client's own requests; a retry still finds its row by the hash.
- */
+/** A client may put anything in the header (a customer's name), so only its SHA-256 is stored. */
 export function storedKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }

@@ -1,29 +1,12 @@
 /**
- * Process lifetimes: `npm start` (role `all`: API and job worker in one process), `npm run
- * start:api` and `npm run start:worker` (the two halves apart, sharing one PostgreSQL and Redis).
+ * Shutdown order, each step bounded: /readyz 503 while still serving (SHUTDOWN_DELAY_MS, for load
+ * balancers) → in-flight requests finish → buffered logs → job workers → database → redis-server.
+ * Everything that still needs the database stops before it, and in role `all` the worker runs
+ * through the drain, so a report accepted before the signal is still built and mailed.
  *
- * Shutdown (SIGTERM or SIGINT; a second signal exits at once) runs in this order, each step bounded:
- *   1. `/readyz` answers 503 (`app.locals.draining`); on SIGTERM the server goes on accepting and
- *      serving, keeping connections alive, for SHUTDOWN_DELAY_MS (the pre-stop delay a load
- *      balancer needs to stop sending), then stops accepting connections;
- *   2. in-flight requests finish (a report request keeps waiting for its outcome, up to
- *      `REPORT_WAIT_MS`), each connection closes after its next answer (`Connection: close`) or
- *      once idle (src/main/server.ts, no reset of a request being sent); after
- *      `shutdownTimeoutMs` (default REPORT_WAIT_MS + 5 s) the rest are cut;
- *   3. buffered API log entries and key last-used times are written;
- *   4. the job workers stop taking jobs and finish the running ones (bounded in src/jobs, 10 s),
- *      then queues and Redis connections close; 5. the database (on the embedded default: this
- *      process's pool, then the database child process, src/db/process.ts); 6. a private redis-server.
- * In role `all` the worker is still running during step 2, so a report accepted before the
- * signal is built, mailed and recorded before the process exits.
- *
- * Delivery guarantee: report and notice e-mails are delivered AT LEAST ONCE, not exactly once.
- * Each e-mail is a BullMQ job; the ReportRecipient row is marked `sent` only after the SMTP server
- * accepted the message. A worker that dies (SIGKILL, crash, lost host) between the server's
- * acceptance and that record leaves the job active with an expiring lock; BullMQ's stalled-job
- * check (lock 30 s, check every 30 s) hands it to another worker, which sends it again. So a
- * recipient can get a duplicate; an accepted report never silently loses an e-mail: every
- * recipient ends `sent` or `failed` (after MAIL_ATTEMPTS attempts) in the run record.
+ * E-mails go AT LEAST ONCE: a recipient is marked `sent` only after the SMTP server accepted, so a
+ * worker dying in between leaves a stalled BullMQ job another worker sends again. A duplicate is
+ * possible; a silently lost e-mail is not.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -75,11 +58,7 @@ export interface StartOptions {
   logDestination?: NodeJS.WritableStream;
   /** How long the job workers may finish running jobs at shutdown (default src/jobs': 10 s). */
   jobsCloseTimeoutMs?: number;
-  /**
-   * Open the embedded PGlite in this process (and serve its socket) instead of starting the
-   * database child process (src/db/process.ts): for embedding the runtime where a child process
-   * is unwanted. Default false.
-   */
+  /** Open the embedded PGlite in this process instead of a child process (where one is unwanted). */
   embeddedDatabaseInProcess?: boolean;
 }
 
@@ -95,7 +74,6 @@ async function openRuntimeDatabase(role: Role, config: Config, logger: Logger, e
     return connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
   }
   if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
-    // The embedded database runs in a child process of its own (src/db/process.ts).
     return startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
   }
   return openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, statementTimeoutMs: config.dbStatementTimeoutMs });
@@ -123,11 +101,7 @@ async function serveWorkerMetrics(
   };
 }
 
-/**
- * Load balancers see /readyz 503 and stop sending while this server still answers, keeping its
- * connections alive (closing them then would only bring their clients back on new connections,
- * right up to the listener's close); only then does the listener close.
- */
+/** Connections stay alive meanwhile: closing them would only bring their clients back on new ones. */
 async function drainThenClose(
   app: Express,
   listening: Awaited<ReturnType<typeof listen>>,
@@ -159,11 +133,7 @@ function appDeps(
   return { ...base, gate: gate.gate, serviceReads, ...loadedOnce(config, prisma) };
 }
 
-/**
- * The process's jobs (producer, workers or both, by role) and its one reader of stored workbooks,
- * shared by its downloads and its e-mails' attachments; closed after the HTTP server (closers run
- * in reverse), so reads in flight finish.
- */
+/** Closed after the HTTP server (closers run in reverse), so workbook reads in flight finish. */
 async function startJobs(
   role: Role,
   parts: Pick<CreateJobsOptions, 'redisEndpoint' | 'config' | 'logger'> & { database: Database },
@@ -266,9 +236,8 @@ export async function main(role: Role): Promise<void> {
     console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   }
-  // Start-up's garbage (the contract parsed and compiled, the migrations read, the clients set up)
-  // would otherwise stay in a heap V8 does not shrink before its next full collection, which an
-  // idle server can go long without: that slack sat under every later peak.
+  // Start-up's garbage would otherwise sit in the heap until a full collection, which an idle
+  // server can go long without, under every later peak.
   collectGarbage();
   let stopping = false;
   const stop = (signal: string) => {

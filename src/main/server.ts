@@ -33,11 +33,7 @@ export interface ListeningServer {
   /** `http(s)://host:port` actually bound (PORT=0 picks a free port). */
   url: string;
   tls: boolean;
-  /**
-   * Stops accepting, lets in-flight requests finish (each connection closes after its next answer,
-   * or once idle; see trackConnections), and after `boundMs` cuts whatever is still open. Resolves
-   * with the number of connections that had to be cut.
-   */
+  /** Lets in-flight requests finish, cuts what is still open after `boundMs`; resolves with how many were cut. */
   close(boundMs: number): Promise<number>;
 }
 
@@ -58,17 +54,10 @@ const constructorsAreFunctions = [http.IncomingMessage, http.ServerResponse].eve
 );
 
 /**
- * Request and response classes whose objects are born with the Express app's own prototypes
- * (`app.request`, `app.response`), for Node's server to construct; undefined where Node's own
- * constructors could not be reused so.
- *
- * Why: Express gives every request and response its prototypes afterwards
- * (`Object.setPrototypeOf` in `app.handle`). In V8 that change kept much of every young
- * generation alive into the old one (--trace-gc-nvp), with frequent full collections under
- * load, and a bare Express 5 route answered far fewer requests than with these classes
- * (figures in bench/README.md). Born with them, Express's call finds the
- * prototype already in place and changes nothing. (Reflect.construct with these as new.target,
- * which would also serve class constructors, was slower than the plain server.)
+ * Requests and responses born with the Express app's prototypes: Express's own
+ * `Object.setPrototypeOf` in `app.handle` kept much of every young generation alive into the old
+ * one under load (bench/README.md); born with them, that call changes nothing. (Reflect.construct
+ * was slower than the plain server.) Undefined where Node's constructors cannot be reused so.
  */
 export function expressMessageClasses(app: MessagePrototypes):
   | { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse }
@@ -90,11 +79,7 @@ export function expressMessageClasses(app: MessagePrototypes):
   };
 }
 
-/**
- * The API's HTTP server on the settings of the README's "Configuration": HTTPS on `PORT` when both
- * `TLS_CERT_FILE` and `TLS_KEY_FILE` are set (read once at start; restart to load a renewed
- * certificate), plain HTTP otherwise (behind a TLS-terminating proxy).
- */
+/** HTTPS when TLS_CERT_FILE and TLS_KEY_FILE are set, read once (restart to load a renewed certificate). */
 export async function listen(
   app: RequestListener,
   config: Pick<Config, 'port' | 'host' | 'tlsCertFile' | 'tlsKeyFile'>,
@@ -168,10 +153,8 @@ interface Connections {
 }
 
 /**
- * Shutdown without resets. Once the server stops accepting, each connection
- * closes after its next answer (`Connection: close`, so its client knows) or once it has been idle
- * for IDLE_CLOSE_MS; one idle only for an instant is left alone, since its client may be sending
- * its next request right then, and closing under that request would reset it.
+ * Shutdown without resets: each connection closes after its next answer (`Connection: close`) or once
+ * idle for IDLE_CLOSE_MS; one idle only an instant may be carrying its client's next request right then.
  */
 function trackConnections(server: http.Server | https.Server): Connections {
   const connections: Connections = {

@@ -1,13 +1,6 @@
 /**
- * Operations endpoints, outside /api and without a key (bind the API to a private address or
- * filter these paths at the proxy if they must not be public):
- *
- * - `GET /healthz`: the process is alive and serving (always 200 while it answers at all).
- * - `GET /readyz`: the database and Redis both answer within `READY_TIMEOUT_MS`; otherwise, or once
- *   a graceful shutdown has begun (`app.locals.draining`), `503` in the error envelope with
- *   `code: "service_unavailable"` and `details.checks` naming what is down, so a load balancer
- *   stops sending traffic here.
- * - `GET /metrics`: Prometheus text format (src/ops/metrics.ts).
+ * No key needed: bind the API to a private address or filter these paths at the proxy if they must
+ * not be public. /readyz also answers 503 once shutdown begins, so a load balancer stops sending.
  */
 import type { Express, Response } from 'express';
 import { Queue } from 'bullmq';
@@ -88,9 +81,8 @@ export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: R
     unavailable(res, `Not ready: ${down.join(' and ')} not answering`, { checks });
   });
 
-  // Queue handles on the request Redis client (fail-fast), made on the first scrape. BullMQ keeps
-  // a failed connection set-up (its version check timing out) as a permanent error, so the version
-  // check is skipped (the workers make it) and handles are made anew after a failed scrape.
+  // BullMQ keeps a failed connection set-up (its version check timing out) as a permanent error, so
+  // the check is skipped (the workers make it) and handles are made anew after a failed scrape.
   let queues: Array<Queue & CountableQueue> | undefined;
   const queuesOf = (): CountableQueue[] =>
     (queues ??= (options.queueNames ?? []).map((name) => {

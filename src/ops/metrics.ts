@@ -1,18 +1,7 @@
 /**
- * Prometheus metrics of one process (`GET /metrics` on the API port).
- *
- * - `http_requests_total{route,method,status}` and `http_request_duration_seconds{route,method}`:
- *   `route` is the contract's operationId for /api operations (`sendInvoicesReport`), the route
- *   template for the few routes outside /api (`/healthz`, `/docs`), and `unmatched` for anything
- *   else: never the raw URL, so ids and query strings cannot blow up the label set.
- * - `bullmq_queue_jobs{queue,state}`: BullMQ job counts, read from Redis at each scrape (shared by
- *   every process on that Redis, so any API instance reports the cluster's queue depth).
- * - `emails_sent_total{kind}` / `emails_failed_total{kind}`: counted where the mail jobs finish
- *   (src/jobs calls `recordMailSent` / `recordMailFailed`), so in the process that runs the worker.
- *   A failure is counted once, when the last attempt fails (retries are not failures).
- * - Node's default process metrics (`process_*`, `nodejs_*`).
- *
- * One registry per process (module singleton): every app built in the process reports into it.
+ * `route` is the operationId or a route template, never the raw URL, so ids and query strings cannot
+ * blow up the label set. E-mails are counted in the process that runs the worker, a failure once
+ * (when the last attempt fails). One registry per process: every app built in it reports there.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -78,10 +67,7 @@ export function routeLabel(req: { route?: { path?: unknown } }, locals: RouteLoc
   return typeof template === 'string' ? template : 'unmatched';
 }
 
-/**
- * Counts and times one request whose response has finished (called by the request log's finish
- * listener, src/http/request-log.ts: one listener per response serves both).
- */
+/** Called by the request log's finish listener: one listener per response serves both. */
 export function recordHttpRequest(req: { method: string; route?: { path?: unknown } }, res: { statusCode: number; locals: RouteLocals }, seconds: number): void {
   const route = routeLabel(req, res.locals);
   httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
@@ -94,10 +80,7 @@ export interface CountableQueue {
   getJobCounts(): Promise<Record<string, number>>;
 }
 
-/**
- * Sets `bullmq_queue_jobs` from the queues' counts. When Redis does not answer, the gauge is
- * cleared rather than left showing stale numbers (and the scrape still succeeds).
- */
+/** Without Redis the gauge is cleared rather than left stale, and the scrape still succeeds. */
 export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 1000): Promise<boolean> {
   try {
     const counts = await Promise.race([

@@ -1,7 +1,3 @@
-/**
- * The request operations over HTTP: the list and the decision (approve or deny). Each adapter
- * reads its typed input, calls the use case the key's mode chooses and answers.
- */
 import type { Contract } from '../http/contract.ts';
 import { ApiError, missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';

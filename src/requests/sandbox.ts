@@ -1,7 +1,4 @@
-/**
- * Sandbox (test-mode) rows of the request operations: generated, never stored. A simulated
- * decision writes the events a live one writes, in test mode (src/events/simulated.ts).
- */
+/** Generated, never stored; a simulated decision still writes a live one's events, in test mode. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import type { RequestData } from '../services/change-requests.ts';
@@ -65,8 +62,7 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
     },
 
     async decide(caller, requestId, decision) {
-      // A simulated decision about a request that is not looked up. A denial is answered as a
-      // denial even under provider_review (the denial comes first).
+      // A denial is answered as a denial even under provider_review (the denial comes first).
       const now = new Date().toISOString();
       const base = {
         request_id: canonicalRequestId(requestId),

@@ -1,4 +1,3 @@
-/** Live service requests: the list, and the decision (approve or deny) of a pending request. */
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
@@ -31,10 +30,7 @@ export interface RequestListQuery {
   offset: number;
 }
 
-/**
- * A page of the broker's requests, newest first (created_at, then id, descending: stable), found
- * by one SQL query that filters, orders and pages; the page is then loaded by id.
- */
+/** Newest first (created_at, then id: stable); one SQL query filters and pages, then the page is loaded by id. */
 export async function listRequests(
   db: Db,
   brokerId: string,
@@ -92,11 +88,7 @@ async function findRequest(db: Db, brokerId: string, id: bigint): Promise<Reques
   return request;
 }
 
-/**
- * Claims the request: one conditional UPDATE that succeeds only while the request is still
- * pending. Two concurrent decisions both reach this statement; PostgreSQL row locking lets exactly
- * one of them change the row, and the other sees 0 rows and answers 409.
- */
+/** One conditional UPDATE: of two concurrent decisions, row locking lets exactly one through; the other answers 409. */
 async function claim(
   db: Db,
   brokerId: string,
@@ -135,11 +127,7 @@ export async function denyRequest(
   });
 }
 
-/**
- * Approves a pending request and carries it out in the same transaction: a `create` makes the
- * active service, an `upgrade`/`downgrade` changes the plan, a `cancel` cancels the service now
- * or schedules it for the end of the billing period. Any failure rolls the claim back too.
- */
+/** Carried out in the claim's transaction, so any failure rolls the claim back too. */
 export async function approveRequest(
   prisma: PrismaClient,
   credentials: Credentials,

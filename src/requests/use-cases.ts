@@ -1,8 +1,3 @@
-/**
- * The request operations in the domain's words: list the broker's requests, and decide (approve
- * or deny) a pending one. `liveRequests` acts on the broker's records; `sandboxRequests`
- * (sandbox.ts) simulates the same answers without reading or writing any.
- */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { requestData, type RequestData } from '../services/change-requests.ts';
@@ -45,7 +40,6 @@ export function liveRequests(deps: RequestDeps): RequestUseCases {
         return { decided: requestData(await denyRequest(prisma, caller.brokerId, requestId, decision.denialReason, caller.unitOfWork, now)) };
       }
       const request = await approveRequest(prisma, await deps.credentials(), caller.brokerId, requestId, caller.unitOfWork, now);
-      // An approval creates, changes or cancels the service.
       await deps.serviceReads.changed(caller.brokerId);
       return { decided: requestData(request) };
     },

@@ -1,8 +1,3 @@
-/**
- * The service operations over HTTP: create, list, detail, password, upgrade, downgrade, cancel.
- * Each adapter reads its typed input (openapi.yaml through `operation()`), calls the use case the
- * key's mode chooses (live records or the sandbox) and answers with the contract's status.
- */
 import type { Router } from 'express';
 import type { Contract } from '../http/contract.ts';
 import { invalidParameter, missingParameter } from '../http/errors.ts';
@@ -20,19 +15,12 @@ import { liveServices, type Page, type ServiceDeps, type ServiceUseCases } from 
 /** What the service operations are built from: the use cases' parts, with the mail queue's `sendMail` among the jobs. */
 type ServiceRouteDeps = Omit<ServiceDeps, 'sendMail'> & { jobs: Pick<ServiceDeps, 'sendMail'>; contract: Contract };
 
-/**
- * Any plain positive integer a client can hold exactly (openapi.yaml: 1..9007199254740991). Numbers
- * above what the database stores name no service: a live key gets 404 for them, a sandbox key's
- * detail echoes them.
- */
+/** Numbers above what the database stores name no service: 404 for a live key, echoed by the sandbox. */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
   return intParam(params.service_number, NaN);
 }
 
-/**
- * `modified_since`: a date (`2025-03-01`, midnight UTC) or an ISO 8601 date-time (with `Z` or an
- * offset; one without either is read as UTC). The validator has already checked the form.
- */
+/** The validator has already checked the form; without a zone it is UTC. */
 export function parseInstant(value: string): Date {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(`${value}T00:00:00.000Z`);
   const instant = isoInstant(value);

@@ -1,9 +1,6 @@
 /**
- * Billing periods. A service is billed in periods that start at its `created_at` and last one
- * billing cycle (monthly: 1 month, quarterly: 3, annually: 12). Period k starts at created_at
- * plus k cycles; a day that does not exist in the target month is clamped to that month's last
- * day (created 31 Jan, monthly → 28/29 Feb, 31 Mar, 30 Apr, …), always counted from created_at,
- * so the anchor day never drifts. Times of day are kept, in UTC.
+ * Period k starts at created_at plus k cycles, counted from created_at each time so a clamped day
+ * (31 Jan → 28 Feb) never drifts the anchor (→ 31 Mar).
  */
 export type BillingCycle = 'monthly' | 'quarterly' | 'annually';
 
@@ -29,10 +26,7 @@ export function addMonthsClamped(date: Date, months: number): Date {
   );
 }
 
-/**
- * The end of the billing period that contains `now`: the first period boundary strictly after
- * `now`. An end_of_billing_period cancellation takes effect at this instant.
- */
+/** The first period boundary strictly after `now`, when an end_of_billing_period cancellation takes effect. */
 export function endOfCurrentBillingPeriod(createdAt: Date, cycle: BillingCycle, now: Date): Date {
   const step = CYCLE_MONTHS[cycle];
   if (now.getTime() < createdAt.getTime()) return addMonthsClamped(createdAt, step);

@@ -1,7 +1,4 @@
-/**
- * The change requests of a service as the API shows them (openapi.yaml `ServiceRequest`), from
- * their database rows: made by the service operations, listed and decided by src/requests.
- */
+/** Made by the service operations, listed and decided by src/requests: so they live below both. */
 import type { components } from '../../generated/api.ts';
 import type { Plan, Service, ServiceRequest } from '../../generated/prisma/client.ts';
 import { formatRequestId } from '../shared/ids.ts';

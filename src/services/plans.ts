@@ -1,7 +1,4 @@
-/**
- * The plan catalogue (seeded by the first migration): reference data, not a broker's record,
- * so sandbox keys may read it too.
- */
+/** Reference data, not a broker's record, so sandbox keys may read it too. */
 import type { Plan, PrismaClient } from '../../generated/prisma/client.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 

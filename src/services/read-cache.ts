@@ -1,22 +1,9 @@
 /**
- * Answers to a broker's service reads (list pages, auth-check's service count) held in process
- * for a short time, and dropped the moment any API process changes that broker's services.
- *
- * Why: under load a list request's round trip to the database is most of its cost (the socket
- * write to the database, and the database's own CPU competing with the API for the machine's
- * cores; bench/README.md). Integrators poll lists; most polls find nothing new.
- *
- * Coherence, so a client never sees its own change missing:
- * - Every live write of services awaits `changed(brokerId)` after its commit and before its
- *   answer. That drops the broker's entries here at once (and any read still in flight for them,
- *   so a read that began before the change is never stored nor shared with a later request) and
- *   publishes the change through Redis: PUBLISH is answered after Redis has written the message
- *   to every subscribed API process, so it reaches them ahead of the client's next request.
- * - While this process's subscription is not up (Redis down, reconnecting), nothing is served from
- *   or stored in the cache: another process's change could be missed.
- * - No entry outlives `ttlMs` (changes that do not go through the API, such as admin CLI imports
- *   or SQL by hand, show within that time) nor the `until` its loader gave (the list gives the
- *   broker's next due scheduled cancellation, which takes effect on read).
+ * Integrators poll lists and most polls find nothing new, while a list's round trip to the database
+ * is most of its cost (bench/README.md). So a client never misses its own change: every live write
+ * awaits `changed()` before answering, which drops in-flight reads too and reaches every API process
+ * through Redis first; with the subscription down nothing is cached; and changes made outside the
+ * API (CLI imports, SQL) show within `ttlMs`.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
@@ -36,11 +23,7 @@ export interface Loaded<T> {
 export interface ServiceReadCache {
   /** The cached answer for this broker and key, or `load()`'s (one load in flight per key). */
   read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T>;
-  /**
-   * The broker's services changed: call after the commit and await before answering. It resolves
-   * once Redis has passed the news on to the other API processes (never rejects: a change that
-   * could not be published shows there within their cache time).
-   */
+  /** Call after the commit, await before answering. Never rejects: an unpublished change shows within the TTL. */
   changed(brokerId: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -140,8 +123,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     async changed(brokerId) {
       answers.drop(brokerId);
       if (!subscriber) return;
-      // Redis writes the message to every subscriber before it answers PUBLISH, so once this
-      // resolves the news is on its way to them ahead of the client's next request.
+      // Redis writes to every subscriber before answering PUBLISH: ahead of the client's next request.
       await redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
         logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
       });

@@ -1,7 +1,6 @@
 /**
- * Sandbox (test-mode) answers of the service operations. Nothing here reads or writes a business
- * record: every value is generated, and nothing generated is stored, so it never shows up later.
- * A simulated change writes the events its live twin writes, in test mode (src/events/simulated.ts).
+ * Nothing generated here is stored, so it never shows up later; a simulated change still writes the
+ * events its live twin writes, in test mode (src/events/simulated.ts).
  */
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import type { Caller } from '../shared/caller.ts';
@@ -156,10 +155,6 @@ async function sandboxCreate(deps: SandboxServiceDeps, caller: Caller, input: Ne
   return { created: service };
 }
 
-/**
- * The sandbox's service use cases: every answer generated, nothing read but the plan catalogue
- * (reference data) and the broker's approval mode (configuration), nothing stored or sent.
- */
 export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
   return {
     async checkNewService(plan) {

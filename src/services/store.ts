@@ -1,7 +1,3 @@
-/**
- * Live service records: reads scoped to one broker, creation with a unique random number, and the
- * change requests (upgrade, downgrade, cancel) that wait for a decision.
- */
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
@@ -21,13 +17,9 @@ export type { BillingCycle, ServiceStatus };
 export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
 
 /**
- * Scheduled (`end_of_billing_period`) cancellations whose time has come take effect here, before
- * a broker's services are read or changed (and on the worker's schedule, `applyAllDueCancellations`);
- * the service then shows `cancelled`, with `cancelled_at` = its `cancel_at`, and a
- * `service.cancelled` event is written in the same transaction. Idempotent and cheap when nothing
- * is due (one indexed probe): the not-cancelled statuses are named (not `<> 'cancelled'`) so the
- * index services (broker_id, status, cancel_at) answers with three short range scans. Two callers
- * at once cancel each service once: the UPDATE's condition is re-checked on the locked row.
+ * Due scheduled cancellations take effect on read, so every read is exact. The statuses are named
+ * (not `<> 'cancelled'`) so the index (broker_id, status, cancel_at) answers with three short range
+ * scans; two callers at once cancel once, as the UPDATE re-checks its condition on the locked row.
  */
 export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
   const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
@@ -84,18 +76,8 @@ export interface ServiceListQuery {
 }
 
 /**
- * A page of the broker's services, newest first (created_at, then id, descending: stable), after
- * the broker's due scheduled cancellations are applied.
- *
- * One statement, one round trip: the probe of `applyDueCancellations` (is a cancellation due?),
- * the count of all matching rows and the page joined with its plans (the index services
- * (broker_id, created_at DESC, id DESC) serves the order). Under load a round trip to the
- * database is what a list request costs most (a CPU profile of `npm run bench` showed the socket
- * writes of three queries as a fifth of the API process's time). When a cancellation fell due
- * since the last read (rare), it is applied with its event and the page and count are read again.
- *
- * `nextDueAt` is when the broker's next scheduled cancellation falls due (null: none is
- * scheduled): until then, the page and count cannot change without a write.
+ * The due-cancellation probe, the count and the page in one statement: under load a round trip is
+ * what a list costs most (bench/README.md). Until `nextDueAt` the page cannot change without a write.
  */
 export async function listServices(
   db: PrismaClient,
@@ -149,10 +131,7 @@ export async function listServices(
   return { rows, total: result[0]?.total ?? 0, nextDueAt: result[0]?.nextDueAt ?? null };
 }
 
-/**
- * One row of the list statement: the count, how many due cancellations it applied, and one
- * service of the page with its plan's columns (all null when the page is empty: one row then).
- */
+/** One service of the page per row, with the count; all null when the page is empty. */
 type PageRow = Omit<ServiceWithPlan, 'plan'> & {
   total: number;
   due: boolean;
@@ -173,11 +152,7 @@ export interface NewServiceRow {
   billingCycle: BillingCycle;
 }
 
-/**
- * Inserts an active service with a random nine-digit number and a generated password (stored
- * encrypted). Runs inside the caller's transaction; a number collision raises a unique violation
- * that `withServiceNumberRetry` turns into a retry of the whole transaction.
- */
+/** A number collision raises a unique violation that `withServiceNumberRetry` retries as a whole transaction. */
 export async function insertActiveService(
   db: Db,
   credentials: Credentials,
@@ -208,10 +183,7 @@ export async function insertActiveService(
   });
 }
 
-/**
- * Runs `work` (a whole transaction) again when it failed on a service-number collision that slipped
- * past the pre-check (two inserts racing for the same random number): at most `attempts` times.
- */
+/** For two inserts racing for the same random number past the pre-check. */
 export async function withServiceNumberRetry<T>(work: () => Promise<T>, attempts = 5): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
@@ -256,11 +228,7 @@ export interface NewChangeRequest {
   apiKeyId: string;
 }
 
-/**
- * Records a pending change request for the service; the caller has checked `requireNoOpenRequest`.
- * The partial unique index (one pending request per service) settles a race between two callers
- * that both passed that check: the loser gets the same 409.
- */
+/** The partial unique index settles a race between two callers past `requireNoOpenRequest`: the loser gets the same 409. */
 export async function createChangeRequest(
   prisma: PrismaClient,
   service: ServiceWithPlan,

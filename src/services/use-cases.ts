@@ -1,9 +1,3 @@
-/**
- * The service operations in the domain's words: create a service, list and read them, give one a
- * new password, ask for a plan change or a cancellation. `ServiceUseCases` is what the HTTP
- * adapter calls; `liveServices` acts on the broker's records, `sandboxServices` (sandbox.ts)
- * simulates the same answers without reading or writing any.
- */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import type { Logger } from '../logger.ts';
@@ -184,9 +178,7 @@ async function loadPage(deps: ServiceDeps, caller: Caller, query: ServicePageQue
 async function listServicePage(deps: ServiceDeps, caller: Caller, query: ServicePageQuery): Promise<Page<ServiceData>> {
   // Credentials only on request and only for admin keys; otherwise silently left out.
   if (query.includeCredentials && caller.mayReadCredentials) return (await loadPage(deps, caller, query, true)).page;
-  // Pages without credentials are shared by the broker's keys until a change or the next due
-  // scheduled cancellation; passwords are never cached. JSON.stringify: the text filters are
-  // free text, so no separator could be told from them.
+  // Passwords are never cached. JSON.stringify: the filters are free text, so no separator is safe.
   const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset])}`;
   return deps.serviceReads.read(caller.brokerId, key, async () => {
     const { page, nextDueAt } = await loadPage(deps, caller, query, false);

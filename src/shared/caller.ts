@@ -1,11 +1,6 @@
 import type { UnitOfWork } from './unit-of-work.ts';
 
-/**
- * Who a use case acts for, in the domain's words: the broker, the key that asked (recorded on
- * what it creates) and how the broker approves changes, and the unit of work its changes are
- * written in. Built once per request by `operation()` (src/http/operation.ts) from the
- * authenticated key.
- */
+/** Who a use case acts for; built once per request from the authenticated key (src/http/operation.ts). */
 export interface Caller {
   readonly brokerId: string;
   readonly apiKeyId: string;
@@ -15,10 +10,7 @@ export interface Caller {
   readonly mayReadCredentials: boolean;
   /** Sandbox only: the caller asked to see requests wait for the provider's review (`X-Test-Scenario: provider_review`). */
   readonly providerReview: boolean;
-  /**
-   * What commits with the operation's change, in the change's own transaction (the request's
-   * Idempotency-Key record of the effect): `unitOfWork.within(tx).recordEffect(effect)`.
-   */
+  /** What must commit with the change, in its transaction: `unitOfWork.within(tx).recordEffect(effect)`. */
   readonly unitOfWork: UnitOfWork;
 }
 

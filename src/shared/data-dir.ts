@@ -2,11 +2,8 @@ import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * Everything under $DATA_DIR is the owner's alone: the database files, the credentials key, the
- * outbox (new service passwords in clear) and the report workbooks. Each process that writes there
- * (server, worker, database process, admin CLI) calls this first: files it creates are 0600 and
- * directories 0700 whatever umask it was started with, and what an earlier run or another tool left
- * more open is narrowed.
+ * $DATA_DIR holds secrets (the credentials key, an outbox of clear passwords), so every process that
+ * writes there calls this first: 0600/0700 whatever the umask, and what was left more open is narrowed.
  */
 export function protectDataDir(dataDir: string): void {
   // Inherited by the child processes (the database process, the private redis-server).

@@ -1,7 +1,6 @@
 /**
- * Calendar dates and instants as the API and the CLI read them. A date is a real calendar date
- * from 0001-01-01 to 9999-12-31 (what PostgreSQL stores); every date and time is UTC unless it
- * names an offset. `Date.UTC` is never given a year directly: it maps years 0-99 to 1900-1999.
+ * Dates run from 0001-01-01 to 9999-12-31 (what PostgreSQL stores), UTC unless an offset is named.
+ * `Date.UTC` is never given a year directly: it maps years 0-99 to 1900-1999.
  */
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** RFC 3339's shape: seconds and a zone (`Z` or `±hh:mm`) required. */
@@ -24,10 +23,8 @@ export function isDateTime(text: string): boolean {
 }
 
 /**
- * An ISO 8601 date-time in the extended format, as `modified_since` takes it (the operating
- * contract says "an ISO 8601 date or date-time", a wider set than RFC 3339's `date-time`):
- * minutes required, seconds and a fraction optional, and a zone `Z`, `±hh`, `±hhmm` or `±hh:mm`
- * or none, read as UTC (the API's time zone).
+ * `modified_since` takes "an ISO 8601 date or date-time" (operating contract), wider than RFC 3339:
+ * seconds optional, zone `Z`, `±hh`, `±hhmm`, `±hh:mm` or none (UTC).
  */
 const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?$/;
 
@@ -62,9 +59,8 @@ export const FIRST_INSTANT = new Date('0001-01-01T00:00:00.000Z').getTime();
 export const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
 
 /**
- * An instant moved into the storable range. Dates outside it pass the `date`/`date-time`
- * formats (year 0000) but PostgreSQL refuses them; as filter bounds they mean "before every
- * record" or "after every record", which the clamped value still means.
+ * Year 0000 passes the `date-time` format but PostgreSQL refuses it; as a filter bound, the clamped
+ * instant still means "before (or after) every record".
  */
 export function clampInstant(date: Date): Date {
   return new Date(Math.min(Math.max(date.getTime(), FIRST_INSTANT), LAST_INSTANT));

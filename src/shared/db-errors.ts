@@ -11,10 +11,8 @@ interface PrismaLikeError {
 }
 
 /**
- * A unique-constraint violation: Prisma's `P2002` from a model query, or `P2010` (a raw query
- * failed) whose driver error is SQLSTATE 23505. With `hint`, only one whose constraint, index
- * or columns mention it (e.g. `service_number`): driver adapters report the target in different
- * places of `meta`, so the whole error is searched.
+ * `P2002`, or a raw query's `P2010` with SQLSTATE 23505. Driver adapters put the constraint in
+ * different places of `meta`, so `hint` (e.g. `service_number`) is searched for in the whole error.
  */
 export function isUniqueViolation(err: unknown, hint?: string): boolean {
   if (typeof err !== 'object' || err === null) return false;

@@ -1,9 +1,4 @@
-/**
- * E-mail addresses, by one rule for the API (customer_email, report recipients) and the CLI
- * (broker e-mail, imported customers): `local@domain.tld`, a dot-atom local part of at most 64
- * characters and a domain of letters, digits and hyphens with at least one dot, 254 characters in
- * all (the same rule as the OpenAPI `email` format of the validator).
- */
+/** One rule for the API and the CLI, the same as the validator's OpenAPI `email` format. */
 const EMAIL =
   /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
 

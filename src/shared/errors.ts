@@ -1,8 +1,4 @@
-/**
- * The errors use cases and stores throw, in the domain's words. They know nothing of HTTP: the
- * one place that turns them into the contract's codes and statuses is `src/http/errors.ts`
- * (`fromDomainError`), used by the error middleware.
- */
+/** Domain errors know no HTTP: `fromDomainError` (src/http/errors.ts) alone maps them to the contract's codes. */
 
 export type Details = Record<string, unknown>;
 

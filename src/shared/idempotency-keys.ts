@@ -1,7 +1,4 @@
-/**
- * The Idempotency-Key records as the HTTP wrapper uses them (src/http/idempotency.ts) and the store
- * keeps them (src/idempotency/store.ts): one declaration for both sides.
- */
+/** Shared by src/http/idempotency.ts and src/idempotency/store.ts, so neither imports the other. */
 import type { Effect } from './unit-of-work.ts';
 import type { Db } from './db-errors.ts';
 

@@ -1,8 +1,4 @@
-/**
- * The public identifiers: service numbers, request ids (`REQ-` + the row id, zero-padded to at
- * least six digits: `REQ-000042`, `REQ-1234567`; paths accept any case and padding, answers use
- * the canonical form) and the prefixed ids of brokers and keys.
- */
+/** Request ids are `REQ-` + the row id padded to six digits; paths accept any case and padding. */
 import { BASE62, randomIntBetween, randomString } from './random.ts';
 
 export const SERVICE_NUMBER_MIN = 100_000_000;
@@ -27,11 +23,7 @@ export function formatRequestId(id: number): string {
   return `REQ-${String(id).padStart(6, '0')}`;
 }
 
-/**
- * The numeric id in a `REQ-…` string (case-insensitive), or `undefined` when the text is not a
- * request id. A number too large for the database is still a well-formed id: it simply does not
- * exist, so callers answer 404 for it (see `isStorableRequestId`).
- */
+/** A number too large for the database is still a well-formed id: it does not exist, a 404 (`isStorableRequestId`). */
 export function parseRequestId(text: string): bigint | undefined {
   const match = REQUEST_ID.exec(text.trim());
   return match ? BigInt(match[1]!) : undefined;

@@ -1,16 +1,9 @@
-/**
- * Random strings and numbers for identifiers, keys and passwords. All randomness comes from
- * node:crypto (never Math.random), so none of them can be predicted.
- */
+/** Keys and passwords come from here: node:crypto, never Math.random, so none can be predicted. */
 import { randomBytes, randomInt } from 'node:crypto';
 
 export const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-/**
- * `length` characters drawn uniformly from `alphabet` (at most 256 characters). Bytes are drawn
- * by rejection sampling: a byte is used only when it falls below the largest multiple of the
- * alphabet's size, so every character is equally likely.
- */
+/** Rejection sampling keeps every character equally likely (`alphabet` of at most 256 characters). */
 export function randomString(alphabet: string, length: number): string {
   const size = alphabet.length;
   const limit = 256 - (256 % size);

@@ -1,20 +1,14 @@
 import type { Db } from './db-errors.ts';
 
-/**
- * What an operation made or changed: a service (its number), a request (REQ-…), a report run (its
- * id), a webhook endpoint (we_…) or an event (evt_…: a ping, a redelivery).
- */
+/** What an operation made or changed, by its public id (service number, REQ-…, run id, we_…, evt_…). */
 export interface Effect {
   readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
   readonly id: string;
 }
 
 /**
- * Whatever must commit with an operation's change, written through the change's own transaction,
- * so both commit or neither: today the request's Idempotency-Key record of the effect (the next
- * such record, an outbox of events, is written the same way). One per request, made by the HTTP
- * layer (src/http/idempotency.ts for a request that holds a key, `NO_RECORDS` otherwise) and handed
- * to the use case with its Caller; the use case asks it for the writer of each transaction it opens.
+ * Whatever must commit with an operation's change (the Idempotency-Key's record of the effect), in
+ * the change's own transaction so both commit or neither. Made per request by src/http/idempotency.ts.
  */
 export interface UnitOfWork {
   /** What this operation writes in `tx`, the transaction of its change. */
@@ -23,11 +17,7 @@ export interface UnitOfWork {
 
 /** The writer of one transaction: everything written through it commits or rolls back with the change. */
 export interface InTransaction {
-  /**
-   * Records what the operation made or changed: the request's Idempotency-Key is marked as having
-   * taken effect in this commit (nothing is written without a key). Throws when another request
-   * has taken the key over: the transaction then rolls back.
-   */
+  /** Throws when another request has taken the key over, so the change rolls back. */
   recordEffect(effect: Effect): Promise<void>;
 }
 

@@ -15,7 +15,7 @@ import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, t
 import { faultsAvailable, startFaultySmtp, startPgCluster, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
-/** Every recipient ends sent or failed within this once the fault is over (README, "Report delivery"). */
+/** Every recipient ends sent or failed within this once the fault is over (docs/operations.md, "Report delivery"). */
 const FINAL_BOUND_MS = 90_000;
 const RANGE = { start_date: '2025-09-01', end_date: '2025-09-30' };
 

@@ -1,4 +1,4 @@
-// The import direction of src/ (README, "Where things live"), checked by eslint.config.js: each
+// The import direction of src/ (docs/architecture.md, "Where things live"), checked by eslint.config.js: each
 // row lints one import as if it were written in that file, and says whether the rule lets it in.
 import assert from 'node:assert/strict';
 import path from 'node:path';

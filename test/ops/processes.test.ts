@@ -95,7 +95,7 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
   test('the npm scripts run these entry points', () => {
     const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     // The compiled entry point of the same file (tsconfig.build.json: src/ → dist/src/), with Node
-    // flags and glibc's fixed mmap threshold (README, "Memory"), built first by the prestart script.
+    // flags and glibc's fixed mmap threshold (docs/operations.md, "Memory and the start scripts"), built first by the prestart script.
     for (const [script, file] of [['start', 'all'], ['start:api', 'api'], ['start:worker', 'worker']] as const) {
       assert.match(scripts[script]!, new RegExp(`^MALLOC_MMAP_THRESHOLD_=131072 node (--\\S+ )*dist/src/main/${file}\\.js$`));
       assert.equal(scripts[`pre${script}`], 'tsc -p tsconfig.build.json');

@@ -1,4 +1,4 @@
-// The TypeScript receiver of *Receiving webhooks* (openapi.yaml's introduction), run as a reader
+// The TypeScript receiver of *Receiving webhooks* (a guide tag of openapi.yaml), run as a reader
 // would run it: it accepts a delivery signed by the server's own signing (src/webhooks/sign.ts),
 // with the old and the new secret during a rotation too, drops a repeat of the same webhook-id,
 // and refuses a delivery whose signature or body does not match.
@@ -21,10 +21,10 @@ let receiver: ChildProcess;
 let url: string;
 let stdout = '';
 
-/** The ```ts block of the "Receiving webhooks" section. */
+/** The ```ts block of the "Receiving webhooks" guide (a tag section of /docs). */
 function receiverSample(): string {
-  const description = (parse(readFileSync(path.join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { description: string } }).info.description;
-  const section = description.slice(description.indexOf('## Receiving webhooks'));
+  const { tags } = parse(readFileSync(path.join(ROOT, 'openapi.yaml'), 'utf8')) as { tags: Array<{ name: string; description: string }> };
+  const section = tags.find((tag) => tag.name === 'Receiving webhooks')?.description ?? '';
   const sample = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(sample, 'the section has a TypeScript sample');
   return sample;
