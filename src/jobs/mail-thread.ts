@@ -2,12 +2,8 @@
  * The mail thread's side (started by `createMailer`, src/jobs/mailer.ts): builds and sends each
  * message with the transport of `transportMailer`, off the thread that serves the API. Encoding a
  * report attachment (base64, line wrapping, SMTP dot-stuffing) and writing megabytes to the SMTP
- * socket is tens of milliseconds of CPU per e-mail; on the API's thread (`npm start`) ten
- * recipients of a large report held every broker's requests.
- *
- * Messages in: `{ type: 'send', id, message }`, `{ type: 'close' }`.
- * Messages out: `{ type: 'sent', id, sent }` or `{ type: 'failed', id, error }` per send, the
- * error's fields that say whether a retry may succeed kept as plain data.
+ * socket is tens of milliseconds of CPU per e-mail; on the API's thread ten recipients of a large
+ * report held every broker's requests. What it is sent and answers: `ToMailThread`, `FromMailThread`.
  */
 import { Readable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';

@@ -131,7 +131,7 @@ const THREAD_LOST = 'ETHREADLOST';
 
 /**
  * The mail thread's heap: a small young generation. Its work (a message at a time) leaves little
- * alive, and V8's default nursery kept most of the thread's 17 MB heap resident beside every later
+ * alive, and V8's default nursery kept most of the thread's heap resident beside every later
  * report build (bench/README.md).
  */
 const MAIL_THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 };
