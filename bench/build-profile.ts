@@ -19,9 +19,9 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { PrismaClient } from '../generated/prisma/client.ts';
-import { reportBuilders as sourceBuilders } from '../src/reports/index.ts';
-import { buildWorkbook as sourceBuildWorkbook, prismaPageQuery } from '../src/reports/build.ts';
-import { pagesOf } from '../src/reports/pages.ts';
+import { reportKinds as sourceBuilders } from '../src/reports/kinds/registry.ts';
+import { buildWorkbook as sourceBuildWorkbook, prismaPageQuery } from '../src/reports/workbook/build.ts';
+import { pagesOf } from '../src/reports/workbook/pages.ts';
 import type { ReportSpec } from '../src/reports/types.ts';
 import { createTestDatabase } from '../test/helpers/db.ts';
 
@@ -29,8 +29,8 @@ const REPORT = (process.env.BUILD_REPORT ?? 'invoices') as 'invoices' | 'service
 const ROWS = Number(process.env.BUILD_ROWS ?? 200_000);
 const RUNS = Number(process.env.BUILD_RUNS ?? 1);
 const BROKER = 'brk_buildprofile';
-const DIST_REPORTS = new URL('../dist/src/reports/index.js', import.meta.url).href;
-const DIST_BUILD = new URL('../dist/src/reports/build.js', import.meta.url).href;
+const DIST_REPORTS = new URL('../dist/src/reports/kinds/registry.js', import.meta.url).href;
+const DIST_BUILD = new URL('../dist/src/reports/workbook/build.js', import.meta.url).href;
 
 async function seed(prisma: PrismaClient): Promise<void> {
   await prisma.$executeRawUnsafe(`INSERT INTO brokers (id, slug, name, email) VALUES ('${BROKER}', 'build-profile', 'Build profile', 'b@example.com')`);
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
     // BUILD_FROM=dist builds with the compiled code (npm run build), as the servers run it; tsx's
     // loader costs the build thread a second or more of transpiling and hooks.
     const fromDist = process.env.BUILD_FROM === 'dist';
-    const builders: typeof sourceBuilders = fromDist ? ((await import(DIST_REPORTS)) as { reportBuilders: typeof sourceBuilders }).reportBuilders : sourceBuilders;
+    const builders: typeof sourceBuilders = fromDist ? ((await import(DIST_REPORTS)) as { reportKinds: typeof sourceBuilders }).reportKinds : sourceBuilders;
     const { buildWorkbook }: { buildWorkbook: typeof sourceBuildWorkbook } = fromDist ? await import(DIST_BUILD) : { buildWorkbook: sourceBuildWorkbook };
     const builder = builders[REPORT];
     const spec: ReportSpec =

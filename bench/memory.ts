@@ -133,7 +133,7 @@ try {
 
   const { startRedis, requestRedis, waitUntilReady } = await import('../src/redis.ts');
   const redisEndpoint = await startRedis(config.redisUrl);
-  const { createJobs } = await import('../src/work.ts');
+  const { createJobs } = await import('../src/background.ts');
   const jobs = createJobs({ redisEndpoint, prisma: database.prisma, database, config, logger, mode: 'both' });
   await jobs.startWorkers();
   await step('BullMQ queues + workers started');
@@ -152,7 +152,7 @@ try {
   const { createServiceReadCache } = await import('../src/services/read-cache.ts');
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   const { loadedOnce } = await import('../src/deps.ts');
-  const { openChunkReader } = await import('../src/reports/workbook-store.ts');
+  const { openChunkReader } = await import('../src/reports/workbook/store.ts');
   const app = createApp({ config, logger, contract, prisma: database.prisma, readChunk: openChunkReader({ prisma: database.prisma, url: database.databaseUrl }).read, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
   const { listen } = await import('../src/main/server.ts');
   const listening = await listen(app, { ...config, port: 0 });
@@ -180,9 +180,10 @@ try {
       startDate: '2025-01-01',
       endDate: '2025-12-31',
     };
+    const { sendReport } = await import('../src/reports/use-cases.ts');
     for (let run = 1; run <= 2; run++) {
       const t = performance.now();
-      const result = await jobs.runReport(spec);
+      const result = await sendReport({ prisma: database.prisma, config, log: logger, queues: jobs.queues }, spec);
       await step(`report run ${run}: ${Math.round(performance.now() - t)} ms, sent ${result.recipientsSent}`);
     }
   }

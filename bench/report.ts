@@ -40,6 +40,7 @@
  * process measured. The peak at start-up (VmHWM before the first run) is printed but is not the
  * report's. Results are printed and written to bench/results/report-<timestamp>.json.
  */
+import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -236,6 +237,9 @@ async function startLayout(layout: 'one' | 'split', env: NodeJS.ProcessEnv, url:
   children.push(redis);
   await new Promise((r) => setTimeout(r, 300));
   env.REDIS_URL = `redis://127.0.0.1:${redisPort}`;
+  // Settings every process apart shares (docs/running-apart.md): the worker's links point at the API.
+  env.PUBLIC_BASE_URL ??= url;
+  if (env.DATABASE_URL) env.CREDENTIALS_KEY ??= randomBytes(32).toString('hex');
   procs.api = startProcess('start:api', env);
   await waitForHttp(url, 60_000, procs.api);
   procs.worker = startProcess('start:worker', env);

@@ -20,10 +20,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { openDatabase } from '../src/db/client.ts';
-import { storeWorkbook } from '../src/reports/build.ts';
-import { reportBuilders } from '../src/reports/index.ts';
+import { storeWorkbook } from '../src/reports/workbook/build.ts';
+import { reportKinds } from '../src/reports/kinds/registry.ts';
 import type { ReportSpec } from '../src/reports/types.ts';
-import { openChunkReader, readWorkbook, type WorkbookRef } from '../src/reports/workbook-store.ts';
+import { openChunkReader, readWorkbook, type WorkbookRef } from '../src/reports/workbook/store.ts';
 
 const INVOICES = Number(process.env.BENCH_INVOICES ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -44,8 +44,8 @@ try {
            DATE '2025-05-01' + (g % 61)
     FROM generate_series(1, ${INVOICES}) g`);
   const spec: ReportSpec = { type: 'invoices', brokerId, apiKeyId: null, recipients: [], startDate: '2025-05-01', endDate: '2025-06-30' };
-  const { snapshot } = await reportBuilders.invoices.count(prisma, spec);
-  const input = reportBuilders.invoices.input(spec, snapshot, new Date());
+  const { snapshot } = await reportKinds.invoices.count(prisma, spec);
+  const input = reportKinds.invoices.input(spec, snapshot, new Date());
 
   const failures: string[] = [];
   const stored: WorkbookRef[] = [];

@@ -16,8 +16,8 @@ import { randomUUID } from 'node:crypto';
 import type { ReportSpec } from '../src/reports/types.ts';
 import { connectionOf, createTestDatabase } from '../test/helpers/db.ts';
 
-const { storeWorkbook } = (await import(new URL('../dist/src/reports/build.js', import.meta.url).href)) as typeof import('../src/reports/build.ts');
-const { reportBuilders } = (await import(new URL('../dist/src/reports/index.js', import.meta.url).href)) as typeof import('../src/reports/index.ts');
+const { storeWorkbook } = (await import(new URL('../dist/src/reports/workbook/build.js', import.meta.url).href)) as typeof import('../src/reports/workbook/build.ts');
+const { reportKinds } = (await import(new URL('../dist/src/reports/kinds/registry.js', import.meta.url).href)) as typeof import('../src/reports/kinds/registry.ts');
 
 const ROWS = Number(process.env.ROWS ?? 200_000);
 const BROKER = 'brk_threadallocs';
@@ -33,9 +33,9 @@ try {
     FROM generate_series(1, ${ROWS}) g`);
   const run = await db.prisma.reportRun.create({ data: { brokerId: BROKER, reportType: 'invoices', startDate: new Date('2024-01-01'), endDate: new Date('2025-12-31') } });
   const spec: ReportSpec = { type: 'invoices', apiKeyId: null, brokerId: BROKER, startDate: '2024-01-01', endDate: '2025-12-31', recipients: ['a@example.com'] };
-  const { snapshot } = await reportBuilders.invoices.count(db.prisma, spec);
+  const { snapshot } = await reportKinds.invoices.count(db.prisma, spec);
   const started = Date.now();
-  const built = await storeWorkbook({ prisma: db.prisma, url: connection.url }, reportBuilders.invoices.input(spec, snapshot, new Date()), { runId: run.id, build: randomUUID(), keepUpTo: 0 });
+  const built = await storeWorkbook({ prisma: db.prisma, url: connection.url }, reportKinds.invoices.input(spec, snapshot, new Date()), { runId: run.id, build: randomUUID(), keepUpTo: 0 });
   console.log(`built ${built.rows} rows, ${built.stored.bytes} bytes, in ${Date.now() - started} ms`);
 } finally {
   await connection.close();

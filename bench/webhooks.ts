@@ -12,7 +12,10 @@
  *    for `BENCH_SECONDS`, default 6) to a fast endpoint of another broker, each event's latency
  *    from its commit to its arrival, while `GET /api/v1/auth-check` is probed one request at a
  *    time every 20 ms; first with nothing else owed, then with `BENCH_HANGING` (default 200)
- *    deliveries owed to an endpoint that never answers (WEBHOOK_TIMEOUT_MS at its 15 s default).
+ *    deliveries owed to an endpoint that never answers (WEBHOOK_TIMEOUT_MS at its 15 s default);
+ * 3. fair shares (issue 32): the same stream, and a ping through the API, while a third broker has its
+ *    full allowance of endpoints (WEBHOOK_ENDPOINTS_PER_BROKER, 16) live and 16 test, none of which
+ *    ever answers, each owed `BENCH_HOG_EVENTS` (default 8) events; the other broker's p99.
  *
  * Events are written through a connection of the bench's own (`recordEvents`, as a change's
  * transaction writes them), so the API's request path takes no part in making them. Results are
@@ -22,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadConfig } from '../src/config.ts';
 import { connectForCli, type Database } from '../src/db/client.ts';
 import { createCredentials } from '../src/db/credentials.ts';
 import { recordEvents } from '../src/events/store.ts';
@@ -34,6 +38,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
 const RATE = Number(process.env.BENCH_RATE ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const HANGING = Number(process.env.BENCH_HANGING ?? 200);
+const HOG_EVENTS = Number(process.env.BENCH_HOG_EVENTS ?? 8);
 const POSTGRES = Boolean(process.env.DATABASE_URL);
 const KEY = randomBytes(32).toString('hex');
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-bench-webhooks-'));
@@ -63,6 +68,38 @@ async function brokerWithEndpoint(db: Database, receiver: Receiver, slug: string
     data: { id: randomId('we_', 24), brokerId: broker.id, mode: 'live', url: receiver.url(slug), events: [], secret: credentials.encrypt(newEndpointSecret()) },
   });
   return broker.id;
+}
+
+/**
+ * A broker (admin CLI) with its full allowance of endpoints in each mode, every one hanging, each
+ * owed `events` events of its mode.
+ */
+async function hogBroker(db: Database, receiver: Receiver, slug: string, events: number): Promise<number> {
+  cli(dataDir, ['brokers', 'create', '--name', `Broker ${slug}`, '--email', `${slug}@broker.example`, '--slug', slug]);
+  const broker = await db.prisma.broker.findFirstOrThrow({ where: { slug } });
+  const credentials = createCredentials(Buffer.from(KEY, 'hex'));
+  const allowance = loadConfig({}).webhookEndpointsPerBroker;
+  for (const mode of ['live', 'test'] as const) {
+    for (let i = 0; i < allowance; i++) {
+      const path = `${slug}-${mode}-${i}`;
+      receiver.answer(path, () => 'hang');
+      await db.prisma.webhookEndpoint.create({
+        data: { id: randomId('we_', 24), brokerId: broker.id, mode, url: receiver.url(path), events: [], secret: credentials.encrypt(newEndpointSecret()) },
+      });
+    }
+    await recordEvents(db.prisma, Array.from({ length: events }, (_, n) => ({ brokerId: broker.id, mode, type: 'service.updated' as const, object: { object: 'service', n } })));
+  }
+  return allowance;
+}
+
+/** A ping of the broker's endpoint through the API; ms from the request to its arrival. */
+async function pingLatency(receiver: Receiver, url: string, key: string, endpointId: string, path: string): Promise<number> {
+  const started = Date.now();
+  const res = await fetch(`${url}/api/v1/webhook-endpoints/${endpointId}/ping`, { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
+  if (res.status !== 200) throw new Error(`ping answered ${res.status}`);
+  const { data } = (await res.json()) as { data: { id: string } };
+  const arrived = await arrivals(receiver, path, [data.id], 60_000);
+  return arrived.get(data.id)! - started;
 }
 
 /** Writes `n` events for the broker in transactions of at most 200; their ids and when each committed. */
@@ -164,6 +201,18 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
     const beside = await stream(db, receiver, steady, 'steady', url, key);
     console.log(`${database}, ${HANGING} owed to a hanging endpoint: delivery ${describe(beside.delivery)}; API auth-check ${describe(beside.api)}; hanging endpoint's requests open at most ${receiver.mostOpen('hanging')}`);
+    // The hanging endpoint's owed deliveries are given up, so that only the hog holds slots now.
+    await db.prisma.webhookEndpoint.updateMany({ where: { brokerId: hanging }, data: { status: 'disabled' } });
+    const allowance = await hogBroker(db, receiver, 'hog', HOG_EVENTS);
+    await new Promise((r) => setTimeout(r, 1000));
+    const fair = await stream(db, receiver, steady, 'steady', url, key);
+    const steadyEndpoint = await db.prisma.webhookEndpoint.findFirstOrThrow({ where: { brokerId: steady } });
+    const pingMs = await pingLatency(receiver, url, key, steadyEndpoint.id, 'steady');
+    const hogMostOpen = { live: 0, test: 0 };
+    for (const mode of ['live', 'test'] as const) for (let i = 0; i < allowance; i++) hogMostOpen[mode] += receiver.mostOpen(`hog-${mode}-${i}`) > 0 ? 1 : 0;
+    console.log(
+      `${database}, a broker's ${allowance} live and ${allowance} test endpoints hanging, each owed ${HOG_EVENTS} events: the other broker's delivery ${describe(fair.delivery)}; its ping ${pingMs} ms; API auth-check ${describe(fair.api)}`,
+    );
     const summary = {
       at: new Date().toISOString(),
       database,
@@ -174,6 +223,7 @@ async function main(): Promise<void> {
       stream: { rate_per_second: RATE, seconds: SECONDS },
       alone,
       beside_hanging: { ...beside, hanging_owed: HANGING, hanging_most_open: receiver.mostOpen('hanging') },
+      beside_hog: { ...fair, ping_ms: pingMs, hog_endpoints_per_mode: allowance, hog_events_per_mode: HOG_EVENTS, hog_endpoints_reached: hogMostOpen },
     };
     const outDir = path.join(ROOT, 'bench', 'results');
     mkdirSync(outDir, { recursive: true });

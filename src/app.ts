@@ -21,7 +21,7 @@ import { recordHttpRequest } from './ops/metrics.ts';
 import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
-import { registerDownloadRoute } from './reports/downloads.ts';
+import { registerDownloadRoute } from './reports/index.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered

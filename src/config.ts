@@ -61,6 +61,8 @@ export interface Config {
   webhookDisableAfterHours: number;
   /** Allow http and loopback or private webhook addresses, never the metadata address (WEBHOOK_ALLOW_PRIVATE_URLS; development and tests). */
   webhookAllowPrivateUrls: boolean;
+  /** Webhook endpoints one broker may have in each mode, live and test (WEBHOOK_ENDPOINTS_PER_BROKER). */
+  webhookEndpointsPerBroker: number;
   /** Validate every response against openapi.yaml (tests and development). */
   validateResponses: boolean;
 }
@@ -184,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetrySchedule: optional(env.WEBHOOK_RETRY_SCHEDULE) === undefined ? DEFAULT_RETRY_SCHEDULE : parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE!),
     webhookDisableAfterHours: integer('WEBHOOK_DISABLE_AFTER_HOURS', env.WEBHOOK_DISABLE_AFTER_HOURS, DEFAULT_DISABLE_AFTER_HOURS, 1, 8760),
     webhookAllowPrivateUrls: flag('WEBHOOK_ALLOW_PRIVATE_URLS', env.WEBHOOK_ALLOW_PRIVATE_URLS),
+    webhookEndpointsPerBroker: integer('WEBHOOK_ENDPOINTS_PER_BROKER', env.WEBHOOK_ENDPOINTS_PER_BROKER, 16, 1, 100),
     validateResponses: env.VALIDATE_RESPONSES === 'true' || env.NODE_ENV === 'test',
   };
 }

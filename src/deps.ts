@@ -6,10 +6,10 @@ import { loadCatalogue, type Catalogue } from './services/plans.ts';
 import { lazy } from './shared/lazy.ts';
 import type { Config } from './config.ts';
 import type { Contract } from './http/contract.ts';
-import type { Jobs } from './work.ts';
+import type { Jobs } from './background.ts';
 import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
-import type { ReadChunk } from './reports/workbook-store.ts';
+import type { ReadChunk } from './reports/index.ts';
 
 /**
  * What the HTTP app is built from. Everything with a lifetime (database, Redis, queues) is made
@@ -20,13 +20,13 @@ export interface AppDeps {
   logger: Logger;
   contract: Contract;
   prisma: PrismaClient;
-  /** Reads a stored workbook's chunks (src/reports/workbook-store.ts, chunkReader): binary through node-postgres where the database has a pool. */
+  /** Reads a stored workbook's chunks (src/reports/workbook/store.ts, openChunkReader): binary through node-postgres where the database has a pool. */
   readChunk: ReadChunk;
   /** Fail-fast Redis client for work inside requests (rate limits). */
   redis: Redis;
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
   gate: RequestHandler;
-  /** Reports and e-mail on BullMQ (src/work.ts): `runReport` waits for a report's outcome, `sendMail` enqueues. */
+  /** The background jobs on BullMQ (src/background.ts): `queues` takes a report's build, `sendMail` an e-mail. */
   jobs: Jobs;
   /** Service list pages and counts held briefly, dropped on every change (src/services/read-cache.ts). */
   serviceReads: ServiceReadCache;

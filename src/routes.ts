@@ -2,7 +2,7 @@ import type { AppDeps } from './deps.ts';
 import type { RegisterRoutes } from './http/resource.ts';
 import { registerAuthRoutes } from './auth/adapter.ts';
 import { registerEventRoutes } from './events/adapter.ts';
-import { registerReportRoutes } from './reports/adapter.ts';
+import { registerReportRoutes } from './reports/index.ts';
 import { registerRequestRoutes } from './requests/adapter.ts';
 import { registerServiceRoutes } from './services/adapter.ts';
 import { registerWebhookEndpointRoutes } from './webhooks/endpoint-adapter.ts';

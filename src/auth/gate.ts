@@ -63,10 +63,21 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
     'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
   });
 
+/** Paths that pathOf leaves as they are (a busy key asks for the same few); one that held a key is not kept. */
+const cleanPaths = new Set<string>();
+const CLEAN_PATHS_KEPT = 256;
+
 /** No query string (it can hold customer data), and key-shaped text scrubbed as in the log lines. */
 function pathOf(url: string): string {
   const query = url.indexOf('?');
-  return scrubSecrets(query === -1 ? url : url.slice(0, query)).slice(0, 2048);
+  const path = query === -1 ? url : url.slice(0, query);
+  if (cleanPaths.has(path)) return path;
+  const stored = scrubSecrets(path).slice(0, 2048);
+  if (stored === path) {
+    if (cleanPaths.size >= CLEAN_PATHS_KEPT) cleanPaths.clear();
+    cleanPaths.add(path);
+  }
+  return stored;
 }
 
 /** The key a request presents: its hash and the mode its prefix claims. */

@@ -11,11 +11,7 @@ import type { Prisma, PrismaClient, Plan } from '../../generated/prisma/client.t
 import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
-import { reportBuilders } from '../reports/index.ts';
-import { storeWorkbook } from '../reports/build.ts';
-import { tokenHash } from '../reports/links.ts';
-import { discardOtherBuilds } from '../reports/workbook-store.ts';
-import { specOfRun } from '../reports/types.ts';
+import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
 import { recordEvents, type NewEvent } from '../events/store.ts';
 import { REQUEST_INCLUDE } from '../services/change-requests.ts';
 import { serviceData } from '../services/present.ts';
@@ -244,7 +240,7 @@ async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: LINK_REPORT } });
   if (run.workbookBuild !== null && run.workbookDeletedAt === null) return;
   const build = randomUUID();
-  const input = reportBuilders.invoices.input(specOfRun(run), { maxId: run.snapshotMaxId }, run.generatedAt);
+  const input = reportKinds.invoices.input(specOfRun(run), { maxId: run.snapshotMaxId }, run.generatedAt);
   const { stored } = await storeWorkbook({ prisma }, input, { runId: run.id, build, keepUpTo: 0 });
   await prisma.reportRun.update({
     where: { id: run.id },

@@ -7,7 +7,7 @@ import { connectForCli, type Database } from '../db/client.ts';
 import { databaseLine } from './where.ts';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { KEY_FILE_NAME, openCredentials, type Credentials } from '../db/credentials.ts';
+import { checkCredentialsKey, createCredentials, KEY_FILE_NAME, loadCredentialsKey, type Credentials } from '../db/credentials.ts';
 import { CliError, oneLine } from './errors.ts';
 import { createBroker, type BrokerSummary } from './brokers.ts';
 import { createKey, listKeys, parseExpiresAt, parseIpWhitelist, parseRateLimit, parseScopes, revokeKey, splitList, type CreatedKey, type KeyListItem } from './keys.ts';
@@ -40,15 +40,18 @@ export interface Io {
  * On PostgreSQL the server may run elsewhere with another key, and passwords written with a key it
  * does not have cannot be read back: say so when a fresh key was generated.
  */
-async function serverCredentials(io: Io): Promise<Credentials> {
+async function serverCredentials(io: Io, prisma: Database['prisma']): Promise<Credentials> {
   const config = loadConfig();
   const file = path.join(config.dataDir, KEY_FILE_NAME);
   const fresh = config.credentialsKey === undefined && config.databaseUrl !== undefined && !existsSync(file);
-  const credentials = await openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir });
+  const source = { envKey: config.credentialsKey, dataDir: config.dataDir };
+  const key = await loadCredentialsKey(source);
+  // Refused like a server with another key: what it wrote could not be read by the others.
+  await checkCredentialsKey(prisma, key, source);
   if (fresh) {
     io.err(`note: generated a new credentials key in ${file}; the API server must use the same key (same DATA_DIR, or set CREDENTIALS_KEY for both)`);
   }
-  return credentials;
+  return createCredentials(key);
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -195,7 +198,7 @@ const COMMANDS: Record<string, Command> = {
       const slug = need(values, 'broker');
       const rows = await readImportFile(need(values, 'file'));
       const prisma = (await db()).prisma;
-      return importServices(prisma, slug, rows, { credentials: await serverCredentials(io) });
+      return importServices(prisma, slug, rows, { credentials: await serverCredentials(io, prisma) });
     },
     human: (r) => `Imported ${(r as { imported: number }).imported} services`,
   },
@@ -204,7 +207,7 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     async run({ db, io, json }) {
       const prisma = (await db()).prisma;
-      const { result, created, skipped } = await runDemo(prisma, { credentials: await serverCredentials(io), linkTtlHours: loadConfig().reportLinkTtlHours });
+      const { result, created, skipped } = await runDemo(prisma, { credentials: await serverCredentials(io, prisma), linkTtlHours: loadConfig().reportLinkTtlHours });
       for (const line of skipped) io.err(`note: contract example left out: ${line}`);
       if (!created) {
         io.err(`demo broker "${result.broker}" already exists: kept its data, put the contract examples' records back as openapi.yaml shows them and created a new pair of keys for it (earlier keys stay valid)`);

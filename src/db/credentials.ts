@@ -1,10 +1,12 @@
 /**
  * Service passwords at rest: AES-256-GCM, stored as `v1:<iv>:<tag>:<ciphertext>` (base64 parts).
  * Losing `$DATA_DIR/credentials.key` makes them unreadable: back it up, or set CREDENTIALS_KEY.
+ * The database records the key's fingerprint, so a process with another key refuses to start.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
 
 const VERSION = 'v1';
 const IV_BYTES = 12;
@@ -104,4 +106,60 @@ export function createCredentials(key: Buffer): Credentials {
 /** Convenience: load the key (env or key file) and return encrypt/decrypt bound to it. */
 export async function openCredentials(options: LoadKeyOptions): Promise<Credentials> {
   return createCredentials(await loadCredentialsKey(options));
+}
+
+/** The text whose HMAC under the key is its fingerprint: a keyed MAC, so it helps no brute force of the key. */
+const FINGERPRINT_TEXT = 'capi credentials key fingerprint';
+
+/** HMAC-SHA256(key, FINGERPRINT_TEXT) in hex: identifies a key without revealing it. */
+export function keyFingerprint(key: Buffer): string {
+  return createHmac('sha256', key).update(FINGERPRINT_TEXT, 'utf8').digest('hex');
+}
+
+/** Where the key came from, for the refusal's message: the setting, or the key file when it is unset. */
+const sourceOf = (envKey: string | undefined, dataDir: string) =>
+  envKey !== undefined && envKey.trim() !== '' ? 'CREDENTIALS_KEY' : `the key file ${path.join(dataDir, KEY_FILE_NAME)} (CREDENTIALS_KEY unset)`;
+
+/**
+ * One credential already stored (a service password, a webhook secret), if any: on a database
+ * from before fingerprints, the first key recorded must be the one those were encrypted with.
+ */
+async function storedSample(prisma: PrismaClient): Promise<string | undefined> {
+  const service = await prisma.service.findFirst({ select: { passwordEnc: true }, orderBy: { id: 'desc' } });
+  if (service) return service.passwordEnc;
+  return (await prisma.webhookEndpoint.findFirst({ select: { secret: true }, orderBy: { createdAt: 'desc' } }))?.secret;
+}
+
+/**
+ * Checks the key against the fingerprint the database recorded, recording it first when there is
+ * none (the first process on a database). Throws CredentialsKeyError, naming CREDENTIALS_KEY,
+ * when they differ: such a process could neither read nor write what the others do.
+ */
+export async function checkCredentialsKey(prisma: PrismaClient, key: Buffer, options: LoadKeyOptions): Promise<'recorded' | 'matched'> {
+  const source = sourceOf(options.envKey, options.dataDir);
+  const fingerprint = keyFingerprint(key);
+  let recorded = await prisma.credentialsKeyFingerprint.findUnique({ where: { id: 1 } });
+  let outcome: 'recorded' | 'matched' = 'matched';
+  if (!recorded) {
+    const sample = await storedSample(prisma);
+    if (sample !== undefined) {
+      try {
+        createCredentials(key).decrypt(sample);
+      } catch {
+        throw new CredentialsKeyError(
+          `${source} does not decrypt the credentials already stored in this database: set CREDENTIALS_KEY to the key they were encrypted with`,
+        );
+      }
+    }
+    // Two first processes at once: one row is written, and the other compares against it.
+    const written = await prisma.credentialsKeyFingerprint.createMany({ data: [{ id: 1, fingerprint }], skipDuplicates: true });
+    if (written.count === 1) outcome = 'recorded';
+    recorded = await prisma.credentialsKeyFingerprint.findUniqueOrThrow({ where: { id: 1 } });
+  }
+  if (recorded.fingerprint !== fingerprint) {
+    throw new CredentialsKeyError(
+      `${source} is not the credentials key this database recorded at its first start: every process on one database needs the same CREDENTIALS_KEY`,
+    );
+  }
+  return outcome;
 }

@@ -57,33 +57,37 @@ export function fingerprintOf(req: Request): string {
 export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options: IdempotencyOptions): Idempotency {
   const purgeEveryMs = options.purgeEveryMs ?? 60_000;
   let nextPurge = 0;
+  const runWithKey = async (req: Request, res: Response, apiKeyId: string, key: string, operation: AnsweredOperation): Promise<Answer> => {
+    if (Date.now() >= nextPurge) {
+      nextPurge = Date.now() + purgeEveryMs;
+      keys.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not delete expired idempotency keys'));
+    }
+    // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
+    const seal = await options.seal();
+    const claim = await keys.claim(apiKeyId, key, fingerprintOf(req), options.leaseMs);
+    switch (claim.kind) {
+      case 'run':
+        return hold({ keys, logger, seal, res, key, id: claim.id, owner: claim.owner }, operation);
+      case 'replay':
+        return { status: claim.status, headers: REPLAYED, body: claim.body === '' ? '' : seal.decrypt(claim.body) };
+      case 'reused':
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used for a different request (method, path or body); send a new request with a new key',
+          { idempotency_key: key },
+        );
+      case 'in_use':
+        throw inUse(key);
+      case 'answer_lost':
+        throw answerLost(key, claim.effect);
+    }
+  };
   return {
-    async run(req, res, apiKeyId, operation) {
+    run(req, res, apiKeyId, operation) {
       const key = req.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+      // Without a key, the operation's own promise: not one more async step on every request.
       if (typeof key !== 'string') return operation(NO_RECORDS);
-      if (Date.now() >= nextPurge) {
-        nextPurge = Date.now() + purgeEveryMs;
-        keys.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not delete expired idempotency keys'));
-      }
-      // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
-      const seal = await options.seal();
-      const claim = await keys.claim(apiKeyId, key, fingerprintOf(req), options.leaseMs);
-      switch (claim.kind) {
-        case 'run':
-          return hold({ keys, logger, seal, res, key, id: claim.id, owner: claim.owner }, operation);
-        case 'replay':
-          return { status: claim.status, headers: REPLAYED, body: claim.body === '' ? '' : seal.decrypt(claim.body) };
-        case 'reused':
-          throw new ApiError(
-            'idempotency_key_reused',
-            'This Idempotency-Key was already used for a different request (method, path or body); send a new request with a new key',
-            { idempotency_key: key },
-          );
-        case 'in_use':
-          throw inUse(key);
-        case 'answer_lost':
-          throw answerLost(key, claim.effect);
-      }
+      return runWithKey(req, res, apiKeyId, key, operation);
     },
   };
 }

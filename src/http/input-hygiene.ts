@@ -8,7 +8,8 @@ import { invalidParameter } from './errors.ts';
  *   integer: the validator coerces with Number(), so `Infinity`, `1e309`, `0x1F`, ` 1` or `007`
  *   would pass as integers;
  * - a boolean is exactly `true` or `false`;
- * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column.
+ * - no text anywhere holds U+0000, which PostgreSQL cannot store in a text column, or an unpaired
+ *   surrogate (JSON.parse makes one of a `\ud800` escape), which is not Unicode text at all.
  */
 /** The operation's path parameters as sent (percent-decoded where that is valid). */
 function pathValuesOf(op: OperationInfo, urlPath: string): Map<string, string> {
@@ -53,16 +54,21 @@ export const inputHygiene: RequestHandler = (req, res, next) => {
     if (broken) return next(invalidParameter(parameter.name, parameter.in, broken[0], broken[1]));
   }
 
-  const nul =
-    findNul(req.query, 'query') ??
-    findNul(req.body, 'body') ??
-    (pathValues && [...pathValues].find(([, v]) => v.includes('\u0000'))?.[0]);
-  if (nul !== undefined) {
-    const [location, field] = nul.includes(':') ? nul.split(/:(.*)/s) as [string, string] : ['path', nul];
-    return next(invalidParameter(field, location, 'characters', 'must not contain the NUL character (U+0000)'));
+  const bad = findBadText(req.query, 'query') ?? findBadText(req.body, 'body') ?? (pathValues && badPathValue(pathValues));
+  if (bad !== undefined) {
+    return next(invalidParameter(bad.field, bad.location, 'characters', bad.text.includes('\u0000') ? NUL_REASON : SURROGATE_REASON));
   }
   next();
 };
+
+const NUL_REASON = 'must not contain the NUL character (U+0000)';
+const SURROGATE_REASON = 'must not contain an unpaired surrogate (U+D800-U+DFFF): text must be valid Unicode';
+
+/** `String.prototype.isWellFormed` (Node 20+): ES2023, the project's TypeScript lib, does not declare it. */
+const isWellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** Text no field may hold: U+0000 or an unpaired surrogate. */
+const isBadText = (text: string): boolean => text.includes('\u0000') || !isWellFormed(text);
 
 /**
  * What is wrong with an integer parameter as written, if anything: not plain decimal digits (a
@@ -78,17 +84,29 @@ function integerProblem(parameter: ScalarParameter, value: string): readonly [ru
     : ['maximum', `must be <= ${parameter.maximum ?? Number.MAX_SAFE_INTEGER}`];
 }
 
-/** The first `location:field` whose key or text holds U+0000 (iterative: bodies may nest deeply). */
-function findNul(root: unknown, location: string): string | undefined {
+/** A key or text value no field may hold, and where it is. */
+interface BadText {
+  location: string;
+  field: string;
+  text: string;
+}
+
+function badPathValue(values: Map<string, string>): BadText | undefined {
+  for (const [field, text] of values) if (isBadText(text)) return { location: 'path', field, text };
+  return undefined;
+}
+
+/** The first key or text that isBadText (iterative: bodies may nest deeply). */
+function findBadText(root: unknown, location: string): BadText | undefined {
   if (root === undefined || root === null) return undefined;
   // The common case, a query string's flat key=value pairs, without the walk's allocations.
   if (typeof root === 'object' && !Array.isArray(root)) {
     let flat = true;
     for (const key of Object.keys(root)) {
-      if (key.includes('\u0000')) return `${location}:${key}`;
+      if (isBadText(key)) return { location, field: key, text: key };
       const value = (root as Record<string, unknown>)[key];
       if (typeof value !== 'string') flat = false;
-      else if (value.includes('\u0000')) return `${location}:${key}`;
+      else if (isBadText(value)) return { location, field: key, text: value };
     }
     if (flat) return undefined;
   }
@@ -96,13 +114,13 @@ function findNul(root: unknown, location: string): string | undefined {
   while (stack.length > 0) {
     const [value, at] = stack.pop()!;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return `${location}:${at}`;
+      if (isBadText(value)) return { location, field: at, text: value };
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => stack.push([item, `${at}[${i}]`]));
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
         const field = at === '' ? key : `${at}.${key}`;
-        if (key.includes('\u0000')) return `${location}:${field}`;
+        if (isBadText(key)) return { location, field, text: key };
         stack.push([item, field]);
       }
     }

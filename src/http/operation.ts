@@ -117,7 +117,11 @@ function requestHandler<O extends OperationId, Input, U>(
   };
 }
 
-async function answered<O extends OperationId, Input, U>(
+/**
+ * The operation's answer. Not an async function (it may also throw): the promise it returns is the
+ * Idempotency-Key wrapper's own, not one more wrapped around it on every request.
+ */
+function answered<O extends OperationId, Input, U>(
   req: Request,
   res: Response,
   operationId: O,
@@ -128,19 +132,21 @@ async function answered<O extends OperationId, Input, U>(
   if (!auth) throw new Error(`operation ${operationId} reached without authentication`);
   const useCases = (handler.useCases && (auth.mode === 'test' ? handler.useCases.sandbox : handler.useCases.live)) as U;
   const request = { body: req.body, query: req.query, params: req.params } as OperationRequest<O>;
-  // Awaited only when it is a promise: most operations' own checks are synchronous.
+  const run = (input: Input): Promise<Answer> => {
+    const scenario = scenarioOf(req, auth);
+    return runtime.idempotency.run(req, res, auth.keyId, async (work) => {
+      try {
+        throwScenarioError(scenario);
+        const reply = await handler.handle(input, { auth, useCases, caller: callerOf(auth, scenario, work) });
+        return checked(req, res, runtime, answerOf(reply));
+      } catch (err) {
+        return checked(req, res, runtime, runtime.errorAnswer(err, req, res));
+      }
+    });
+  };
+  // Waited for only when it is a promise: most operations' own checks are synchronous.
   const validated = handler.validate ? handler.validate(request, { auth, useCases }) : (undefined as Input);
-  const input = validated instanceof Promise ? await validated : (validated as Input);
-  const scenario = scenarioOf(req, auth);
-  return runtime.idempotency.run(req, res, auth.keyId, async (unitOfWork) => {
-    try {
-      throwScenarioError(scenario);
-      const reply = await handler.handle(input, { auth, useCases, caller: callerOf(auth, scenario, unitOfWork) });
-      return checked(req, res, runtime, answerOf(reply));
-    } catch (err) {
-      return checked(req, res, runtime, runtime.errorAnswer(err, req, res));
-    }
-  });
+  return validated instanceof Promise ? validated.then(run) : run(validated as Input);
 }
 
 /** The answer, once the contract has checked its bytes (response validation on); else the error's answer. */

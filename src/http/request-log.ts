@@ -2,10 +2,37 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { scrubUrl } from '../ops/redact.ts';
 
+/** URLs kept per operation's parameter set; past this many the set starts again. */
+const CLEAN_URLS_KEPT = 256;
+
+/**
+ * scrubUrl, with the URLs it leaves as they are remembered per operation: a busy client asks for
+ * the same few URLs over and over, and each would be split, decoded and matched again. A URL that
+ * needed scrubbing is not kept (nor is what it held).
+ */
+function scrubbedUrls(): (url: string, known: ReadonlySet<string> | undefined) => string {
+  const offApi = new Set<string>();
+  const byOperation = new WeakMap<ReadonlySet<string>, Set<string>>();
+  return (url, known) => {
+    let clean = known ? byOperation.get(known) : offApi;
+    if (!clean) {
+      clean = new Set();
+      byOperation.set(known!, clean);
+    }
+    if (clean.has(url)) return url;
+    const scrubbed = scrubUrl(url, known);
+    if (scrubbed === url) {
+      if (clean.size >= CLEAN_URLS_KEPT) clean.clear();
+      clean.add(url);
+    }
+    return scrubbed;
+  };
+}
+
 /**
  * One structured line per request when its response is finished (or the client went away):
- * request id, method, URL (values of unknown query parameters left out, any key-shaped text
- * scrubbed: src/ops/redact.ts scrubUrl), status and response time; and
+ * request id, method, URL (values of unknown query parameters, key-shaped text and a download
+ * link's token left out: src/ops/redact.ts scrubUrl), status and response time; and
  * `onFinished` for every request whose response was sent in full (the metrics), from the same
  * listener: a listener pair per concern per response showed in the profile.
  *
@@ -22,6 +49,7 @@ export function requestLog(
   // scrubbed, status, time, a request id that cannot look like a key), so it skips the root
   // logger's redaction, which would find nothing and cost as much as the rest of the line.
   const lines = logger.child({}, { redact: { paths: [] } });
+  const scrubbed = scrubbedUrls();
   return (req, res, next) => {
     const logged = !ignorePaths.has(req.path);
     const started = performance.now();
@@ -37,7 +65,7 @@ export function requestLog(
       lines[level](
         {
           requestId: res.locals.requestId,
-          req: { method: req.method, url: scrubUrl(req.originalUrl, res.locals.operation?.queryParameters) },
+          req: { method: req.method, url: scrubbed(req.originalUrl, res.locals.operation?.queryParameters) },
           res: { statusCode: res.statusCode },
           responseTime: Math.round(ms),
         },

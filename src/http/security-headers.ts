@@ -6,7 +6,7 @@ import helmet from 'helmet';
  * responses (no framing, no sniffing, HTTPS only, no referrer, same-origin resources). Headers that
  * only guard HTML documents are left to the one HTML page, /docs.
  */
-export const apiSecurityHeaders = helmet({
+const helmetHeaders = helmet({
   contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
   crossOriginOpenerPolicy: false,
   crossOriginResourcePolicy: { policy: 'same-origin' },
@@ -21,19 +21,29 @@ export const apiSecurityHeaders = helmet({
   xXssProtection: false,
 });
 
-/**
- * The same headers as name/value pairs, for answers written without Express (requests Node refuses
- * before the app sees them), worked out once from the middleware itself so the two cannot drift.
- * `Cache-Control: no-store` goes with them, as on every /api answer.
- */
-export const rawAnswerHeaders: ReadonlyArray<readonly [string, string]> = (() => {
+/** The headers helmet sets, as name/value pairs in its order, worked out once from helmet itself. */
+const securityHeaders: ReadonlyArray<readonly [string, string]> = (() => {
   const headers = new Map<string, string>();
   const res = {
     setHeader: (name: string, value: unknown) => headers.set(name, String(value)),
     removeHeader: (name: string) => headers.delete(name),
     getHeader: (name: string) => headers.get(name),
   } as unknown as ServerResponse;
-  apiSecurityHeaders({ headers: {} } as IncomingMessage, res, () => undefined);
-  headers.set('Cache-Control', 'no-store');
+  helmetHeaders({ headers: {} } as IncomingMessage, res, () => undefined);
   return [...headers];
 })();
+
+/**
+ * Sets them on an answer: the same headers helmet's middleware sets, without its six steps on
+ * every request (none of these depends on the request).
+ */
+export function apiSecurityHeaders(_req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  for (const [name, value] of securityHeaders) res.setHeader(name, value);
+  next();
+}
+
+/**
+ * The same headers, for answers written without Express (requests Node refuses before the app sees
+ * them), so the two cannot drift. `Cache-Control: no-store` goes with them, as on every /api answer.
+ */
+export const rawAnswerHeaders: ReadonlyArray<readonly [string, string]> = [...securityHeaders, ['Cache-Control', 'no-store']];

@@ -1,7 +1,7 @@
 /**
  * Background work on BullMQ, as a generic adapter: named queues (queues.ts), the mail transport
  * (mailer.ts) and single notice e-mails (notices.ts). What a report job does is src/reports'; the
- * composition of both is src/work.ts.
+ * composition of both is src/background.ts.
  */
 export { createJobQueues, DEFAULT_PREFIX, withTimeout, type JobQueues, type Processor, type WorkerSpec } from './queues.ts';
 export { createMailer, describeMailError, isTransientMailError, type MailAttachment, type MailMessage, type Mailer } from './mailer.ts';

@@ -16,20 +16,20 @@ import { createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
+import { checkCredentialsKey, loadCredentialsKey } from '../db/credentials.ts';
 import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
-import { createJobs, type CreateJobsOptions } from '../work.ts';
+import { createJobs, type CreateJobsOptions } from '../background.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
-import { openChunkReader } from '../reports/workbook-store.ts';
+import { openChunkReader } from '../reports/index.ts';
 import { listen, type ServerTimeouts } from './server.ts';
-import { collectGarbage } from '../gc.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -155,15 +155,42 @@ async function startJobs(
   return { jobs, workbookReads };
 }
 
+/**
+ * The settings a process running apart cannot default, each refused by name: defaulted, each
+ * would make it half-work (a Redis of its own, a key of its own under its DATA_DIR, download
+ * links to its own HOST:PORT where no API listens).
+ */
+function requireSharedSettings(role: Role, config: Config, env: NodeJS.ProcessEnv): void {
+  if (role === 'all') return;
+  if (!config.redisUrl) {
+    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
+  }
+  if (config.databaseUrl && !config.credentialsKey) {
+    throw new Error(`npm run start:${role} runs apart on PostgreSQL, so every process needs one shared CREDENTIALS_KEY (64 hex characters, e.g. \`openssl rand -hex 32\`)`);
+  }
+  if (role === 'worker' && !env.PUBLIC_BASE_URL?.trim()) {
+    throw new Error('npm run start:worker writes the report download links, so it needs PUBLIC_BASE_URL: the address people reach the API at');
+  }
+}
+
+/**
+ * The credentials key (CREDENTIALS_KEY, or the key file under DATA_DIR) against the fingerprint
+ * the database recorded at its first start (recorded now when there is none): a process with
+ * another key is refused before it serves or takes a job.
+ */
+async function checkKeyAgainstDatabase(config: Config, database: Database, logger: Logger): Promise<void> {
+  const source = { envKey: config.credentialsKey, dataDir: config.dataDir };
+  const outcome = await checkCredentialsKey(database.prisma, await loadCredentialsKey(source), source);
+  logger.info({ component: 'credentials' }, outcome === 'recorded' ? 'credentials key fingerprint recorded in the database' : 'credentials key matches the database');
+}
+
 /** Starts the API, the job worker, or both in one process, on the settings of the README's "Configuration". */
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);
   protectDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
-  if (role !== 'all' && !config.redisUrl) {
-    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
-  }
+  requireSharedSettings(role, config, env);
   const closers: Array<[string, () => Promise<void>]> = [];
   let preStopMs = 0;
   const closeAll = async (): Promise<void> => {
@@ -185,6 +212,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     if (database.appliedMigrations.length > 0) {
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
+    await checkKeyAgainstDatabase(config, database, logger);
 
     const { jobs, workbookReads } = await startJobs(role, { redisEndpoint, database, config, logger }, options, closers);
 
@@ -236,9 +264,6 @@ export async function main(role: Role): Promise<void> {
     console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   }
-  // Start-up's garbage would otherwise sit in the heap until a full collection, which an idle
-  // server can go long without, under every later peak.
-  collectGarbage();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

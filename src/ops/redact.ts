@@ -1,13 +1,48 @@
 /**
- * API keys never reach a log line. The logger's redact paths (src/logger.ts) remove the
- * `Authorization` header and key-named fields; this catches a key written where it does not
- * belong (a query string like `?api_key=sk_live_…`), keeping only its mode.
- *
- * Text is matched as it would be read: percent-encoding (also applied twice or more) and `+` for a
- * space are decoded first, letters in any case, and a key glued to other text (`_sk_live_…`) is
- * still a key. When anything is found, the decoded text is what gets logged, scrubbed.
+ * API keys and download tokens never reach a log line or a record (the logger's redact paths,
+ * src/logger.ts, remove the `Authorization` header and key-named fields). Text is read as a person
+ * would: percent-encoding (once or more) and `+` decoded, letters in any case. A key is any
+ * spelling of its prefix (`_`, `-`, `.`, white space, other separators or none between `sk`, the
+ * mode and the secret) and the run of secret characters after it. Any run of id characters (letters,
+ * digits, `_`, `-`) as long as a key's secret is one too, prefix or not: no id of the contract is,
+ * but for a report's UUID. When anything is found, the decoded text is what gets logged, scrubbed.
  */
-const KEY_LIKE = /(sk_(?:live|test)_)[A-Za-z0-9]+/gi;
+// Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
+const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
+const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[a-z0-9]+`, 'gi');
+const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
+/** A key's secret: 32 letters and digits (src/auth/keys.ts); a download token is longer. */
+const SECRET_LENGTH = 32;
+const SECRET_LIKE = new RegExp(`[A-Za-z0-9_-]{${SECRET_LENGTH},}`, 'g');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A run that ends in a redacted key's prefix (keyRedacted's, glued to longer text) keeps it: its mode stays readable. */
+function secretRedacted(run: string): string {
+  if (UUID.test(run)) return run;
+  const prefix = /sk_(?:live|test)_$/.exec(run);
+  return prefix ? `[redacted]${prefix[0]}` : '[redacted]';
+}
+
+/**
+ * Whether `text` may hold a key at all: an `sk` (any case), a `%` or `+` (decoding may make one)
+ * or a run of SECRET_LENGTH id characters. Every request's path and query pass here, so this
+ * is one pass without a regex: a regex with that run in an alternation is much slower.
+ */
+function mayHoldKey(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const lower = c | 0x20;
+    if ((c >= 0x30 && c <= 0x39) || (lower >= 0x61 && lower <= 0x7a) || c === 0x5f /* _ */ || c === 0x2d /* - */) {
+      if (++run >= SECRET_LENGTH || (lower === 0x73 /* s */ && (text.charCodeAt(i + 1) | 0x20) === 0x6b /* k */)) return true;
+    } else if (c === 0x25 /* % */ || c === 0x2b /* + */) {
+      return true;
+    } else {
+      run = 0;
+    }
+  }
+  return false;
+}
+
 const MAX_DECODES = 5;
 
 function decoded(text: string): string {
@@ -32,12 +67,33 @@ function decoded(text: string): string {
   return current;
 }
 
+/** The key's mode stays readable; the rest of its spelling and the secret go. */
+const keyRedacted = (_match: string, mode: string): string => `sk_${mode.toLowerCase()}_[redacted]`;
+
+function scrubbedAsIs(text: string): string {
+  return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, secretRedacted);
+}
+
 export function scrubSecrets(text: string): string {
-  const raw = text.replace(KEY_LIKE, '$1[redacted]');
+  if (!mayHoldKey(text)) return text;
+  const raw = scrubbedAsIs(text);
   const plain = decoded(raw);
   if (plain === raw) return raw;
-  const scrubbed = plain.replace(KEY_LIKE, '$1[redacted]');
+  const scrubbed = scrubbedAsIs(plain);
   return scrubbed === plain ? raw : scrubbed;
+}
+
+/** The link path of a report download (src/reports/links.ts DOWNLOAD_PATH), however a client spelled it. */
+const DOWNLOAD_LIKE = /^[/\\]*downloads[/\\]+reports[/\\]+[^/\\]/i;
+const DOWNLOAD_REDACTED = '/downloads/reports/[redacted]';
+
+/**
+ * A URL path as a log line or record may show it: a report download's token (it downloads the
+ * workbook, so it is a secret too) as `[redacted]`, with whatever follows it; then scrubSecrets.
+ */
+export function scrubPath(path: string): string {
+  if (DOWNLOAD_LIKE.test(path) || (path.includes('%') && DOWNLOAD_LIKE.test(decoded(path)))) return DOWNLOAD_REDACTED;
+  return scrubSecrets(path);
 }
 
 /** Text that may be base64 or base64url of a key (`sk_live_` encodes to at least 11 characters). */
@@ -46,7 +102,7 @@ const BASE64_LIKE = /^[A-Za-z0-9+/_-]{11,}={0,2}$/;
 function decodesToKey(value: string): boolean {
   if (!BASE64_LIKE.test(value)) return false;
   const text = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1');
-  return /sk_(?:live|test)_/i.test(text);
+  return KEY_PREFIX_LIKE.test(text);
 }
 
 function decodedOnce(text: string): string {
@@ -65,7 +121,7 @@ function decodedOnce(text: string): string {
  */
 export function scrubUrl(url: string, known: ReadonlySet<string> = new Set()): string {
   const q = url.indexOf('?');
-  if (q === -1) return scrubSecrets(url);
+  if (q === -1) return scrubPath(url);
   const query = url
     .slice(q + 1)
     .split('&')
@@ -78,5 +134,5 @@ export function scrubUrl(url: string, known: ReadonlySet<string> = new Set()): s
       return pair;
     })
     .join('&');
-  return scrubSecrets(`${url.slice(0, q)}?${query}`);
+  return `${scrubPath(url.slice(0, q))}?${scrubSecrets(query)}`;
 }

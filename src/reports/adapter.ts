@@ -3,15 +3,27 @@
  * adapter reads its typed input (its body rules first, in the order openapi.yaml documents),
  * calls the use case the key's mode chooses and answers.
  */
+import type { Router } from 'express';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { operation } from '../http/operation.ts';
-import type { RegisterRoutes } from '../http/resource.ts';
+import type { JobQueues } from '../jobs/index.ts';
+import type { Logger } from '../logger.ts';
 import type { ByMode } from '../shared/caller.ts';
-import { validateDateRange } from './dates.ts';
-import { MAX_RECIPIENTS, normalizeRecipients } from './recipients.ts';
+import { MAX_RECIPIENTS, normalizeRecipients, validateDateRange } from './rules.ts';
 import { sandboxReports } from './sandbox.ts';
 import type { ServiceStatusFilter } from './types.ts';
-import { liveReports, type InvoicesReportInput, type ReportDeps, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
+import { liveReports, type InvoicesReportInput, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
+
+/** What the report operations take of the app's parts (declared here, so the module imports no composition). */
+export interface ReportRouteDeps {
+  contract: Contract;
+  prisma: PrismaClient;
+  config: Config;
+  logger: Logger;
+  jobs: { queues: JobQueues };
+}
 
 const INVOICES_REQUIRED = ['recipients', 'start_date', 'end_date'];
 const RECIPIENT_DETAILS = { recipients: { max_recipients: MAX_RECIPIENTS } };
@@ -31,11 +43,12 @@ function servicesReportInput(body: Record<string, unknown>): ServicesReportInput
   };
 }
 
-export function reportUseCases(deps: ReportDeps): ByMode<ReportUseCases> {
-  return { live: liveReports(deps), sandbox: sandboxReports(deps) };
+export function reportUseCases(deps: ReportRouteDeps): ByMode<ReportUseCases> {
+  const live = liveReports({ prisma: deps.prisma, config: deps.config, log: deps.logger, queues: deps.jobs.queues });
+  return { live, sandbox: sandboxReports(deps) };
 }
 
-export const registerReportRoutes: RegisterRoutes<ReportDeps & { contract: Contract }> = (router, deps) => {
+export function registerReportRoutes(router: Router, deps: ReportRouteDeps): void {
   const reports = reportUseCases(deps);
 
   // POST /api/v1/reports/invoices
@@ -67,4 +80,4 @@ export const registerReportRoutes: RegisterRoutes<ReportDeps & { contract: Contr
     validate: ({ params }) => params.report_id,
     handle: async (reportId, { caller, useCases }) => ({ status: 200, data: await useCases.findReport(caller, reportId) }),
   });
-};
+}

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import type { Caller } from '../shared/caller.ts';
-import type { ReportRunData } from './runs.ts';
+import type { ReportRunData } from './runs/present.ts';
 import type { InvoiceTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportUseCases } from './use-cases.ts';
 

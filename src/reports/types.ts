@@ -6,7 +6,7 @@ import { NoDataError } from '../shared/errors.ts';
 export type ReportType = 'invoices' | 'services';
 export type ServiceStatusFilter = components['schemas']['ServiceStatus'];
 
-/** What a caller asks `runReport` for. Recipients must already be normalized (see src/reports/recipients.ts). */
+/** What a caller asks `sendReport` (use-cases.ts) for. Recipients must already be normalized (rules.ts). */
 export interface ReportSpec {
   type: ReportType;
   brokerId: string;
@@ -20,7 +20,7 @@ export interface ReportSpec {
   /** Services report: optional status filter (null/undefined = every status). */
   statusFilter?: ServiceStatusFilter | null;
   /**
-   * When the report has no row: `false` (default) makes `runReport` throw `ReportNoDataError` before
+   * When the report has no row: `false` (default) makes `sendReport` throw `ReportNoDataError` before
    * anything is recorded or queued (the invoices report's `no_data`); `true` sends an empty report.
    */
   allowEmpty?: boolean;

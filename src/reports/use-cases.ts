@@ -1,15 +1,32 @@
 /**
  * The report operations in the domain's words: e-mail an invoices or a services report, and read
- * a report run back. `liveReports` records runs and sends through the pipeline; `sandboxReports`
- * (sandbox.ts) simulates the same answers without reading a record, writing a file or sending.
+ * a report run back. `liveReports` records runs (runs/store.ts) and queues their builds on the
+ * queues it is handed (delivery/pipeline.ts); `sandboxReports` (sandbox.ts) simulates the same
+ * answers without reading a record, writing a file or sending.
  */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../../generated/api.ts';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
+import type { JobQueues } from '../jobs/index.ts';
+import type { Logger } from '../logger.ts';
 import type { Caller } from '../shared/caller.ts';
-import { checkReportLimits } from './limits.ts';
-import { findReportRun, type ReportRunData } from './runs.ts';
-import type { InvoiceTotals, ReportResult, ReportSpec, ReportTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
+import { enqueueBuild } from './delivery/pipeline.ts';
+import { reportKinds } from './kinds/registry.ts';
+import { admitReportRun, checkReportLimits, reportLimitsOf } from './runs/limits.ts';
+import { findReportRun, type RecipientCounts, type ReportRunData } from './runs/present.ts';
+import { countRunRecipients, createRunRecords, failRunRecords, runStatusOf } from './runs/store.ts';
+import {
+  ReportGenerationError,
+  ReportNoDataError,
+  type InvoiceTotals,
+  type ReportResult,
+  type ReportSpec,
+  type ReportTotals,
+  type ServiceStatusFilter,
+  type ServiceTotals,
+} from './types.ts';
 
 export type InvoicesReportData = components['schemas']['InvoicesReport'];
 export type ServicesReportData = components['schemas']['ServicesReport'];
@@ -31,17 +48,19 @@ export interface ReportUseCases {
   findReport(caller: Caller, reportId: string): Promise<ReportRunData>;
 }
 
+/** What a live report run takes: the database, its settings and log, and the queues its build goes on. */
 export interface ReportDeps {
   prisma: PrismaClient;
   config: Config;
-  jobs: { runReport<T extends ReportTotals>(spec: ReportSpec): Promise<ReportResult<T>> };
+  log: Logger;
+  queues: JobQueues;
 }
 
 export function liveReports(deps: ReportDeps): ReportUseCases {
   const run = async <T extends ReportTotals>(caller: Caller, spec: Omit<ReportSpec, 'brokerId' | 'apiKeyId'>) => {
     // The early check of the broker's report bounds, before the counting query of a big report.
     await checkReportLimits(deps.prisma, deps.config, caller.brokerId);
-    return deps.jobs.runReport<T>({ ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.unitOfWork });
+    return sendReport<T>(deps, { ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.unitOfWork });
   };
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {
@@ -76,4 +95,98 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
 
     findReport: (caller, reportId) => findReportRun(deps.prisma, caller.brokerId, reportId),
   };
+}
+
+interface Outcome extends RecipientCounts {
+  status: string;
+  error: string | null;
+}
+
+async function outcomeOf(p: ReportDeps, runId: string): Promise<Outcome> {
+  const [run, counts] = await Promise.all([
+    runStatusOf(p.prisma, runId),
+    countRunRecipients(p.prisma, runId),
+  ]);
+  return { status: run.status, error: run.error, ...counts };
+}
+
+/**
+ * Counts the report rows (throws `ReportNoDataError` when there is none and `allowEmpty` is not
+ * set), records the run and its recipients, enqueues the build (which then enqueues one e-mail
+ * per recipient) and waits at most `config.reportWaitMs` for the outcomes, read from the database.
+ * Throws (→ 500 server_error) only when the run could not be recorded or queued, or when its
+ * workbook could not be built: once the e-mails are handed over, it answers with what is recorded.
+ */
+export async function sendReport<T extends ReportTotals>(p: ReportDeps, spec: ReportSpec): Promise<ReportResult<T>> {
+  const deadline = Date.now() + p.config.reportWaitMs;
+  const counted = await reportKinds[spec.type].count(p.prisma, spec);
+  if (counted.rows === 0 && !spec.allowEmpty) throw new ReportNoDataError(spec);
+  const generatedAt = new Date();
+  // Counted and created in one transaction: concurrent requests cannot both pass a bound (429).
+  const run = await admitReportRun(p.prisma, reportLimitsOf(p.config), spec.brokerId, (tx) => recordRun(tx, spec, counted, generatedAt));
+  await queueOrFail(p, run.id, spec.recipients.length);
+  const known = await waitForOutcomes(p, run.id, spec.recipients.length, deadline);
+  return {
+    runId: run.id,
+    recipientsSent: known.sent,
+    recipientsFailed: known.failed,
+    recipientsPending: known.pending,
+    totals: counted.totals as T,
+    generatedAt: generatedAt.toISOString(),
+  };
+}
+
+type Counted = Awaited<ReturnType<(typeof reportKinds)[ReportSpec['type']]['count']>>;
+
+/** The run and its recipients, in the admission's transaction (with the effect's record, if any). */
+async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted: Counted, generatedAt: Date) {
+  const run = await createRunRecords(
+    tx,
+    {
+      id: randomUUID(),
+      brokerId: spec.brokerId,
+      apiKeyId: spec.apiKeyId,
+      reportType: spec.type,
+      startDate: spec.startDate ? new Date(`${spec.startDate}T00:00:00Z`) : null,
+      endDate: spec.endDate ? new Date(`${spec.endDate}T00:00:00Z`) : null,
+      statusFilter: spec.statusFilter ?? null,
+      totals: counted.totals as object,
+      snapshotMaxId: counted.snapshot.maxId,
+      generatedAt,
+    },
+    spec.recipients,
+  );
+  await spec.work?.within(tx).recordEffect({ type: 'report', id: run.id });
+  return run;
+}
+
+/** Not queued at all: the run ends failed, so no worker sends what the caller was told failed. */
+async function queueOrFail(p: ReportDeps, runId: string, recipients: number): Promise<void> {
+  try {
+    await enqueueBuild(p, runId);
+  } catch (err) {
+    const reason = `the report could not be queued: ${err instanceof Error ? err.message : String(err)}`;
+    await failRunRecords(p.prisma, runId, reason, ['queued'], { recipientsFailed: recipients }).catch((recordErr: unknown) => p.log.error({ err: recordErr, runId }, 'could not record a report that was not queued'));
+    throw err;
+  }
+}
+
+/** From here on the e-mails are handed over: the answer is what the records say when the wait ends. */
+async function waitForOutcomes(p: ReportDeps, runId: string, recipients: number, deadline: number): Promise<Outcome> {
+  let known: Outcome = { status: 'queued', error: null, sent: 0, failed: 0, pending: recipients };
+  for (let delay = 25; ; delay = Math.min(250, Math.ceil(delay * 1.5))) {
+    try {
+      known = await outcomeOf(p, runId);
+    } catch (err) {
+      p.log.warn({ err, runId }, 'could not read the report outcome; answering with what was last read');
+    }
+    if (known.status === 'failed') throw new ReportGenerationError(runId, known.error ?? 'unknown reason');
+    if (known.pending === 0 && known.status !== 'queued' && known.status !== 'building') return known;
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      p.log.info({ runId, pending: known.pending }, 'report wait ended with e-mails still under way');
+      return known;
+    }
+    await sleep(Math.min(delay, left));
+  }
 }

@@ -19,7 +19,7 @@ export interface DeliveryAttempt {
   body: string;
   /** From signatureHeaders, made for this attempt. */
   headers: SignatureHeaders;
-  /** For the whole attempt: connecting, the answer and reading its body. */
+  /** For the whole attempt: connecting, sending and the answer's status line and headers. */
   timeoutMs: number;
   /** Development and tests only: http: and private addresses (see DestinationPolicy). */
   allowPrivate: boolean;
@@ -36,12 +36,7 @@ export interface DeliveryResult {
   durationMs: number;
   /** 410 Gone: the receiver asks for no more deliveries to this endpoint. */
   gone: boolean;
-  /** The start of the answer's body (at most 1 KiB, as UTF-8), for the delivery's record. */
-  responseExcerpt?: string;
 }
-
-/** How much of an answer's body is kept; the rest is read and dropped. */
-const EXCERPT_BYTES = 1024;
 
 /** An attempt's failure in a few words: a system error's code, else the error's message. */
 function describe(error: unknown): string {
@@ -51,21 +46,6 @@ function describe(error: unknown): string {
   // Happy Eyeballs (several addresses tried) fails with an AggregateError that has the code but no syscall.
   if (typeof code === 'string' && error instanceof AggregateError) return code;
   return message || String(error);
-}
-
-/** The first EXCERPT_BYTES of a body, fed chunk by chunk. */
-class Excerpt {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  add(chunk: Buffer): void {
-    if (this.kept >= EXCERPT_BYTES) return;
-    const part = chunk.subarray(0, EXCERPT_BYTES - this.kept);
-    this.chunks.push(part);
-    this.kept += part.length;
-  }
-  text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
 }
 
 /** The request: the endpoint's URL, the body's type and length, the signature, our name. */
@@ -94,8 +74,9 @@ function send(url: URL, attempt: DeliveryAttempt, onResponse: (res: http.Incomin
 }
 
 /**
- * Makes one attempt. The answer's status decides the outcome once it has come: a body that is
- * still arriving at the timeout is cut off there, and the attempt counts by its status.
+ * Makes one attempt. It ends as soon as the answer's status line and headers are in: the status
+ * decides the outcome, and the body is never read (nothing keeps it) but dropped with the
+ * connection, so a huge, endless or slow body does not hold the attempt's slot.
  */
 export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
   const started = performance.now();
@@ -108,7 +89,6 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
     return Promise.resolve({ ok: false, error: describe(error), durationMs: durationMs(), gone: false });
   }
   return new Promise((resolve) => {
-    const excerpt = new Excerpt();
     let status: number | undefined;
     let request: http.ClientRequest | undefined;
     let settled = false;
@@ -118,7 +98,7 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
       clearTimeout(timer);
       request?.destroy();
       if (status === undefined) resolve({ ok: false, error: error ?? 'no answer', durationMs: durationMs(), gone: false });
-      else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410, responseExcerpt: excerpt.text() });
+      else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410 });
     };
     // A timer counts whole milliseconds of the event loop's clock and can fire up to one before the
     // time measured here has passed: the attempt ends only once the timeout has truly passed, so
@@ -134,10 +114,9 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
     try {
       request = send(url, attempt, (res) => {
         status = res.statusCode;
-        res.on('data', (chunk: Buffer) => excerpt.add(chunk));
-        res.on('error', () => settle());
-        res.on('end', () => settle());
-        res.on('close', () => settle());
+        // Destroying the connection under an unread body makes the answer emit an error: expected.
+        res.on('error', () => undefined);
+        settle();
       });
       request.on('error', (error) => settle(describe(error)));
       request.end(attempt.body);

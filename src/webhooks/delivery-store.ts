@@ -16,34 +16,45 @@ export interface ClaimedDelivery {
 }
 
 export interface ClaimOptions {
-  /** At most this many deliveries in all. */
+  /** At most this many deliveries in this claim. */
   limit: number;
-  /** At most this many deliveries of one endpoint under a lease at once, counting those leased before. */
+  /** At most this many deliveries under a lease at once in all, counting those leased before. */
+  inFlight: number;
+  /** At most this many of one endpoint under a lease at once. */
   perEndpoint: number;
+  /** At most this many of one broker in one mode (its live ones, or its test ones) under a lease at once. */
+  perBroker: number;
+  /** At most this many test-mode deliveries under a lease at once, every broker's together. */
+  testMode: number;
   /** How long a claim holds: an attempt's timeout and a margin; a lapsed lease is claimed again. */
   leaseMs: number;
 }
 
 /**
- * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly across
- * endpoints: each endpoint gets at most `perEndpoint` minus its deliveries already leased, so a
- * slow or dead endpoint holds a few of the workers' slots, never all. Deliveries of a disabled
- * endpoint are not claimed, except pings (a ping is sent whatever the endpoint's status).
+ * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly: each endpoint
+ * gets at most `perEndpoint` leases at once, each broker and mode at most `perBroker`, test mode
+ * at most `testMode`, and all at most `inFlight`, counting the leases held already. Within those,
+ * every broker's first delivery comes before anyone's second (a rank per broker and mode), so one
+ * broker's slow or dead endpoints hold a bounded share of the slots, never the others', and
+ * test-mode deliveries never take more than theirs. Deliveries of a disabled endpoint are not
+ * claimed, except pings (a ping is sent whatever the endpoint's status).
  *
  * Safe in several workers at once: the rows are locked as they are taken (SKIP LOCKED), and an
- * advisory lock makes claims one at a time, so two workers' counts of an endpoint's leases do
- * not both see room for the same slots.
+ * advisory lock makes claims one at a time, so two workers' counts of leases do not both see room
+ * for the same slots.
  */
-export async function claimDue(prisma: PrismaClient, { limit, perEndpoint, leaseMs }: ClaimOptions): Promise<ClaimedDelivery[]> {
+export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   return prisma.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_deliveries.claim'))`;
     const rows = await tx.$queryRaw<Array<{ id: string; attempts: number }>>`
-      WITH candidates AS (
-        SELECT d."id"
+      WITH leased AS (
+        SELECT l."endpoint_id", w."broker_id", w."mode"
+          FROM "webhook_deliveries" l JOIN "webhook_endpoints" w ON w."id" = l."endpoint_id"
+         WHERE l."status" = 'pending' AND l."leased_until" >= now()),
+      candidates AS (
+        SELECT d."id", d."next_attempt_at", w."broker_id", w."mode"
           FROM "webhook_endpoints" w
-          CROSS JOIN LATERAL (
-            SELECT count(*)::int AS n FROM "webhook_deliveries" l
-             WHERE l."endpoint_id" = w."id" AND l."status" = 'pending' AND l."leased_until" >= now()) leased
+          CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM leased WHERE leased."endpoint_id" = w."id") held
           CROSS JOIN LATERAL (
             SELECT d."id", d."next_attempt_at" FROM "webhook_deliveries" d
               JOIN "events" e ON e."id" = d."event_id"
@@ -51,16 +62,26 @@ export async function claimDue(prisma: PrismaClient, { limit, perEndpoint, lease
                AND (d."leased_until" IS NULL OR d."leased_until" < now())
                AND (w."status" = 'enabled' OR e."type" = 'ping')
              ORDER BY d."next_attempt_at", d."id"
-             LIMIT GREATEST(${perEndpoint}::int - leased.n, 0)) d
+             LIMIT GREATEST(${o.perEndpoint}::int - held.n, 0)) d
          WHERE EXISTS (
            SELECT 1 FROM "webhook_deliveries" x
-            WHERE x."endpoint_id" = w."id" AND x."status" = 'pending' AND x."next_attempt_at" <= now())
-         ORDER BY d."next_attempt_at"
-         LIMIT ${limit}::int)
-      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${leaseMs}::int * interval '1 millisecond'
+            WHERE x."endpoint_id" = w."id" AND x."status" = 'pending' AND x."next_attempt_at" <= now())),
+      by_broker AS (
+        SELECT c.*, row_number() OVER (PARTITION BY c."broker_id", c."mode" ORDER BY c."next_attempt_at", c."id") AS "rank"
+          FROM candidates c),
+      within_broker AS (
+        SELECT b.*, row_number() OVER (PARTITION BY b."mode" ORDER BY b."rank", b."next_attempt_at", b."id") AS "mode_rank"
+          FROM by_broker b
+         WHERE b."rank" <= ${o.perBroker}::int - (SELECT count(*) FROM leased WHERE leased."broker_id" = b."broker_id" AND leased."mode" = b."mode")),
+      chosen AS (
+        SELECT m."id" FROM within_broker m
+         WHERE m."mode" <> 'test' OR m."mode_rank" <= ${o.testMode}::int - (SELECT count(*) FROM leased WHERE leased."mode" = 'test')
+         ORDER BY m."rank", m."next_attempt_at", m."id"
+         LIMIT GREATEST(LEAST(${o.limit}::int, ${o.inFlight}::int - (SELECT count(*)::int FROM leased)), 0))
+      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${o.leaseMs}::int * interval '1 millisecond'
        WHERE "id" IN (
          SELECT "id" FROM "webhook_deliveries"
-          WHERE "id" IN (SELECT "id" FROM candidates) AND "status" = 'pending'
+          WHERE "id" IN (SELECT "id" FROM chosen) AND "status" = 'pending'
             AND ("leased_until" IS NULL OR "leased_until" < now())
             FOR UPDATE SKIP LOCKED)
       RETURNING "id"::text AS "id", "attempts"`;

@@ -21,7 +21,7 @@ export interface DestinationPolicy {
   allowPrivate: boolean;
 }
 
-export type RefusalReason = 'not-a-url' | 'scheme' | 'credentials' | 'no-host' | 'address' | 'unresolvable';
+export type RefusalReason = 'not-a-url' | 'scheme' | 'credentials' | 'no-host' | 'authority' | 'port' | 'address' | 'unresolvable';
 
 /** A webhook URL or address this server will not send to; `reason` says which rule refused it. */
 export class DestinationRefusedError extends Error {
@@ -128,9 +128,20 @@ function hostOf(url: URL): string {
 }
 
 /**
+ * The authority (`host:port`, and any `user@`) as written: between `scheme://` and the first `/`,
+ * `?` or `#`, or undefined without `//`. The URL parser forgives what this refuses (it reads `\`
+ * as `/`, and the path of `https:///x` as its host), so a URL shown as sent would name a host other
+ * than the one a delivery reaches. Tabs and line breaks are dropped first, as the parser does.
+ */
+function writtenAuthority(text: string): string | undefined {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(text.replace(/[\t\n\r]/g, '').trim())?.[1];
+}
+
+/**
  * Checks a webhook URL against the rules that need no DNS and returns it parsed: `https:` (with
- * allowPrivate also `http:`), no user name or password, a host, and an IP-literal host must be a
- * public address (assertPublicAddress). Throws DestinationRefusedError otherwise.
+ * allowPrivate also `http:`), an authority written out with a host, no user name or password, no
+ * backslash, no port 0, and an IP-literal host must be a public address (assertPublicAddress).
+ * Throws DestinationRefusedError otherwise.
  */
 export function checkEndpointUrl(text: string, policy: DestinationPolicy): URL {
   let url: URL;
@@ -143,11 +154,14 @@ export function checkEndpointUrl(text: string, policy: DestinationPolicy): URL {
   if (!schemes.includes(url.protocol)) {
     throw new DestinationRefusedError('scheme', `the webhook URL must use ${schemes.join(' or ')}, not ${url.protocol}`);
   }
-  if (url.username !== '' || url.password !== '') {
+  const authority = writtenAuthority(text);
+  if (authority?.includes('\\')) throw new DestinationRefusedError('authority', 'the webhook URL must not have a backslash before its path');
+  if (url.username !== '' || url.password !== '' || authority?.includes('@')) {
     throw new DestinationRefusedError('credentials', 'the webhook URL must not carry a user name or password');
   }
   const host = hostOf(url);
-  if (host === '') throw new DestinationRefusedError('no-host', 'the webhook URL has no host');
+  if (host === '' || !authority) throw new DestinationRefusedError('no-host', 'the webhook URL has no host: it must start with https://host');
+  if (url.port === '0') throw new DestinationRefusedError('port', 'the webhook URL must not use port 0');
   if (isIP(host) !== 0) assertPublicAddress(host, policy);
   return url;
 }

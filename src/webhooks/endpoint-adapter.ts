@@ -14,10 +14,18 @@ import type { EndpointChange } from './endpoint-store.ts';
 import { checkEventTypes, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
 
 /** What the webhook endpoint operations are built from. */
-type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & { config: Pick<Config, 'webhookAllowPrivateUrls'>; contract: Contract };
+type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
+  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookEndpointsPerBroker'>;
+  contract: Contract;
+};
 
 export function webhookEndpointUseCases(deps: Omit<EndpointRouteDeps, 'contract'>): ByMode<WebhookEndpointUseCases> {
-  const parts: EndpointDeps = { prisma: deps.prisma, credentials: deps.credentials, destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
+  const parts: EndpointDeps = {
+    prisma: deps.prisma,
+    credentials: deps.credentials,
+    destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls },
+    endpointsPerBroker: deps.config.webhookEndpointsPerBroker,
+  };
   return { live: webhookEndpoints(parts, 'live'), sandbox: webhookEndpoints(parts, 'test') };
 }
 

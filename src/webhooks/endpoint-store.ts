@@ -7,7 +7,7 @@
  */
 import type { PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { recordEvents, type EventMode } from '../events/store.ts';
-import { NotFoundError } from '../shared/errors.ts';
+import { InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 
@@ -44,8 +44,26 @@ export const BROKER_DISABLED_REASON = 'disabled by the broker';
 
 const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
 
-export async function createEndpoint(prisma: PrismaClient, scope: EndpointScope, endpoint: NewEndpoint, work: UnitOfWork, now: Date): Promise<EndpointRow> {
+/**
+ * Creates an endpoint unless the broker has `maxEndpoints` of this mode already (`400
+ * invalid_parameter` with `details.max_endpoints`). A lock per broker and mode makes concurrent
+ * creates count one after another, so together they cannot pass the bound either.
+ */
+export async function createEndpoint(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  endpoint: NewEndpoint,
+  work: UnitOfWork,
+  now: Date,
+  maxEndpoints: number,
+): Promise<EndpointRow> {
   return prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints.' || ${scope.brokerId} || '.' || ${scope.mode}))`;
+    const count = await tx.webhookEndpoint.count({ where: { brokerId: scope.brokerId, mode: scope.mode } });
+    if (count >= maxEndpoints) {
+      const reason = `a broker may have at most ${maxEndpoints} ${scope.mode} webhook endpoints (WEBHOOK_ENDPOINTS_PER_BROKER); delete one to add another`;
+      throw new InvalidValueError('url', 'body', 'endpoints_per_broker', reason, { max_endpoints: maxEndpoints }, `Too many webhook endpoints: ${reason}`);
+    }
     const row = await tx.webhookEndpoint.create({
       data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
     });

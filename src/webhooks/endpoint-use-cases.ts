@@ -11,7 +11,7 @@ import { EVENT_TYPES, type EventMode } from '../events/store.ts';
 import type { Caller } from '../shared/caller.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { pageOf, type Page } from '../shared/page.ts';
-import { DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
+import { checkEndpointUrl, DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -55,6 +55,8 @@ export interface EndpointDeps {
   destinations: DestinationPolicy;
   /** DNS for the registration check; replaceable in tests. */
   resolve?: ResolveAll;
+  /** Endpoints one broker may have in each mode (WEBHOOK_ENDPOINTS_PER_BROKER). */
+  endpointsPerBroker: number;
 }
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
@@ -110,18 +112,22 @@ function boundedLookup(ms: number): ResolveAll {
 }
 
 /**
- * The URL, if the policy lets webhooks go there (src/webhooks/destination.ts); `400
- * invalid_parameter` naming `url` otherwise. A host that does not resolve yet (or not within
- * REGISTRATION_LOOKUP_MS) is accepted: every delivery checks its addresses again when it connects.
+ * The URL as parsed (host lower-cased, default port dropped, …: what deliveries reach), if the
+ * policy lets webhooks go there (src/webhooks/destination.ts); `400 invalid_parameter` naming `url`
+ * otherwise. A host that does not resolve yet (or not within REGISTRATION_LOOKUP_MS) is accepted:
+ * every delivery checks its addresses again when it connects.
  */
 export async function checkUrl(url: string, deps: Pick<EndpointDeps, 'destinations' | 'resolve'>): Promise<string> {
   try {
-    await resolveAndCheck(url, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS));
+    const parsed = checkEndpointUrl(url, deps.destinations);
+    await resolveAndCheck(parsed.href, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS)).catch((err: unknown) => {
+      if (!(err instanceof DestinationRefusedError && err.reason === 'unresolvable')) throw err;
+    });
+    return parsed.href;
   } catch (err) {
-    if (!(err instanceof DestinationRefusedError)) throw err;
-    if (err.reason !== 'unresolvable') throw new InvalidValueError('url', 'body', 'destination', err.message);
+    if (err instanceof DestinationRefusedError) throw new InvalidValueError('url', 'body', 'destination', err.message);
+    throw err;
   }
-  return url;
 }
 
 export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEndpointUseCases {
@@ -135,7 +141,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
   return {
     async create(caller, input) {
       const { secret, stored } = await newSecret();
-      const row = await createEndpoint(prisma, scope(caller), { ...input, secret: stored }, caller.unitOfWork, new Date());
+      const row = await createEndpoint(prisma, scope(caller), { ...input, secret: stored }, caller.unitOfWork, new Date(), deps.endpointsPerBroker);
       return { ...endpointData(row), secret };
     },
     async list(caller, page) {

@@ -87,7 +87,8 @@ describe('API log and last-used time', () => {
       ['percent-encoded twice', (key) => `/api/v1/reports/${encodeURIComponent(everyCharEncoded(key))}`],
       ['upper-case prefix', (key) => `/api/v1/services/${key.replace(/^sk_live_/, 'SK_LIVE_')}`],
       ['glued to other text', (key) => `/api/v1/services/svc_${key}`],
-      ['cut at 2,048 characters', (key) => `/api/v1/services/${'a'.repeat(2021)}${key}`],
+      // Segments shorter than a key's secret (a longer run is redacted whole, issue 32 row 4).
+      ['cut at 2,048 characters', (key) => `/api/v1/services/${'a/'.repeat(1010)}a${key}`],
     ];
     for (const [form, pathFor] of forms) {
       test(`${form}: the secret is not in api_logs.path, the mode is`, async () => {

@@ -283,6 +283,10 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
       'an attempt is recorded under its number once',
     );
     written.add('WebhookAttempt');
+    const fingerprint = await t.prisma.credentialsKeyFingerprint.upsert({ where: { id: 1 }, create: { id: 1, fingerprint: 'ab'.repeat(32) }, update: {} });
+    assert.ok(fingerprint.createdAt instanceof Date);
+    await assert.rejects(t.prisma.credentialsKeyFingerprint.create({ data: { id: 2, fingerprint: 'cd'.repeat(32) } }), 'one row at most');
+    written.add('CredentialsKeyFingerprint');
 
     assert.deepEqual([...written].sort(), Object.values(Prisma.ModelName).sort(), 'every model of the schema is covered');
 

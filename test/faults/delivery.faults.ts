@@ -6,6 +6,7 @@
  * sent, nothing is reported failed that was delivered, sent + failed + pending = recipients.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
@@ -41,8 +42,11 @@ before(async () => {
     REPORT_RECONCILE_MS: '1000',
     DB_STATEMENT_TIMEOUT_MS: '5000',
     REPORTS_CONCURRENT_PER_BROKER: '10',
+    // Settings every process apart shares (issue 32 rows 7 and 8).
+    CREDENTIALS_KEY: randomBytes(32).toString('hex'),
   };
   api = await startRole('api', env);
+  env.PUBLIC_BASE_URL = api.url;
   children.push(api);
   worker = await startRole('worker', env);
   children.push(worker);

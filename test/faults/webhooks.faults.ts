@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { loadConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { recordEvents } from '../../src/events/store.ts';
-import { PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/work.ts';
-import { broker } from '../helpers/factories.ts';
+import { PER_BROKER_IN_FLIGHT, PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/dispatcher.ts';
+import { apiKey, broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, verified, webhookEndpoint, type Answer, type Receiver, type TestEndpoint } from '../helpers/webhooks.ts';
 import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { faultsAvailable, startPgCluster, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
@@ -50,6 +51,7 @@ before(async () => {
   };
   // The API plays no part in delivery; it runs as in production, beside the worker.
   api = await startRole('api', env);
+  env.PUBLIC_BASE_URL = api.url; // a worker apart needs it (issue 32 row 8)
   children.push(api);
   worker = await startRole('worker', env);
   children.push(worker);
@@ -219,5 +221,62 @@ describe('webhook delivery under faults', { skip }, () => {
     assert.ok(receiver.mostOpen(hanging!.path) <= PER_ENDPOINT_IN_FLIGHT, `${receiver.mostOpen(hanging!.path)} open at once`);
     const pending = await query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'", [hanging!.endpoint.id]);
     assert.equal(pending[0]!.n, stuck.get(hanging!)!.length, 'still owed, retried on the schedule');
+  });
+
+  test("a broker's full allowance of hanging endpoints, live and test: another broker's events and ping are not held up by them", async (t) => {
+    await ensureWorker();
+    const allowance = loadConfig({}).webhookEndpointsPerBroker;
+    // The hog: WEBHOOK_ENDPOINTS_PER_BROKER endpoints in each mode, none of which ever answers, each owed 8 events.
+    const hog = await withDatabase(async (db) => {
+      const { id: brokerId } = await broker(db.prisma);
+      for (const mode of ['live', 'test'] as const) {
+        for (let i = 0; i < allowance; i++) {
+          receiver.answer(`hog-${mode}-${i}`, () => 'hang');
+          await webhookEndpoint(db.prisma, credentials, { brokerId, mode, url: receiver.url(`hog-${mode}-${i}`) });
+        }
+        await recordEvents(db.prisma, Array.from({ length: 8 }, (_, n) => ({ brokerId, mode, type: 'service.updated' as const, object: { object: 'service', n } })));
+      }
+      return brokerId;
+    });
+    const hogCopies = () => receiver.received.filter((c) => c.path.startsWith('hog-')).length;
+    await waitUntil(() => hogCopies() >= 2 * PER_BROKER_IN_FLIGHT, 20_000, "the hog's attempts to hang");
+
+    const [other] = await targets('fair', 1, inTurn(200));
+    const key = await withDatabase(async (db) => (await apiKey(db.prisma, { brokerId: other!.brokerId, mode: 'live', rateLimit: 100_000 })).key);
+    const committed = new Map<string, number>();
+    let mostHeld = { live: 0, test: 0 };
+    await withDatabase(async (db) => {
+      for (let i = 0; i < 150; i++) {
+        const [id] = await recordEvents(db.prisma, [{ brokerId: other!.brokerId, type: 'service.updated', object: { object: 'service', n: i } }]);
+        committed.set(id!, Date.now());
+        const held = await db.prisma.$queryRaw<Array<{ mode: 'live' | 'test'; n: number }>>`
+          SELECT w."mode"::text AS "mode", count(*)::int AS "n" FROM "webhook_deliveries" d JOIN "webhook_endpoints" w ON w."id" = d."endpoint_id"
+           WHERE w."broker_id" = ${hog} AND d."status" = 'pending' AND d."leased_until" >= now() GROUP BY 1`;
+        for (const row of held) mostHeld = { ...mostHeld, [row.mode]: Math.max(mostHeld[row.mode], row.n) };
+        await sleep(100);
+      }
+    });
+    // The ping is timed from its request (the API's work included), the events from their commit.
+    const pingStarted = Date.now();
+    const ping = await fetch(`${api.url}/api/v1/webhook-endpoints/${other!.endpoint.id}/ping`, { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(ping.status, 200, await ping.clone().text());
+    const pingId = ((await ping.json()) as { data: { id: string } }).data.id;
+
+    const seen = () => new Set(copiesTo(other!).map((c) => String(c.headers['webhook-id'])));
+    await waitUntil(() => [...committed.keys(), pingId].every((id) => seen().has(id)), 20_000, "the other broker's events");
+    const arrived = new Map<string, number>();
+    for (const c of copiesTo(other!)) if (!arrived.has(String(c.headers['webhook-id']))) arrived.set(String(c.headers['webhook-id']), c.at);
+    const latencies = [...committed].map(([id, at]) => arrived.get(id)! - at).sort((a, b) => a - b);
+    const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!;
+    t.diagnostic(`other broker: ${latencies.length} events, median ${latencies[latencies.length >> 1]} ms, p99 ${p99} ms, worst ${latencies.at(-1)} ms; ping ${arrived.get(pingId)! - pingStarted} ms; hog leases at most ${JSON.stringify(mostHeld)}`);
+    // The goal (ping within 3 s, p99 under 1 s) is bench:webhooks' to measure; a loaded CI machine
+    // is not a stopwatch. These bounds still fail when the hog's hanging attempts take the slots.
+    assert.ok(arrived.get(pingId)! - pingStarted < 10_000, `the ping arrived after ${arrived.get(pingId)! - pingStarted} ms`);
+    assert.ok(latencies.at(-1)! < 10_000, `the slowest event arrived after ${latencies.at(-1)} ms (p99 ${p99} ms)`);
+    // The hog held its share and no more, in each mode.
+    assert.ok(mostHeld.live > 0 && mostHeld.live <= PER_BROKER_IN_FLIGHT, JSON.stringify(mostHeld));
+    assert.ok(mostHeld.test > 0 && mostHeld.test <= PER_BROKER_IN_FLIGHT, JSON.stringify(mostHeld));
+    // Its endpoints disabled: nothing of it is left owed to the worker for later scenarios.
+    await query(`UPDATE webhook_endpoints SET status = 'disabled' WHERE broker_id = $1`, [hog]);
   });
 });

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { answerClientErrorsInEnvelope } from '../../src/http/client-errors.ts';
-import { tokenHash } from '../../src/reports/links.ts';
+import { tokenHash } from '../../src/reports/delivery/links.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { broker } from '../helpers/factories.ts';
 import { BAD_ESCAPES, encode, hostileString, MAX_SEGMENT } from './arbitraries.ts';

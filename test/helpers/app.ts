@@ -7,12 +7,12 @@ import { createGate, gateSettings } from '../../src/auth/gate.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { loadedOnce, type AppDeps } from '../../src/deps.ts';
 import { loadContract } from '../../src/http/contract.ts';
-import { createJobs, type Jobs } from '../../src/work.ts';
+import { createJobs, type Jobs } from '../../src/background.ts';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
 import { createServiceReadCache } from '../../src/services/read-cache.ts';
 import { createTestDatabase } from './db.ts';
-import { openChunkReader } from '../../src/reports/workbook-store.ts';
+import { openChunkReader } from '../../src/reports/workbook/store.ts';
 import type { Database } from '../../src/db/client.ts';
 
 export interface TestApp {
@@ -20,7 +20,7 @@ export interface TestApp {
   deps: AppDeps;
   prisma: AppDeps['prisma'];
   redisEndpoint: RedisEndpoint;
-  /** The database (its kind and connection string: report builds run as in a server, src/reports/work.ts). */
+  /** The database (its kind and connection string: report builds run as in a server, src/reports/jobs.ts). */
   database: Database;
   jobs: Jobs;
   dataDir: string;

@@ -114,7 +114,7 @@ describe('x-codeSamples', () => {
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
   });
 
-  // downloadReport's samples need a link from a report e-mail: test/reports/links.test.ts runs them against one.
+  // downloadReport's samples need a link from a report e-mail: test/reports/delivery/links.test.ts runs them against one.
   // The samples share nothing but the sandbox key and its broker's data; none reads another's result.
   describe('each sample runs', { concurrency: 4 }, () => {
     for (const op of operations.filter((o) => o.operationId !== 'downloadReport')) {

@@ -1,12 +1,13 @@
 /**
  * src/jobs on its own: the single e-mail queue (password notices), the services report through
- * runReport, error classification, and a producer-only instance refusing worker duties.
+ * sendReport, error classification, and a producer-only instance refusing worker duties.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import ExcelJS from 'exceljs';
 import { describeMailError, isTransientMailError } from '../../src/jobs/index.ts';
 import { ReportNoDataError, type ServiceTotals } from '../../src/reports/types.ts';
+import { sendReport } from '../../src/reports/use-cases.ts';
 import { broker } from '../helpers/factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { createReportTestApp, type ReportTestApp } from '../reports/harness.ts';
@@ -51,7 +52,7 @@ describe('sendMail', () => {
   });
 });
 
-describe('services report through runReport', () => {
+describe('services report through sendReport', () => {
   test('builds the services workbook with a summary by status and mails it', async () => {
     const b = await broker(h.t.prisma);
     const plan = await h.t.prisma.plan.findFirstOrThrow({ orderBy: { tier: 'asc' } });
@@ -71,8 +72,9 @@ describe('services report through runReport', () => {
         },
       });
     }
-    const { jobs } = await h.withJobs({ smtpUrl: smtp.url });
-    const result = await jobs.runReport<ServiceTotals>({
+    const { jobs, config } = await h.withJobs({ smtpUrl: smtp.url });
+    const deps = { prisma: h.t.prisma, config, log: h.t.deps.logger, queues: jobs.queues };
+    const result = await sendReport<ServiceTotals>(deps, {
       type: 'services',
       brokerId: b.id,
       apiKeyId: null,
@@ -98,7 +100,7 @@ describe('services report through runReport', () => {
     assert.ok(first.getCell(8).value instanceof Date);
     assert.ok(workbook.getWorksheet('Summary'));
 
-    const filtered = await jobs.runReport<ServiceTotals>({
+    const filtered = await sendReport<ServiceTotals>(deps, {
       type: 'services',
       brokerId: b.id,
       apiKeyId: null,
@@ -111,10 +113,11 @@ describe('services report through runReport', () => {
 
   test('no rows: ReportNoDataError, unless allowEmpty', async () => {
     const b = await broker(h.t.prisma);
-    const { jobs } = await h.withJobs({ smtpUrl: smtp.url });
+    const { jobs, config } = await h.withJobs({ smtpUrl: smtp.url });
+    const deps = { prisma: h.t.prisma, config, log: h.t.deps.logger, queues: jobs.queues };
     const spec = { type: 'services' as const, brokerId: b.id, apiKeyId: null, recipients: ['empty@broker.example'] };
-    await assert.rejects(jobs.runReport(spec), ReportNoDataError);
-    const result = await jobs.runReport<ServiceTotals>({ ...spec, allowEmpty: true });
+    await assert.rejects(sendReport(deps, spec), ReportNoDataError);
+    const result = await sendReport<ServiceTotals>(deps, { ...spec, allowEmpty: true });
     assert.equal(result.totals.total_services, 0);
     assert.equal(result.recipientsSent, 1);
   });

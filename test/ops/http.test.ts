@@ -387,6 +387,9 @@ describe('logs', () => {
     await send(`/api/v1/auth-check?token=${encodeURIComponent(b64)}`, { Authorization: `Bearer ${valid.key}` });
     await send(`/api/v1/services?limit=25&search=${b64url}&t=${b64url}`, { Authorization: `Bearer ${valid.key}` });
     await send(`/api/v1/services?limit=25&search=web01&status=active`, { Authorization: `Bearer ${valid.key}` });
+    // The same URLs again: the request log remembers the URLs it leaves as they are, never one it scrubbed.
+    await send(`/api/v1/services?limit=25&search=${b64url}&t=${b64url}`, { Authorization: `Bearer ${valid.key}` });
+    await send(`/api/v1/services?limit=25&search=web01&status=active`, { Authorization: `Bearer ${valid.key}` });
     await gate.apiLog.close();
     await sleep(50);
 
@@ -408,7 +411,9 @@ describe('logs', () => {
     const withQuery = records.find((r) => r.requestId === sent[4]);
     assert.match(JSON.stringify(withQuery), /api_key=\[redacted\]/);
     const url = (i: number) => (records.find((r) => r.requestId === sent[i]) as { req: { url: string } }).req.url;
-    assert.equal(url(sent.length - 3), '/api/v1/auth-check?token=[redacted]');
+    assert.equal(url(sent.length - 5), '/api/v1/auth-check?token=[redacted]');
+    assert.equal(url(sent.length - 4), '/api/v1/services?limit=25&search=[redacted]&t=[redacted]');
+    assert.equal(url(sent.length - 3), '/api/v1/services?limit=25&search=web01&status=active');
     assert.equal(url(sent.length - 2), '/api/v1/services?limit=25&search=[redacted]&t=[redacted]');
     assert.equal(url(sent.length - 1), '/api/v1/services?limit=25&search=web01&status=active');
   });

@@ -8,6 +8,7 @@
  * through `tsx` (checked against package.json below).
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -53,6 +54,8 @@ before(async () => {
     REDIS_URL: redis.url,
     SMTP_URL: smtp.url,
     DATA_DIR: data.dir,
+    // Settings every process apart shares (docs/running-apart.md); the worker's links point at api1.
+    CREDENTIALS_KEY: randomBytes(32).toString('hex'),
     REPORT_WAIT_MS: '40000',
     // A send claimed by a killed worker is released after 2 × this (its claim is no longer renewed).
     REPORT_RECONCILE_MS: '1000',
@@ -60,6 +63,7 @@ before(async () => {
   // The first API process applies the migrations; the others start on the migrated database.
   api1 = await startRole('api', env);
   children.push(api1);
+  env.PUBLIC_BASE_URL = api1.url;
   [api2, worker] = await Promise.all([startRole('api', env), startRole('worker', env)]);
   children.push(api2, worker);
   db = await openDatabase({ databaseUrl: pgdb.url, dataDir: data.dir, migrate: false, poolMax: 2 });

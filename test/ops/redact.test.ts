@@ -1,7 +1,8 @@
 /** No key material in a log line, however it was written into a URL (src/ops/redact.ts). One row per form. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
+import { generateApiKey } from '../../src/auth/keys.ts';
+import { scrubPath, scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
 
 const SECRET = 'AbCdEf0123456789GhIjKlMnOpQrStUv';
 const KEY = `sk_live_${SECRET}`;
@@ -52,5 +53,116 @@ describe('scrubUrl (issue 21 row 10)', () => {
       assert.equal(logged.includes(SECRET), false, logged);
       assert.equal(logged.includes(value), false, logged);
     }
+  });
+});
+
+describe('mangled keys in a path (issue 32 row 4)', () => {
+  // Each spelling with a live and a test prefix, as the probe sent them to GET /api/v1/reports/{report_id}.
+  const spellings: Array<[string, (mode: 'live' | 'test', secret: string) => string]> = [
+    ['as issued', (m, s) => `sk_${m}_${s}`],
+    ['%0a after the prefix', (m, s) => `sk_${m}_%0a${s}`],
+    ['%0A after the prefix', (m, s) => `sk_${m}_%0A${s}`],
+    ['%20 after the prefix', (m, s) => `sk_${m}_%20${s}`],
+    ['%09 after the prefix', (m, s) => `sk_${m}_%09${s}`],
+    ['%0d%0a after the prefix', (m, s) => `sk_${m}_%0d%0a${s}`],
+    ['+ after the prefix', (m, s) => `sk_${m}_+${s}`],
+    ['. after the prefix', (m, s) => `sk_${m}_.${s}`],
+    ['. in place of _', (m, s) => `sk.${m}.${s}`],
+    ['- in place of _', (m, s) => `sk-${m}-${s}`],
+    ['%2D in place of _', (m, s) => `sk%2D${m}%2D${s}`],
+    ['space in place of _', (m, s) => `sk%20${m}%20${s}`],
+    ['no separator after the mode', (m, s) => `sk_${m}${s}`],
+    ['no separator at all', (m, s) => `sk${m}${s}`],
+    ['upper case', (m, s) => `SK_${m.toUpperCase()}_${s}`],
+    ['mixed case and -', (m, s) => `Sk-${m[0]!.toUpperCase()}${m.slice(1)}-${s}`],
+    ['glued to a segment', (m, s) => `x_sk_${m}_${s}`],
+    ['every character percent-encoded', (m, s) => everyCharEncoded(`sk_${m}_%0a${s}`)],
+    ['encoded twice', (m, s) => encodeURIComponent(`sk_${m}_%0a${s}`)],
+    ['the bare secret', (_m, s) => s],
+    ['the bare secret, percent-encoded', (_m, s) => everyCharEncoded(s)],
+    ['the bare secret after another segment', (_m, s) => `x.${s}`],
+  ];
+  for (const mode of ['live', 'test'] as const) {
+    const secret = generateApiKey(mode).key.slice(8);
+    for (const [form, spell] of spellings) {
+      const path = `/api/v1/reports/${spell(mode, secret)}`;
+      test(`${mode}, ${form}: neither the log line nor api_logs.path holds the secret`, () => {
+        for (const shown of [scrubSecrets(path), scrubPath(path), scrubUrl(path), scrubUrl(`${path}?limit=1`, new Set(['limit']))]) {
+          assert.equal(shown.includes(secret), false, shown);
+          assert.equal(shown.includes(secret.slice(0, 16)), false, `half the secret: ${shown}`);
+          assert.match(shown, /^\/api\/v1\/reports\/.*\[redacted\]/, shown);
+        }
+      });
+    }
+  }
+
+  test('a secret in a known query value is redacted too', () => {
+    const secret = generateApiKey('live').key.slice(8);
+    const shown = scrubUrl(`/api/v1/services?search=${secret}&limit=5`, new Set(['search', 'limit']));
+    assert.equal(shown, '/api/v1/services?search=[redacted]&limit=5');
+  });
+
+  test("the contract's own ids and ordinary paths are logged as they were sent", () => {
+    for (const path of [
+      '/api/v1/services/123456/password',
+      '/api/v1/requests/REQ-000044/manage',
+      '/api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11',
+      '/api/v1/webhook-endpoints/we_4bK9xT2mQ7vR1nL8pZ3cY6dW/rotate-secret',
+      '/api/v1/events/evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs/redeliver',
+      '/api/v1/events?starting_after=evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp&limit=10',
+      '/api/v1/reports/services',
+      '/healthz',
+    ]) {
+      assert.equal(scrubUrl(path, new Set(['starting_after', 'limit'])), path);
+      assert.equal(scrubSecrets(path.split('?')[0]!), path.split('?')[0]);
+    }
+  });
+
+  test('a 31-character run of id characters is not a secret; 32 and more are, but for a UUID', () => {
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(31)}`), `/x/${'a'.repeat(31)}`);
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(32)}`), '/x/[redacted]');
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(33)}/y`), '/x/[redacted]/y');
+    assert.equal(scrubSecrets(`/x/${'a_-b'.repeat(8)}`), '/x/[redacted]');
+    // A download token (43 base64url characters) typed into an /api path.
+    assert.equal(scrubSecrets('/api/v1/reports/Xq3_-vA9kLm2Pz7RtY8wB1nC4dE6fG0hJ5sU2oI9aQe'), '/api/v1/reports/[redacted]');
+    assert.equal(scrubSecrets('/api/v1/reports/5B0C8A52-31F4-4D7E-9D3C-2F7F1B6F0A11'), '/api/v1/reports/5B0C8A52-31F4-4D7E-9D3C-2F7F1B6F0A11');
+    assert.equal(scrubSecrets('/api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11x'), '/api/v1/reports/[redacted]');
+  });
+
+  test('scrubbing is idempotent: a redacted line scrubbed again is unchanged', () => {
+    for (const path of ['/x/sk_live_[redacted]', '/x/sk_test_[redacted]%20y', '/x/[redacted]']) {
+      assert.equal(scrubSecrets(scrubSecrets(path)), scrubSecrets(path));
+    }
+    assert.equal(scrubSecrets('/x/sk_live_%0aAbc'), '/x/sk_live_[redacted]');
+  });
+
+  test('a key glued to a long run: both go, the mode stays', () => {
+    const secret = generateApiKey('test').key.slice(8);
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}sk_test_${secret}`), '/x/[redacted]sk_test_[redacted]');
+    assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}SK-TEST-${secret}`), '/x/[redacted]sk_test_[redacted]');
+  });
+});
+
+describe('download tokens (issue 32 row 3)', () => {
+  const token = 'Xq3_-vA9kLm2Pz7RtY8wB1nC4dE6fG0hJ5sU2oI9aQe';
+  test('a download path shows [redacted] in place of its token, however it was spelled', () => {
+    for (const url of [
+      `/downloads/reports/${token}`,
+      `/downloads/reports/${token}/`,
+      `/downloads/reports/${token}/more`,
+      `/DOWNLOADS/Reports/${token}`,
+      `//downloads//reports/${token}`,
+      `/%64ownloads/reports/${token}`,
+      `/downloads/reports/${everyCharEncoded(token)}`,
+    ]) {
+      for (const shown of [scrubUrl(url), scrubPath(url)]) {
+        assert.equal(shown, '/downloads/reports/[redacted]', url);
+      }
+      assert.equal(scrubUrl(`${url}?x=1`), '/downloads/reports/[redacted]?x=[redacted]');
+    }
+  });
+
+  test('the download prefix alone, and other paths, are left as they are', () => {
+    for (const url of ['/downloads/reports', '/downloads/reports/', '/downloads/other/abc', '/api/v1/reports/services']) assert.equal(scrubUrl(url), url);
   });
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import { createApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { createJobs, type Jobs, type JobsMode } from '../../src/work.ts';
+import { createJobs, type Jobs, type JobsMode } from '../../src/background.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
 /**

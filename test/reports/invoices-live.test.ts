@@ -10,7 +10,7 @@ import ExcelJS from 'exceljs';
 import type { Express } from 'express';
 import { simpleParser } from 'mailparser';
 import request from 'supertest';
-import { XLSX_MEDIA_TYPE } from '../../src/reports/index.ts';
+import { XLSX_MEDIA_TYPE } from '../../src/reports/kinds/kind.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startTestSmtp, type ReceivedMail, type TestSmtp } from '../helpers/smtp.ts';
 import { addInvoices, createReportTestApp, type ReportTestApp } from './harness.ts';
@@ -368,7 +368,7 @@ describe('producer and worker in separate instances (API process + worker proces
     const smtp = await startTestSmtp();
     try {
       const worker = await h.withJobs({ smtpUrl: smtp.url }, 'worker');
-      const { createJobs } = await import('../../src/work.ts');
+      const { createJobs } = await import('../../src/background.ts');
       const producer = createJobs({
         redisEndpoint: h.t.redisEndpoint,
         prisma: h.t.prisma,

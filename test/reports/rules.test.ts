@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApiError } from '../../src/http/errors.ts';
-import { validateDateRange } from '../../src/reports/dates.ts';
+import { validateDateRange } from '../../src/reports/rules.ts';
 import { isCalendarDate } from '../../src/shared/dates.ts';
-import { isEmailAddress, normalizeRecipients } from '../../src/reports/recipients.ts';
+import { isEmailAddress, normalizeRecipients } from '../../src/reports/rules.ts';
 
 const codeOf = (fn: () => unknown): string => {
   try {

@@ -11,6 +11,7 @@ describe('WEBHOOK_* settings', () => {
     assert.deepEqual([...c.webhookRetrySchedule], [0, 5, 300, 1800, 7200, 18000, 36000, 36000]);
     assert.equal(c.webhookDisableAfterHours, DEFAULT_DISABLE_AFTER_HOURS);
     assert.equal(c.webhookAllowPrivateUrls, false);
+    assert.equal(c.webhookEndpointsPerBroker, 16);
   });
 
   const set = [
@@ -19,6 +20,7 @@ describe('WEBHOOK_* settings', () => {
     { env: { WEBHOOK_DISABLE_AFTER_HOURS: '1' }, key: 'webhookDisableAfterHours', value: 1 },
     { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }, key: 'webhookAllowPrivateUrls', value: true },
     { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }, key: 'webhookAllowPrivateUrls', value: false },
+    { env: { WEBHOOK_ENDPOINTS_PER_BROKER: '3' }, key: 'webhookEndpointsPerBroker', value: 3 },
   ] as const;
   for (const row of set) {
     test(`${JSON.stringify(row.env)} → ${row.key} ${JSON.stringify(row.value)}`, () => {
@@ -33,6 +35,8 @@ describe('WEBHOOK_* settings', () => {
     { WEBHOOK_RETRY_SCHEDULE: '0,,5' },
     { WEBHOOK_DISABLE_AFTER_HOURS: '0' },
     { WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' },
+    { WEBHOOK_ENDPOINTS_PER_BROKER: '0' },
+    { WEBHOOK_ENDPOINTS_PER_BROKER: '101' },
   ];
   for (const env of refused) {
     const name = Object.keys(env)[0]!;

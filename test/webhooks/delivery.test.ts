@@ -1,5 +1,5 @@
 /**
- * Webhook delivery end to end (src/webhooks/work.ts): events written by live operations reach a
+ * Webhook delivery end to end (src/webhooks/dispatcher.ts): events written by live operations reach a
  * real HTTP receiver in this process, signed (checked with the `standardwebhooks` package), and
  * every attempt, retry, refusal and timeout is recorded on the delivery and the endpoint. The
  * retry schedule is `0,1,2` seconds and the timeout 1 s, so every case runs in seconds.
@@ -12,7 +12,7 @@ import type { Credentials } from '../../src/db/credentials.ts';
 import { recordEvents, type EventType } from '../../src/events/store.ts';
 import { failingReason, GONE_REASON, recordAttempt } from '../../src/webhooks/delivery-store.ts';
 import { newEndpointSecret } from '../../src/webhooks/secrets.ts';
-import { createWebhookWork, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AGENT, type WebhookJobData } from '../../src/webhooks/work.ts';
+import { createWebhookWork, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AGENT, type WebhookJobData } from '../../src/webhooks/dispatcher.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';

@@ -38,6 +38,17 @@ describe('webhook URL policy (checkEndpointUrl)', () => {
     ['https://user:pass@hooks.example.com/', false, 'credentials'],
     ['https://user@hooks.example.com/', false, 'credentials'],
     ['https://:pass@hooks.example.com/', true, 'credentials'],
+    // What the URL parser forgives, and a shown URL would hide: the authority as written decides.
+    ['https://hooks.example\\@127.0.0.1/x', true, 'authority'],
+    ['https://hooks.example.com\\x', false, 'authority'],
+    ['https://hooks.example@127.0.0.1/x', true, 'credentials'],
+    ['https://@hooks.example.com/x', false, 'credentials'],
+    ['https:///x', false, 'no-host'],
+    ['https:hooks.example.com/x', false, 'no-host'],
+    ['https:/hooks.example.com/x', false, 'no-host'],
+    ['https://hooks.example:0/x', false, 'port'],
+    ['https://hooks.example:000/x', false, 'port'],
+    ['https://hooks.example:443/x', false, 'ok'],
     ['hooks.example.com/webhooks', false, 'not-a-url'],
     ['https://', false, 'not-a-url'],
     ['', false, 'not-a-url'],
@@ -72,6 +83,7 @@ describe('webhook URL policy (checkEndpointUrl)', () => {
 
   test('returns the URL parsed', () => {
     assert.equal(checkEndpointUrl('https://Hooks.Example.com/a', STRICT).href, 'https://hooks.example.com/a');
+    assert.equal(checkEndpointUrl(' HTTPS://hooks.example.com:443/a/../b\t', STRICT).href, 'https://hooks.example.com/b');
   });
 });
 

@@ -14,15 +14,17 @@ import { checkUrl } from '../../src/webhooks/endpoint-use-cases.ts';
 
 let t: TestApp;
 let key: string;
+let sandboxKey: string;
 before(async () => {
   t = await createTestApp({ webhookAllowPrivateUrls: true }, { workers: false });
   key = (await apiKey(t.prisma)).key;
+  sandboxKey = (await apiKey(t.prisma, { mode: 'test' })).key;
 });
 after(async () => {
   await t?.close();
 });
 
-const create = (url: string) => request(t.app).post('/api/v1/webhook-endpoints').set('Authorization', `Bearer ${key}`).send({ url });
+const create = (url: string, as = key) => request(t.app).post('/api/v1/webhook-endpoints').set('Authorization', `Bearer ${as}`).send({ url });
 
 const rows: Array<[url: string, allowed: boolean]> = [
   ['http://127.0.0.1:8080/hook', true],
@@ -37,6 +39,35 @@ for (const [url, allowed] of rows) {
     const res = await create(url);
     if (allowed) assert.equal(res.status, 200, JSON.stringify(res.body));
     else assert.equal(assertError(res, 400, 'invalid_parameter').field, 'url');
+  });
+}
+
+// URLs the parser reads otherwise than they are written: each would be shown as sent and delivered
+// to another host. Refused for live and sandbox keys alike, on create and on update.
+const mangled = ['https://hooks.example\\@127.0.0.1/x', 'https://user@127.0.0.1/x', 'http://127.0.0.1\\x', 'https:///x', 'http:127.0.0.1/x', 'https://127.0.0.1:0/x'];
+for (const mode of ['live', 'sandbox'] as const) {
+  for (const url of mangled) {
+    test(`${mode}: ${url} is refused with 400 invalid_parameter naming url, on create and update`, async () => {
+      const as = mode === 'live' ? key : sandboxKey;
+      assert.equal(assertError(await create(url, as), 400, 'invalid_parameter').field, 'url');
+      const made = await create('http://127.0.0.1:8080/ok', as);
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const res = await request(t.app).post(`/api/v1/webhook-endpoints/${made.body.data.id}`).set('Authorization', `Bearer ${as}`).send({ url });
+      assert.equal(assertError(res, 400, 'invalid_parameter').field, 'url');
+    });
+  }
+
+  test(`${mode}: an accepted URL is stored and shown as parsed`, async () => {
+    const as = mode === 'live' ? key : sandboxKey;
+    const made = await create('HTTP://127.0.0.1:80/a/../hook?x=1', as);
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    assert.equal(made.body.data.url, 'http://127.0.0.1/hook?x=1');
+    const shown = await request(t.app).get(`/api/v1/webhook-endpoints/${made.body.data.id}`).set('Authorization', `Bearer ${as}`);
+    assert.equal(shown.body.data.url, 'http://127.0.0.1/hook?x=1');
+    const stored = await t.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: made.body.data.id } });
+    assert.equal(stored.url, 'http://127.0.0.1/hook?x=1');
+    const updated = await request(t.app).post(`/api/v1/webhook-endpoints/${made.body.data.id}`).set('Authorization', `Bearer ${as}`).send({ url: 'http://LOCALHOST:8080/b/./c' });
+    assert.equal(updated.body.data.url, 'http://localhost:8080/b/c');
   });
 }
 

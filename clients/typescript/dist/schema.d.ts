@@ -616,7 +616,9 @@ export interface paths {
          * Create a webhook endpoint
          * @description Registers a URL to which the broker's events are POSTed, signed (see *Receiving webhooks*). The answer carries the endpoint's signing `secret` (`whsec_` + base64 of 32 random bytes): it is shown in full only here and in `rotateWebhookEndpointSecret`'s answer, so store it now.
          *
-         *     `url` must be `https` and its host must not be or resolve to a loopback, private, link-local or cloud metadata address (checked here and again at every delivery's connection); otherwise `400 invalid_parameter` with `details.field: url` and `details.rule: destination`. A host that does not resolve yet is accepted (every delivery checks it again). `events` lists the event types to send; omitted or empty, every type (types added later included). An unknown type is `400 invalid_parameter` naming `events`.
+         *     `url` must be `https` and its host must not be or resolve to a loopback, private, link-local or cloud metadata address (checked here and again at every delivery's connection); otherwise `400 invalid_parameter` with `details.field: url` and `details.rule: destination`. A host that does not resolve yet is accepted (every delivery checks it again). The URL must be written as it is meant: `https://` and a host, with no user name or password (`https://user@host/`), no backslash before the path, and not port `0`; each of those is refused the same way. An accepted URL is stored and shown as parsed (scheme and host in lower case, a default port dropped, `.` and `..` path segments resolved), which is the address deliveries go to.
+         *
+         *     A broker may have at most 16 endpoints in each mode, live and test (the server's `WEBHOOK_ENDPOINTS_PER_BROKER`). One more is `400 invalid_parameter` with `details.rule: endpoints_per_broker` and the bound in `details.max_endpoints`; delete an endpoint to make room. Deliveries are shared fairly between brokers: one broker's slow endpoints hold a bounded share of the delivery slots, and test-mode deliveries never delay live ones. `events` lists the event types to send; omitted or empty, every type (types added later included). An unknown type is `400 invalid_parameter` naming `events`.
          *
          *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is. A sandbox key's endpoint gets the test-mode events of the sandbox's simulated operations.
          *
@@ -1993,7 +1995,7 @@ export interface components {
              */
             location?: "path" | "query" | "body" | "headers";
             /**
-             * @description `invalid_parameter`: the broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000, which cannot be stored).
+             * @description `invalid_parameter`: the broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000 or an unpaired surrogate, which cannot be stored).
              * @example format
              */
             rule?: string;
@@ -2125,7 +2127,7 @@ export interface components {
              */
             location?: "path" | "query" | "body" | "headers";
             /**
-             * @description The broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000, which cannot be stored).
+             * @description The broken rule, such as `type`, `format`, `enum`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `email`, `date_order`, `catalogue`, `tier`, `characters` (a text value with U+0000 or an unpaired surrogate, which cannot be stored).
              * @example format
              */
             rule?: string;
@@ -2176,6 +2178,11 @@ export interface components {
              * @constant
              */
             max_recipients?: 10;
+            /**
+             * @description `endpoints_per_broker` rule (`createWebhookEndpoint`): the webhook endpoints a broker may have in each mode (the server's `WEBHOOK_ENDPOINTS_PER_BROKER`).
+             * @example 16
+             */
+            max_endpoints?: number;
             /**
              * @description Sandbox `X-Test-Scenario: validation_error` only.
              * @example validation_error
@@ -3383,7 +3390,7 @@ export interface components {
             data: components["schemas"]["Event"][];
             pagination: components["schemas"]["EventPagination"];
         };
-        /** @description HTTP 400 error body of `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, or `description` breaks its rules. */
+        /** @description HTTP 400 error body of `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, `description` breaks its rules, or the broker has as many endpoints in this mode as allowed. */
         CreateWebhookEndpointError400: {
             success: components["schemas"]["ErrorFlag"];
             /** @description The error: `invalid_request`, `missing_parameter`, `invalid_parameter`. */
@@ -4074,7 +4081,7 @@ export interface components {
                 "application/json": components["schemas"]["SendInvoicesReportError400"];
             };
         };
-        /** @description Invalid request to `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, or `description` breaks its rules. Do not retry unchanged. */
+        /** @description Invalid request to `createWebhookEndpoint`: the body is not a JSON object, `url` is missing or refused, `events` names an unknown type, `description` breaks its rules, or the broker has as many endpoints in this mode as `WEBHOOK_ENDPOINTS_PER_BROKER` allows. Do not retry unchanged. */
         CreateWebhookEndpointBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

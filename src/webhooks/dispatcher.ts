@@ -1,0 +1,231 @@
+/**
+ * Webhook delivery in the worker. The database is the record of every delivery; Redis only queues
+ * the attempts:
+ *
+ *   change + event + webhook_deliveries (pending, due now), one transaction (src/events/store.ts)
+ *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease,
+ *        fairly (src/webhooks/delivery-store.ts, claimDue) ── webhooks job `<delivery>.<attempt>`
+ *          └─ processor: sign (both secrets during a rotation) ── POST ── record the attempt,
+ *             the delivery's new state and the endpoint's figures in one transaction
+ *
+ * - The reconciler is the dispatcher itself: a job Redis lost, or one of a worker that was killed,
+ *   leaves its delivery's lease to lapse, and the delivery is claimed and queued again.
+ * - At least once: an attempt whose record fails (the database away) is made again once the lease
+ *   lapses; receivers skip repeats by `webhook-id` (the event's id, the same on every attempt).
+ *   A repeated job for an attempt already recorded records nothing.
+ * - Order is not promised: deliveries are attempted concurrently, and retried ones come later.
+ */
+import type { Job } from 'bullmq';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
+import type { JobQueues } from '../jobs/index.ts';
+import type { Logger } from '../logger.ts';
+import { deliver } from './deliver.ts';
+import { anyDue, claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
+import { nextAttemptDelayMs } from './schedule.ts';
+import { signatureHeaders } from './sign.ts';
+
+/** The queue of webhook attempts. */
+export const WEBHOOKS_QUEUE = 'webhooks';
+
+/**
+ * Attempts at once in one worker process: they mostly wait on the network. It also bounds the
+ * deliveries under a lease at once, every worker's together, so a claimed attempt never waits in
+ * the queue behind others (with more workers, some of their slots stay free).
+ */
+export const WEBHOOK_CONCURRENCY = 32;
+
+/** Deliveries of one endpoint under a lease at once: a slow or dead endpoint holds this many slots, never all. */
+export const PER_ENDPOINT_IN_FLIGHT = 4;
+
+/** Deliveries of one broker in one mode under a lease at once: its slow endpoints hold this many slots, live and test each. */
+export const PER_BROKER_IN_FLIGHT = 8;
+
+/** Test-mode deliveries under a lease at once, every broker's: the sandbox never takes more of the live deliveries' slots. */
+export const TEST_MODE_IN_FLIGHT = 12;
+
+/** How often each worker claims due deliveries: a new event's first attempt starts within about this. */
+export const DISPATCH_MS = 250;
+
+/** Beyond the attempt's timeout, for the job's wait in the queue and the record (a lapsed lease is only claimed again). */
+const LEASE_MARGIN_MS = 10_000;
+
+/** Who is calling, as receivers see it in their logs. */
+export const WEBHOOK_USER_AGENT = 'client-api-v1-webhooks/1 (Standard Webhooks)';
+
+export interface WebhookJobData {
+  deliveryId: string;
+  /** The attempt's number; with the delivery's id it is the job's id, so an attempt is queued once. */
+  number: number;
+}
+
+export const webhookJobId = (deliveryId: string, number: number) => `delivery.${deliveryId}.${number}`;
+
+export interface WebhookWorkOptions {
+  prisma: PrismaClient;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetrySchedule' | 'webhookDisableAfterHours' | 'webhookAllowPrivateUrls'>;
+  log: Logger;
+  queues: Pick<JobQueues, 'add'>;
+  /** Decrypts an endpoint's stored secret (the credentials key, src/db/credentials.ts). */
+  decrypt: (stored: string) => Promise<string>;
+}
+
+export interface WebhookWork {
+  /** Claims what is due and queues its attempts; how many were queued. */
+  dispatch(): Promise<number>;
+  /** The `webhooks` queue's processor: one attempt of one delivery. */
+  process(job: Job<WebhookJobData>): Promise<unknown>;
+  /** Dispatches now, every DISPATCH_MS and after each attempt, until stopped. */
+  startDispatching(): { stop(): Promise<void> };
+}
+
+/** The event as it is POSTed: the same JSON as GET /api/v1/events/{event_id} shows it. */
+export function eventBody(event: DeliveryRecord['event']): string {
+  const data = event.data as { object: unknown };
+  return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt.toISOString(), mode: event.mode, data: { object: data.object } });
+}
+
+/** The secrets to sign with: the current one, and the previous one while it has not expired. */
+async function secretsOf(endpoint: DeliveryRecord['endpoint'], decrypt: WebhookWorkOptions['decrypt'], now: Date): Promise<string[]> {
+  const secrets = [await decrypt(endpoint.secret)];
+  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now) {
+    secrets.push(await decrypt(endpoint.previousSecret));
+  }
+  return secrets;
+}
+
+/**
+ * Runs `dispatch` every DISPATCH_MS and whenever kicked, never two at once: a kick during a run
+ * makes one more run right after it, however many kicks came. While the database is away it fails
+ * every DISPATCH_MS; the first failure and one in 40 are logged.
+ */
+function coalesced(dispatch: () => Promise<number>, log: Logger) {
+  let running = false;
+  let again = false;
+  let stopped = true;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+  const run = async (): Promise<void> => {
+    running = true;
+    try {
+      do {
+        again = false;
+        try {
+          await dispatch();
+          failures = 0;
+        } catch (err) {
+          if (failures++ % 40 === 0) log.warn({ err, failures }, 'webhook dispatch failed; trying again');
+        }
+      } while (again && !stopped);
+    } finally {
+      running = false;
+    }
+  };
+  const kick = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    current = run();
+  };
+  const tick = (): void => {
+    kick();
+    timer = setTimeout(tick, DISPATCH_MS);
+    timer.unref();
+  };
+  return {
+    kick,
+    start() {
+      stopped = false;
+      tick();
+      return {
+        async stop() {
+          stopped = true;
+          clearTimeout(timer);
+          await current;
+        },
+      };
+    },
+  };
+}
+
+export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
+  const { prisma, config, queues } = options;
+  const log = options.log.child({ component: 'webhooks' });
+  const leaseMs = config.webhookTimeoutMs + LEASE_MARGIN_MS;
+
+  async function dispatch(): Promise<number> {
+    if (!(await anyDue(prisma))) return 0;
+    await failDeliveriesOfDisabledEndpoints(prisma);
+    const claimed = await claimDue(prisma, {
+      limit: WEBHOOK_CONCURRENCY,
+      inFlight: WEBHOOK_CONCURRENCY,
+      perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+      perBroker: PER_BROKER_IN_FLIGHT,
+      testMode: TEST_MODE_IN_FLIGHT,
+      leaseMs,
+    });
+    for (const { deliveryId, number } of claimed) {
+      // A job still queued under this id (a lease that lapsed while it waited) is left as it is.
+      await queues.add(WEBHOOKS_QUEUE, 'deliver', { deliveryId, number } satisfies WebhookJobData, { jobId: webhookJobId(deliveryId, number), attempts: 1 });
+    }
+    return claimed.length;
+  }
+
+  async function attempt(delivery: DeliveryRecord, number: number): Promise<unknown> {
+    const { event, endpoint } = delivery;
+    const deliveryId = delivery.id.toString();
+    const attemptedAt = new Date();
+    const body = eventBody(event);
+    const headers = signatureHeaders({ eventId: event.id, body, secrets: await secretsOf(endpoint, options.decrypt, attemptedAt), at: attemptedAt });
+    const result = await deliver({ url: endpoint.url, body, headers, timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, userAgent: WEBHOOK_USER_AGENT });
+    // Not recorded (the database away): the job fails, the lease lapses and the attempt is made again.
+    const recorded = await recordAttempt(prisma, {
+      deliveryId,
+      endpointId: endpoint.id,
+      number,
+      attemptedAt,
+      ok: result.ok,
+      gone: result.gone,
+      statusCode: result.status,
+      error: result.error,
+      durationMs: result.durationMs,
+      nextDelayMs: result.ok ? null : nextAttemptDelayMs(config.webhookRetrySchedule, number),
+      disableAfterHours: config.webhookDisableAfterHours,
+    });
+    if (recorded.recorded && recorded.disabledReason) log.warn({ endpointId: endpoint.id, reason: recorded.disabledReason }, 'webhook endpoint disabled');
+    return { status: result.status, error: result.error, ...recorded };
+  }
+
+  // An endpoint's next deliveries are claimed as soon as one of its attempts is recorded, not
+  // at the next tick: otherwise one endpoint would get at most PER_ENDPOINT_IN_FLIGHT a tick.
+  const dispatcher = coalesced(dispatch, log);
+
+  async function process(job: Job<WebhookJobData>): Promise<unknown> {
+    try {
+      return await processOne(job);
+    } finally {
+      dispatcher.kick();
+    }
+  }
+
+  async function processOne(job: Job<WebhookJobData>): Promise<unknown> {
+    const { deliveryId, number } = job.data;
+    const delivery = await findDelivery(prisma, deliveryId);
+    // Gone with its event (retention), finished, or this attempt made already: a repeated job does nothing.
+    if (!delivery || delivery.status !== 'pending' || delivery.attempts !== number - 1) return { skipped: 'not this attempt' };
+    if (delivery.endpoint.status !== 'enabled' && delivery.event.type !== 'ping') {
+      await failDelivery(prisma, deliveryId, delivery.attempts);
+      return { skipped: 'endpoint disabled' };
+    }
+    return attempt(delivery, number);
+  }
+
+  return {
+    dispatch,
+    process,
+    startDispatching: () => dispatcher.start(),
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * Issue 32 rows 3 and 4, end to end: after report downloads (200, HEAD, 404, one that fails
+ * mid-body) and requests with a key's secret mangled into the path, no log line, no metric and no
+ * stored row of any table holds the download token or the secret, while every request is still
+ * logged (and recorded in api_logs when it carried a key).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { Express } from 'express';
+import request from 'supertest';
+import { createApp } from '../../src/app.ts';
+import { createGate, type Gate } from '../../src/auth/gate.ts';
+import { createLogger } from '../../src/logger.ts';
+import { tokenHash } from '../../src/reports/delivery/links.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { apiKey, broker } from '../helpers/factories.ts';
+import { LogCapture, sleep } from './helpers.ts';
+
+const WORKBOOK = Buffer.from('the stored bytes of a workbook');
+
+let t: TestApp;
+let app: Express;
+let gate: Gate;
+const capture = new LogCapture();
+
+before(async () => {
+  t = await createTestApp({ reportDownloadsPerIpPerMinute: 1_000_000 }, { workers: false });
+  const logger = createLogger('trace', capture);
+  gate = createGate({ prisma: t.prisma, redis: t.deps.redis, logger });
+  app = createApp({ ...t.deps, logger, gate: gate.gate });
+});
+after(async () => {
+  await gate?.apiLog.close();
+  await t?.close();
+});
+
+/** A link run with its workbook stored in `stored` of its `chunks` chunks, and a link to it; returns the token. */
+async function link(chunks = 1, stored = 1): Promise<string> {
+  const brk = await broker(t.prisma);
+  const build = '00000000-0000-4000-8000-0000000000bb';
+  const run = await t.prisma.reportRun.create({
+    data: {
+      brokerId: brk.id,
+      reportType: 'invoices',
+      startDate: new Date('2025-01-01'),
+      endDate: new Date('2025-01-31'),
+      status: 'completed',
+      delivery: 'link',
+      workbookBuild: build,
+      workbookBytes: WORKBOOK.length * chunks,
+      workbookChunks: chunks,
+      workbookSha256: 'c'.repeat(64),
+      recipients: { create: [{ email: 'links@broker.example', status: 'sent', attempts: 1 }] },
+    },
+    include: { recipients: true },
+  });
+  for (let seq = 0; seq < stored; seq++) await t.prisma.reportWorkbookChunk.create({ data: { reportRunId: run.id, build, seq, data: WORKBOOK } });
+  const token = randomBytes(32).toString('base64url');
+  await t.prisma.reportLink.create({ data: { tokenHash: tokenHash(token), reportRunId: run.id, recipientId: run.recipients[0]!.id, expiresAt: new Date(Date.now() + 3600_000) } });
+  return token;
+}
+
+/** Every row of every table of the database, as text. */
+async function everyStoredRow(): Promise<string> {
+  const tables = await t.prisma.$queryRawUnsafe<Array<{ name: string }>>(
+    `SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+  );
+  assert.ok(tables.some((x) => x.name === 'api_logs') && tables.some((x) => x.name === 'report_downloads'), 'the tables were found');
+  const parts: string[] = [];
+  for (const { name } of tables) {
+    const rows = await t.prisma.$queryRawUnsafe<Array<{ row: string }>>(`SELECT to_jsonb(x)::text AS row FROM ${name} x`);
+    parts.push(...rows.map((r) => r.row));
+  }
+  return parts.join('\n');
+}
+
+const lineOf = (requestId: string) => capture.records().find((r) => r.requestId === requestId && typeof r.req === 'object') as { req: { url: string; method: string } } | undefined;
+
+describe('download tokens are in no log line, metric or record (issue 32 row 3)', () => {
+  test('200, HEAD, 404 and a download that fails mid-body', async () => {
+    const token = await link();
+    const broken = await link(2, 1);
+    const unknown = randomBytes(32).toString('base64url');
+    const sends: Array<[id: string, method: 'get' | 'head', path: string, status: number]> = [
+      ['dl-get', 'get', `/downloads/reports/${token}`, 200],
+      ['dl-head', 'head', `/downloads/reports/${token}`, 200],
+      ['dl-unknown', 'get', `/downloads/reports/${unknown}`, 404],
+      ['dl-unknown-head', 'head', `/downloads/reports/${unknown}`, 404],
+      ['dl-slash', 'get', `/downloads/reports/${token}/`, 200],
+      ['dl-extra', 'get', `/downloads/reports/${token}/x`, 404],
+      ['dl-case', 'get', `/DOWNLOADS/reports/${token}`, 200],
+      ['dl-query', 'get', `/downloads/reports/${token}?t=${token}`, 200],
+    ];
+    for (const [id, method, path, status] of sends) {
+      const res = await request(app)[method](path).set('X-Request-Id', id);
+      assert.equal(res.status, status, `${id}: ${res.status}`);
+    }
+    // The headers go, then the store fails: the download ends short and a warning is logged with the error.
+    await request(app).get(`/downloads/reports/${broken}`).set('X-Request-Id', 'dl-broken').catch(() => undefined);
+    const metrics = await request(app).get('/metrics');
+    assert.equal(metrics.status, 200);
+    await sleep(50);
+
+    assert.ok(await t.prisma.reportDownload.count() >= 3, 'downloads are still recorded');
+    for (const [id, method] of [...sends.map(([id, method]) => [id, method] as const), ['dl-broken', 'get'] as const]) {
+      const line = lineOf(id);
+      assert.ok(line, `a request log line for ${id}`);
+      assert.equal(line.req.method, method.toUpperCase());
+      assert.match(line.req.url, /^\/downloads\/reports\/\[redacted\](\?t=\[redacted\])?$/, `${id}: ${line.req.url}`);
+    }
+    assert.ok(capture.records().some((r) => r.requestId === 'dl-broken' && r.msg === 'report download ended early'), 'the failure was logged');
+    const logs = capture.text();
+    const rows = await everyStoredRow();
+    for (const secret of [token, broken, unknown]) {
+      assert.equal(logs.includes(secret), false, 'a token reached the logs');
+      assert.equal(logs.includes(secret.slice(0, 20)), false, 'part of a token reached the logs');
+      assert.equal(metrics.text.includes(secret.slice(0, 20)), false, 'a token reached a metric label');
+      assert.equal(rows.includes(secret.slice(0, 20)), false, 'a token was stored');
+    }
+  });
+});
+
+describe('a key mangled into a path is in no log line or api_logs row (issue 32 row 4)', () => {
+  test('every spelling the probe sent, live and test keys', async () => {
+    const secrets: string[] = [];
+    const ids: string[] = [];
+    for (const mode of ['live', 'test'] as const) {
+      const k = await apiKey(t.prisma, { mode, scopes: ['admin:full'], rateLimit: 10_000 });
+      const secret = k.key.slice(8);
+      secrets.push(secret);
+      const spellings = [
+        `sk_${mode}_%0a${secret}`, `sk_${mode}_%20${secret}`, `sk_${mode}_%09${secret}`, `sk_${mode}_+${secret}`, `sk_${mode}_.${secret}`,
+        `sk-${mode}-${secret}`, `sk_${mode}${secret}`, `SK_${mode.toUpperCase()}_${secret}`, secret, encodeURIComponent(`sk_${mode}_%0a${secret}`),
+      ];
+      for (const [i, spelled] of spellings.entries()) {
+        const id = `key-${mode}-${i}`;
+        ids.push(id);
+        const res = await request(app).get(`/api/v1/reports/${spelled}`).set({ Authorization: `Bearer ${k.key}`, 'X-Request-Id': id });
+        assert.ok(res.status < 500, `${id}: ${res.status} ${res.text}`);
+      }
+    }
+    await gate.apiLog.flush();
+    await sleep(50);
+
+    const logged = await t.prisma.apiLog.findMany({ where: { requestId: { in: ids } }, select: { path: true, requestId: true } });
+    assert.equal(logged.length, ids.length, 'every request is in api_logs');
+    for (const row of logged) assert.match(row.path, /^\/api\/v1\/reports\/(sk_(live|test)_)?\[redacted\]$/, `${row.requestId}: ${row.path}`);
+    for (const id of ids) assert.match(lineOf(id)?.req.url ?? '', /^\/api\/v1\/reports\/(sk_(live|test)_)?\[redacted\]$/, id);
+    const logs = capture.text();
+    const rows = await everyStoredRow();
+    for (const secret of secrets) {
+      assert.equal(logs.includes(secret.slice(0, 16)), false, 'a secret reached the logs');
+      assert.equal(rows.includes(secret.slice(0, 16)), false, 'a secret was stored');
+    }
+  });
+});
