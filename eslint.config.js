@@ -25,25 +25,35 @@ const DOMAIN = [
 ];
 
 /**
- * Who may import whom. Lower layers never import higher ones: shared ← db, jobs, http ← events ←
- * the resources (services ← requests; reports; webhooks), which write their events in the transactions of
- * their changes ← the composition (app, routes, work, deps) ← main and cli. No two folders import
- * each other.
+ * Who may import whom, lowest layer first: each layer imports only itself and the layers listed
+ * before it, and no two folders import each other:
+ * 1. src/shared: nothing of src/.
+ * 2. The process's basics: config.ts, logger.ts, root.ts, redis.ts.
+ * 3. Plumbing that knows no resource: db, jobs, idempotency, ops (which uses jobs' queue prefix),
+ *    http (which uses ops' redaction).
+ * 4. src/events, which the resources write theirs through.
+ * 5. The resources: auth, services ← requests, reports, webhooks. Each declares the narrow
+ *    dependencies it takes (src/http/resource.ts), so none imports the composition.
+ * 6. The composition: deps.ts, background.ts, routes.ts, app.ts.
+ * 7. src/main and src/cli.
  */
+const BASICS = ['config.ts', 'logger.ts', 'root.ts', 'redis.ts'];
+
 export const importDirection = [
   { target: './src/shared', ...allBut('shared'), message: 'src/shared is used by everything and uses nothing of src/.' },
+  { target: BASICS.map((f) => `./src/${f}`), ...allBut('shared', ...BASICS), message: 'The process\'s basics (config, logger, root, redis) import only src/shared and each other: a setting\'s default and parser live in config.ts, not in the resource that uses it.' },
   { target: './src/db', ...allBut('db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'src/db knows no HTTP, resource or job.' },
   { target: './src/jobs', ...allBut('jobs', 'shared', 'config.ts', 'logger.ts', 'redis.ts'), message: 'src/jobs is a generic queue adapter: it is handed processors and imports no resource.' },
   { target: './src/http', ...allBut('http', 'shared', 'ops', 'root.ts', 'logger.ts', 'config.ts'), message: 'HTTP plumbing knows no resource.' },
   { target: './src/idempotency', ...allBut('idempotency', 'shared'), message: 'src/idempotency keeps the keys: it knows no HTTP and no resource.' },
-  { target: './src/ops', ...allBut('ops', 'jobs', 'shared', 'deps.ts', 'config.ts', 'logger.ts'), message: 'src/ops imports no resource.' },
-  { target: './src/auth', ...allBut('auth', 'http', 'shared', 'db', 'ops', 'config.ts', 'logger.ts', 'redis.ts', 'deps.ts', 'routes.ts'), message: 'src/auth imports no other resource.' },
-  { target: './src/events', ...allBut('events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/events records and serves events: it imports no resource (the resources write theirs through it).' },
-  { target: './src/services', ...allBut('services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way).' },
-  { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/requests imports only src/services of the resources.' },
-  { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/reports imports no other resource, and declares the parts it takes rather than importing the composition.' },
+  { target: './src/ops', ...allBut('ops', 'jobs', 'shared', 'config.ts', 'logger.ts'), message: 'src/ops imports no resource and not the composition: it names the parts it takes.' },
+  { target: './src/auth', ...allBut('auth', 'http', 'shared', 'db', 'ops', 'config.ts', 'logger.ts', 'redis.ts'), message: 'src/auth imports no other resource, and not the composition (src/http/resource.ts).' },
+  { target: './src/events', ...allBut('events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/events records and serves events: it imports no resource (the resources write theirs through it) and not the composition.' },
+  { target: './src/services', ...allBut('services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way) and not the composition.' },
+  { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/requests imports only src/services of the resources, and not the composition.' },
+  { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/reports imports no other resource, and not the composition.' },
   { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'events', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers (and writes the events of the changes it makes), never HTTP.' },
-  { target: './src/webhooks', ...allBut('webhooks', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts', 'deps.ts', 'routes.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource, and src/jobs only as the generic queues.' },
+  { target: './src/webhooks', ...allBut('webhooks', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource, src/jobs only as the generic queues, and not the composition.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];
 

@@ -18,7 +18,8 @@ import { idempotencyStore } from './idempotency/store.ts';
 import type { IdempotencyKeys } from './shared/idempotency-keys.ts';
 import { registerOps } from './ops/health.ts';
 import { recordHttpRequest } from './ops/metrics.ts';
-import { resourceModules, type RegisterRoutes } from './routes.ts';
+import type { RegisterRoutes } from './http/resource.ts';
+import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
 
@@ -80,7 +81,7 @@ const API_PATH = /^\/api(\/|$)/i;
 
 export interface AppOptions {
   /** The resource modules to mount (default: all of src/routes.ts). */
-  modules?: RegisterRoutes[];
+  modules?: Array<RegisterRoutes<AppDeps>>;
   /** Where Idempotency-Keys are kept and how long a first request holds its key (tests inject faults here). */
   idempotency?: { keys?: IdempotencyKeys; leaseMs?: number };
 }

@@ -1,5 +1,5 @@
-import type { Router } from 'express';
 import type { AppDeps } from './deps.ts';
+import type { RegisterRoutes } from './http/resource.ts';
 import { registerAuthRoutes } from './auth/adapter.ts';
 import { registerEventRoutes } from './events/adapter.ts';
 import { registerReportRoutes } from './reports/index.ts';
@@ -7,10 +7,8 @@ import { registerRequestRoutes } from './requests/adapter.ts';
 import { registerServiceRoutes } from './services/adapter.ts';
 import { registerWebhookEndpointRoutes } from './webhooks/endpoint-adapter.ts';
 
-export type RegisterRoutes = (router: Router, deps: AppDeps) => void;
-
 /** Each resource module mounts its own operations; add one line per module. */
-export const resourceModules: RegisterRoutes[] = [
+export const resourceModules: Array<RegisterRoutes<AppDeps>> = [
   registerReportRoutes,
   registerAuthRoutes,
   registerServiceRoutes,

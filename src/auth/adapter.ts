@@ -1,10 +1,14 @@
 /** The gate has already checked the key, its IP, rate limit and scopes (openapi.yaml). */
 import { hasScope } from '../http/auth-context.ts';
 import { operation, type DataOf } from '../http/operation.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { Contract } from '../http/contract.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import { authCheckUseCases } from './use-cases.ts';
 
-export const registerAuthRoutes: RegisterRoutes = (router, deps) => {
+/** What auth-check is built from. */
+type AuthRouteDeps = Parameters<typeof authCheckUseCases>[0] & { contract: Contract };
+
+export const registerAuthRoutes: RegisterRoutes<AuthRouteDeps> = (router, deps) => {
   const authCheck = authCheckUseCases(deps);
 
   operation(router, deps.contract, 'getAuthCheck', {

@@ -1,15 +1,16 @@
-import type { AppDeps } from '../deps.ts';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Contract } from '../http/contract.ts';
 import { intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { events, type EventUseCases } from './use-cases.ts';
 
-export function eventUseCases(deps: Pick<AppDeps, 'prisma'>): ByMode<EventUseCases> {
+export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
   return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
 }
 
-export const registerEventRoutes: RegisterRoutes = (router, deps) => {
+export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {
   const useCases = eventUseCases(deps);
   const { contract } = deps;
 

@@ -1,6 +1,7 @@
 /** A simulated change writes its live twin's events in test mode, so an integrator can try a receiver without live data. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Caller, Effect } from '../shared/caller.ts';
+import type { Caller } from '../shared/caller.ts';
+import type { Effect } from '../shared/unit-of-work.ts';
 import { recordEvents, type EventType } from './store.ts';
 
 export interface SimulatedEvent {
@@ -16,6 +17,6 @@ export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller
       tx,
       events.map((e) => ({ brokerId: caller.brokerId, type: e.type, mode: 'test', object: { ...e.object, simulated: true } })),
     );
-    await caller.work.within(tx).recordEffect(effect);
+    await caller.unitOfWork.within(tx).recordEffect(effect);
   });
 }

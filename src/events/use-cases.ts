@@ -55,7 +55,7 @@ export function events(prisma: PrismaClient, mode: EventMode): EventUseCases {
     },
     get: detail,
     async redeliver(caller, id, endpointId) {
-      await redeliver(prisma, scope(caller), id, endpointId, caller.work, new Date());
+      await redeliver(prisma, scope(caller), id, endpointId, caller.unitOfWork, new Date());
       return detail(caller, id);
     },
   };

@@ -20,7 +20,7 @@ type Coding = (typeof CODINGS)[number];
 /**
  * A published document, made once: its bytes, a strong validator per representation and, the first
  * time a client asks for a coding, that coding of it, kept (the reference is megabytes of HTML:
- * compressing it again for every request cost 50-165 ms of the server's CPU). Compression runs in
+ * compressing it again for every request held the server's CPU each time). Compression runs in
  * libuv's thread pool, never on the event loop.
  */
 export class PublishedDocument {

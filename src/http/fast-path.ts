@@ -1,24 +1,15 @@
 /**
- * The request path's performance devices, in one place: everything here departs from how a
- * reader with Express knowledge would expect a request to travel, for throughput measured in
- * `npm run bench` (figures and A/B runs in bench/README.md). Each is covered by a test that runs
- * the production path (`test/http/fast-path.test.ts`, `test/http/operation.test.ts`).
- *
- * - `chain()`: the front and /api middleware as one router layer each, not one layer per step.
- * - `parseQueryOnce()`: Express 5's `req.query` getter parses the query string on every read.
- * - `dispatchOperations()`: the operation a request was resolved to is called directly, without
- *   the router's walk over every route's path pattern.
- * - `sendAnswer()` and `serialized()`: every answer written with `res.end` (a cached list page as
- *   its own bytes), not through `res.send`'s content-type, charset and freshness work, in tests as
- *   in production.
- * - `fastAppSettings()`: no ETag, the `simple` query parser.
- *
- * Outside src/http, for the same reason: the server's request and response classes
- * (src/main/server.ts), the rate limit's blocks (src/auth/rate-limit.ts), Redis auto-pipelining
- * (src/redis.ts), and patches/ (express-openapi-validator's route table).
+ * The request path's performance devices in one place, each departing from how Express would carry
+ * a request, for throughput (`npm run bench`, bench/README.md), each tested on the production path
+ * (test/http/fast-path.test.ts, test/http/operation.test.ts): `chain()` (middleware as one router
+ * layer), `parseQueryOnce()` (Express 5 parses req.query on every read), `dispatchOperations()` (no
+ * router walk), `sendAnswer()` and `serialized()` (every answer through `res.end`, in tests too) and
+ * `fastAppSettings()` (no ETag, the simple query parser). Outside src/http, for the same reason:
+ * src/main/server.ts's request and response classes, src/auth/rate-limit.ts's blocks, Redis
+ * auto-pipelining (src/redis.ts) and patches/.
  */
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
-import type { OperationId, Reply, SuccessStatus } from './operation.ts';
+import type { OperationId, Reply, SuccessStatus } from './operation-types.ts';
 
 /**
  * Runs middleware one after the other as ONE layer of the app's router, with Express's own rules

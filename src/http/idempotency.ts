@@ -11,9 +11,8 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import stringify from 'safe-stable-stringify';
 import type { Logger } from '../logger.ts';
-import type { Effect } from '../shared/caller.ts';
 import type { IdempotencyKeys } from '../shared/idempotency-keys.ts';
-import { NO_RECORDS, type UnitOfWork } from '../shared/unit-of-work.ts';
+import { NO_RECORDS, type Effect, type UnitOfWork } from '../shared/unit-of-work.ts';
 import { ApiError } from './errors.ts';
 import type { Answer } from './fast-path.ts';
 
@@ -38,7 +37,7 @@ const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 const RETRY_IN_USE_SECONDS = 1;
 
 /** The operation, run for one request: it answers every outcome (its errors as their envelope). */
-export type AnsweredOperation = (work: UnitOfWork) => Promise<Answer>;
+export type AnsweredOperation = (unitOfWork: UnitOfWork) => Promise<Answer>;
 
 export interface Idempotency {
   /**
@@ -130,14 +129,14 @@ interface Held {
  */
 async function hold(held: Held, operation: AnsweredOperation): Promise<Answer> {
   const { keys, seal, key, id, owner } = held;
-  const work: UnitOfWork = {
+  const unitOfWork: UnitOfWork = {
     within: (tx) => ({
       async recordEffect(effect) {
         if (!(await keys.recordEffect(tx, id, owner, effect))) throw inUse(key);
       },
     }),
   };
-  const answer = await operation(work);
+  const answer = await operation(unitOfWork);
   try {
     if (answer.status < 500 && answer.status !== 429) {
       const body = typeof answer.body === 'string' ? answer.body : answer.body.toString('utf8');

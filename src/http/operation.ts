@@ -6,7 +6,6 @@
  * (errors included) through the one write path, `sendAnswer`.
  */
 import type { Request, RequestHandler, Response, Router } from 'express';
-import type { operations } from '../../generated/api.ts';
 import type { ByMode, Caller } from '../shared/caller.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
@@ -14,10 +13,12 @@ import type { Contract, OperationInfo } from './contract.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
 import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
+import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
 import type { AnswerCheck, OperationRules } from './validation.ts';
 
 export { serialized, type SerializedReply } from './fast-path.ts';
+export type { DataOf } from './operation-types.ts';
 
 /** `res.locals`, typed once for every step that sets or reads it (declaration merging: no casts). */
 declare global {
@@ -32,41 +33,6 @@ declare global {
       auth?: AuthContext;
     }
   }
-}
-
-/** Types of each operation, straight from openapi.yaml through `generated/api.ts`. */
-export type OperationId = keyof operations;
-type Op<O extends OperationId> = operations[O];
-type JsonContent<T> = T extends { content: { 'application/json': infer J } } ? J : never;
-
-type RequestBody<O extends OperationId> = Op<O> extends { requestBody: infer B }
-  ? JsonContent<B>
-  : Op<O> extends { requestBody?: infer B }
-    ? JsonContent<NonNullable<B>> | undefined
-    : undefined;
-type QueryOf<O extends OperationId> = Op<O>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
-type PathOf<O extends OperationId> = Op<O>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
-
-type Responses<O extends OperationId> = Op<O>['responses'];
-export type SuccessStatus<O extends OperationId> = Extract<keyof Responses<O>, 200 | 202>;
-type ResponseBody<O extends OperationId, S extends SuccessStatus<O>> = JsonContent<Responses<O>[S]>;
-export type DataOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseBody<O, S> extends { data: infer D }
-  ? D
-  : never;
-type PaginationOf<O extends OperationId, S extends SuccessStatus<O>> = ResponseBody<O, S> extends { pagination?: infer P }
-  ? P
-  : never;
-
-/** What a handler answers: a success status of its operation with that status's `data`. */
-export type Reply<O extends OperationId> = {
-  [S in SuccessStatus<O>]: { status: S; data: DataOf<O, S>; pagination?: PaginationOf<O, S> };
-}[SuccessStatus<O>];
-
-/** The request's input, typed from the contract (the schema validator has checked it). */
-export interface OperationRequest<O extends OperationId> {
-  body: RequestBody<O>;
-  query: QueryOf<O>;
-  params: PathOf<O>;
 }
 
 /** What `validate` is handed: the key and the use cases of its mode (input rules that need the catalogue). */
@@ -193,14 +159,14 @@ function checked(req: Request, res: Response, runtime: OperationRuntime, answer:
 }
 
 /** The caller of a request, in the use cases' words. */
-function callerOf(auth: AuthContext, scenario: TestScenario, work: UnitOfWork): Caller {
+function callerOf(auth: AuthContext, scenario: TestScenario, unitOfWork: UnitOfWork): Caller {
   return {
     brokerId: auth.brokerId,
     apiKeyId: auth.keyId,
     approval: auth.brokerApproval,
     mayReadCredentials: hasScope(auth, 'admin:full'),
     providerReview: scenario === 'provider_review',
-    work,
+    unitOfWork,
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import type { Effect } from '../shared/caller.ts';
+import type { Effect } from '../shared/unit-of-work.ts';
 import type { Claim, IdempotencyKeys } from '../shared/idempotency-keys.ts';
 
 /** How long a key is kept: a retry later than this is a new request. */

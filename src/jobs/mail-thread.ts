@@ -2,21 +2,14 @@
  * The mail thread's side (started by `createMailer`, src/jobs/mailer.ts): builds and sends each
  * message with the transport of `transportMailer`, off the thread that serves the API. Encoding a
  * report attachment (base64, line wrapping, SMTP dot-stuffing) and writing megabytes to the SMTP
- * socket is tens of milliseconds of CPU per e-mail; on the API's thread (`npm start`) ten
- * recipients of a large report held every broker's requests.
- *
- * Messages in: `{ type: 'send', id, message }`, `{ type: 'close' }`.
- * Messages out: `{ type: 'sent', id, sent }` or `{ type: 'failed', id, error }` per send, the
- * error's fields that say whether a retry may succeed kept as plain data.
+ * socket is tens of milliseconds of CPU per e-mail; on the API's thread ten recipients of a large
+ * report held every broker's requests. What it is sent and answers: `ToMailThread`, `FromMailThread`.
  */
 import { Readable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { lowerThreadPriority } from '../shared/threads.ts';
-import { transportMailer, type MailError, type MailMessage, type SentMail, type TransportMessage } from './mailer.ts';
-
-export type ToMailThread = { type: 'send'; id: number; message: MailMessage } | { type: 'close' };
-export type FromMailThread = { type: 'sent'; id: number; sent: SentMail } | { type: 'failed'; id: number; error: MailError };
+import { transportMailer, type FromMailThread, type MailError, type MailMessage, type ToMailThread, type TransportMessage } from './mailer.ts';
 
 /** Bytes of an attachment handed to the encoder at a time: nodemailer encodes inline content in one go. */
 const ATTACHMENT_PIECE_BYTES = 64 * 1024;

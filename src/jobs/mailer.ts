@@ -8,7 +8,6 @@ import { createTransport } from 'nodemailer';
 import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { siblingModule, startThread } from '../shared/threads.ts';
-import type { FromMailThread, ToMailThread } from './mail-thread.ts';
 
 export interface MailAttachment {
   filename: string;
@@ -72,6 +71,10 @@ function describeSmtp(url: string): string {
   }
 }
 
+/** What the mailer and its thread (src/jobs/mail-thread.ts) say to each other; declared here, where the thread is started. */
+export type ToMailThread = { type: 'send'; id: number; message: MailMessage } | { type: 'close' };
+export type FromMailThread = { type: 'sent'; id: number; sent: SentMail } | { type: 'failed'; id: number; error: MailError };
+
 /** A message as the transport takes it: inside the mail thread, large contents are streams. */
 export type TransportMessage = Omit<MailMessage, 'attachments'> & {
   attachments?: Array<Omit<MailAttachment, 'content'> & { content?: string | Buffer | Readable }>;
@@ -128,7 +131,7 @@ const THREAD_LOST = 'ETHREADLOST';
 
 /**
  * The mail thread's heap: a small young generation. Its work (a message at a time) leaves little
- * alive, and V8's default nursery kept most of the thread's 17 MB heap resident beside every later
+ * alive, and V8's default nursery kept most of the thread's heap resident beside every later
  * report build (bench/README.md).
  */
 const MAIL_THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 };

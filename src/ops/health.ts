@@ -4,7 +4,9 @@
  */
 import type { Express, Response } from 'express';
 import { Queue } from 'bullmq';
-import type { AppDeps } from '../deps.ts';
+import type { Redis } from 'ioredis';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { Logger } from '../logger.ts';
 import { DEFAULT_PREFIX } from '../jobs/index.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
 
@@ -51,7 +53,7 @@ function unavailable(res: Response, message: string, details: Record<string, unk
 }
 
 /** Mounts /healthz, /readyz and /metrics on `app` (before /api and the validator). */
-export function registerOps(app: Express, deps: Pick<AppDeps, 'prisma' | 'redis' | 'logger'>, options: OpsOptions = {}): void {
+export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: Redis; logger: Logger }, options: OpsOptions = {}): void {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const started = Date.now();
 

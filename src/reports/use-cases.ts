@@ -60,7 +60,7 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
   const run = async <T extends ReportTotals>(caller: Caller, spec: Omit<ReportSpec, 'brokerId' | 'apiKeyId'>) => {
     // The early check of the broker's report bounds, before the counting query of a big report.
     await checkReportLimits(deps.prisma, deps.config, caller.brokerId);
-    return sendReport<T>(deps, { ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.work });
+    return sendReport<T>(deps, { ...spec, brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, work: caller.unitOfWork });
   };
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {

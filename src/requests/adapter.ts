@@ -1,20 +1,20 @@
-import type { AppDeps } from '../deps.ts';
+import type { Contract } from '../http/contract.ts';
 import { ApiError, missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
 import { pageParams, textParam } from '../http/params.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { parseRequestId } from '../shared/ids.ts';
 import { isBlank } from '../shared/text.ts';
 import { sandboxRequests } from './sandbox.ts';
 import type { RequestSource, RequestStatus, RequestType } from './store.ts';
-import { liveRequests, type Decision, type RequestUseCases } from './use-cases.ts';
+import { liveRequests, type Decision, type RequestDeps, type RequestUseCases } from './use-cases.ts';
 
-export function requestUseCases(deps: AppDeps): ByMode<RequestUseCases> {
+export function requestUseCases(deps: RequestDeps): ByMode<RequestUseCases> {
   return { live: liveRequests(deps), sandbox: sandboxRequests(deps) };
 }
 
-export const registerRequestRoutes: RegisterRoutes = (router, deps) => {
+export const registerRequestRoutes: RegisterRoutes<RequestDeps & { contract: Contract }> = (router, deps) => {
   const { contract } = deps;
   const requests = requestUseCases(deps);
 

@@ -37,9 +37,9 @@ export function liveRequests(deps: RequestDeps): RequestUseCases {
     async decide(caller, requestId, decision) {
       const now = new Date();
       if (decision.action === 'deny') {
-        return { decided: requestData(await denyRequest(prisma, caller.brokerId, requestId, decision.denialReason, caller.work, now)) };
+        return { decided: requestData(await denyRequest(prisma, caller.brokerId, requestId, decision.denialReason, caller.unitOfWork, now)) };
       }
-      const request = await approveRequest(prisma, await deps.credentials(), caller.brokerId, requestId, caller.work, now);
+      const request = await approveRequest(prisma, await deps.credentials(), caller.brokerId, requestId, caller.unitOfWork, now);
       await deps.serviceReads.changed(caller.brokerId);
       return { decided: requestData(request) };
     },

@@ -1,17 +1,19 @@
 import type { Router } from 'express';
-import type { AppDeps } from '../deps.ts';
 import type { Contract } from '../http/contract.ts';
 import { invalidParameter, missingParameter } from '../http/errors.ts';
 import { boolParam, intParam, pageParams, textParam } from '../http/params.ts';
 import { operation, serialized, type SerializedReply } from '../http/operation.ts';
 import { DATE_OR_DATE_TIME_REASON } from '../http/validation.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import { isoInstant } from '../shared/dates.ts';
 import { isBlank } from '../shared/text.ts';
 import type { BillingCycle, ServiceData, ServiceStatus } from './present.ts';
 import { sandboxServices } from './sandbox.ts';
-import { liveServices, type Page, type ServiceUseCases } from './use-cases.ts';
+import { liveServices, type Page, type ServiceDeps, type ServiceUseCases } from './use-cases.ts';
+
+/** What the service operations are built from: the use cases' parts, with the mail queue's `sendMail` among the jobs. */
+type ServiceRouteDeps = Omit<ServiceDeps, 'sendMail'> & { jobs: Pick<ServiceDeps, 'sendMail'>; contract: Contract };
 
 /** Numbers above what the database stores name no service: 404 for a live key, echoed by the sandbox. */
 export function serviceNumberParam(params: { service_number?: unknown }): number {
@@ -26,12 +28,12 @@ export function parseInstant(value: string): Date {
   return instant;
 }
 
-export function serviceUseCases(deps: AppDeps): ByMode<ServiceUseCases> {
-  const parts = { ...deps, sendMail: (mail: Parameters<AppDeps['jobs']['sendMail']>[0]) => deps.jobs.sendMail(mail) };
+export function serviceUseCases(deps: Omit<ServiceRouteDeps, 'contract'>): ByMode<ServiceUseCases> {
+  const parts = { ...deps, sendMail: (mail: Parameters<ServiceDeps['sendMail']>[0]) => deps.jobs.sendMail(mail) };
   return { live: liveServices(parts), sandbox: sandboxServices(deps) };
 }
 
-export const registerServiceRoutes: RegisterRoutes = (router, deps) => {
+export const registerServiceRoutes: RegisterRoutes<ServiceRouteDeps> = (router, deps) => {
   const services = serviceUseCases(deps);
   registerServiceReads(router, deps.contract, services);
   registerServiceChanges(router, deps.contract, services);

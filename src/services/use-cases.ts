@@ -123,7 +123,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         include: REQUEST_INCLUDE,
       });
       await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'request.created', object: requestData(created) }]);
-      await caller.work.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
+      await caller.unitOfWork.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
       return created;
     });
     // A pending create request has no service yet: the contract's 202 says so in its type.
@@ -158,7 +158,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         ],
         now,
       );
-      await caller.work.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
+      await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
       return created;
     }),
   );
@@ -204,7 +204,7 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const updated = await prisma.$transaction(async (tx) => {
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
     await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'service.updated', object: serviceData(changed) }], now);
-    await caller.work.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
+    await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
     return changed;
   });
   await deps.serviceReads.changed(caller.brokerId);
@@ -239,7 +239,7 @@ async function requestPlanChange(deps: ServiceDeps, caller: Caller, serviceNumbe
   requireStatus(service, ['active'], change === 'upgrade' ? 'upgraded' : 'downgraded');
   await requireNoOpenRequest(prisma, service);
   const requested = requireTierChange(await deps.catalogue(), service.plan, plan, change);
-  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId }, caller.work);
+  const request = await createChangeRequest(prisma, service, { type: change, requestedPlanId: requested.id, apiKeyId: caller.apiKeyId }, caller.unitOfWork);
   return requestData(request);
 }
 
@@ -249,7 +249,7 @@ async function requestCancellation(deps: ServiceDeps, caller: Caller, serviceNum
   const service = await findService(prisma, caller.brokerId, serviceNumber);
   if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
   await requireNoOpenRequest(prisma, service);
-  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.work);
+  const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.unitOfWork);
   return requestData(request);
 }
 

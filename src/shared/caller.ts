@@ -1,11 +1,5 @@
 import type { UnitOfWork } from './unit-of-work.ts';
 
-/** What an operation made or changed, by its public id (service number, REQ-…, run id, we_…, evt_…). */
-export interface Effect {
-  readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
-  readonly id: string;
-}
-
 /** Who a use case acts for; built once per request from the authenticated key (src/http/operation.ts). */
 export interface Caller {
   readonly brokerId: string;
@@ -16,8 +10,8 @@ export interface Caller {
   readonly mayReadCredentials: boolean;
   /** Sandbox only: the caller asked to see requests wait for the provider's review (`X-Test-Scenario: provider_review`). */
   readonly providerReview: boolean;
-  /** What must commit with the change, in its transaction: `work.within(tx).recordEffect(effect)`. */
-  readonly work: UnitOfWork;
+  /** What must commit with the change, in its transaction: `unitOfWork.within(tx).recordEffect(effect)`. */
+  readonly unitOfWork: UnitOfWork;
 }
 
 /** The two implementations of one resource's use cases: live records, or the sandbox's simulation. */

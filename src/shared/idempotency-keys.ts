@@ -1,5 +1,5 @@
 /** Shared by src/http/idempotency.ts and src/idempotency/store.ts, so neither imports the other. */
-import type { Effect } from './caller.ts';
+import type { Effect } from './unit-of-work.ts';
 import type { Db } from './db-errors.ts';
 
 /** What to do with a request that carries an Idempotency-Key. */

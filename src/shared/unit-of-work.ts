@@ -1,5 +1,10 @@
-import type { Effect } from './caller.ts';
 import type { Db } from './db-errors.ts';
+
+/** What an operation made or changed, by its public id (service number, REQ-…, run id, we_…, evt_…). */
+export interface Effect {
+  readonly type: 'service' | 'request' | 'report' | 'webhook_endpoint' | 'event';
+  readonly id: string;
+}
 
 /**
  * Whatever must commit with an operation's change (the Idempotency-Key's record of the effect), in

@@ -3,16 +3,23 @@
  * secret, ping. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
  * endpoints); every answer that shows a secret is made here from the use case's, nowhere else.
  */
-import type { AppDeps } from '../deps.ts';
+import type { Config } from '../config.ts';
+import type { Contract } from '../http/contract.ts';
 import { missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
 import { pageParams, textParam } from '../http/params.ts';
-import type { RegisterRoutes } from '../routes.ts';
+import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import type { EndpointChange } from './endpoint-store.ts';
 import { checkEventTypes, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
 
-export function webhookEndpointUseCases(deps: AppDeps): ByMode<WebhookEndpointUseCases> {
+/** What the webhook endpoint operations are built from. */
+type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
+  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookEndpointsPerBroker'>;
+  contract: Contract;
+};
+
+export function webhookEndpointUseCases(deps: Omit<EndpointRouteDeps, 'contract'>): ByMode<WebhookEndpointUseCases> {
   const parts: EndpointDeps = {
     prisma: deps.prisma,
     credentials: deps.credentials,
@@ -28,7 +35,7 @@ function descriptionParam(value: string | null | undefined): string | null | und
   return textParam(value?.trim(), 'description', 'body') ?? null;
 }
 
-export const registerWebhookEndpointRoutes: RegisterRoutes = (router, deps) => {
+export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = (router, deps) => {
   const useCases = webhookEndpointUseCases(deps);
   const destinations = { destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
   const { contract } = deps;

@@ -141,7 +141,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
   return {
     async create(caller, input) {
       const { secret, stored } = await newSecret();
-      const row = await createEndpoint(prisma, scope(caller), { ...input, secret: stored }, caller.work, new Date(), deps.endpointsPerBroker);
+      const row = await createEndpoint(prisma, scope(caller), { ...input, secret: stored }, caller.unitOfWork, new Date(), deps.endpointsPerBroker);
       return { ...endpointData(row), secret };
     },
     async list(caller, page) {
@@ -152,18 +152,18 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
       return endpointData(await findEndpoint(prisma, scope(caller), id));
     },
     async update(caller, id, change) {
-      return endpointData(await updateEndpoint(prisma, scope(caller), id, change, caller.work, new Date()));
+      return endpointData(await updateEndpoint(prisma, scope(caller), id, change, caller.unitOfWork, new Date()));
     },
     async remove(caller, id) {
-      return { ...endpointData(await deleteEndpoint(prisma, scope(caller), id, caller.work)), deleted: true };
+      return { ...endpointData(await deleteEndpoint(prisma, scope(caller), id, caller.unitOfWork)), deleted: true };
     },
     async rotateSecret(caller, id) {
       const { secret, stored } = await newSecret();
-      return { ...endpointData(await rotateSecret(prisma, scope(caller), id, stored, caller.work, new Date())), secret };
+      return { ...endpointData(await rotateSecret(prisma, scope(caller), id, stored, caller.unitOfWork, new Date())), secret };
     },
     async ping(caller, id) {
       const now = new Date();
-      const eventId = await recordPing(prisma, scope(caller), id, caller.work, now);
+      const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, now);
       return { id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
     },
   };

@@ -5,11 +5,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
 import { operation, type DataOf } from '../../src/http/operation.ts';
-import type { RegisterRoutes } from '../../src/routes.ts';
+import type { Contract } from '../../src/http/contract.ts';
+import type { RegisterRoutes } from '../../src/http/resource.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 
-const offContract: RegisterRoutes = (router, deps) => {
+const offContract: RegisterRoutes<{ contract: Contract }> = (router, deps) => {
   // GET /api/v1/auth-check answering with a field the contract does not have and without the
   // required ones: what a careless handler would do (cast past the contract's types).
   operation(router, deps.contract, 'getAuthCheck', {

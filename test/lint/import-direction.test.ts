@@ -60,6 +60,18 @@ const rows: Array<[file: string, imports: string, allowed: boolean]> = [
   ['src/webhooks/sign.ts', '../redis.ts', false],
   ['src/jobs/queues.ts', '../webhooks/dispatcher.ts', false],
   ['src/events/store.ts', '../webhooks/dispatcher.ts', false],
+  // The resources, src/ops and the basics below the composition: a resource names the parts it takes.
+  ['src/services/adapter.ts', '../deps.ts', false],
+  ['src/auth/adapter.ts', '../routes.ts', false],
+  ['src/reports/delivery/downloads.ts', '../../deps.ts', false],
+  ['src/ops/health.ts', '../deps.ts', false],
+  ['src/services/adapter.ts', '../http/resource.ts', true],
+  ['src/routes.ts', './deps.ts', true],
+  ['src/main/runtime.ts', '../deps.ts', true],
+  ['src/config.ts', './webhooks/schedule.ts', false],
+  ['src/logger.ts', './app.ts', false],
+  ['src/config.ts', './shared/text.ts', true],
+  ['src/webhooks/schedule.ts', '../config.ts', true],
 ];
 
 describe('import direction (eslint-plugin-import-x no-restricted-paths)', () => {

@@ -1,8 +1,7 @@
 /** The WEBHOOK_* settings: their defaults, and a bad value refused at start with the setting's name. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
-import { DEFAULT_DISABLE_AFTER_HOURS, DEFAULT_RETRY_SCHEDULE } from '../../src/webhooks/schedule.ts';
+import { DEFAULT_DISABLE_AFTER_HOURS, DEFAULT_RETRY_SCHEDULE, loadConfig } from '../../src/config.ts';
 
 describe('WEBHOOK_* settings', () => {
   test('defaults: 15 s timeout, the Standard Webhooks schedule, 120 hours, no private URLs', () => {

@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  DEFAULT_DISABLE_AFTER_HOURS,
-  DEFAULT_RETRY_SCHEDULE,
-  nextAttemptDelayMs,
-  parseRetrySchedule,
-  shouldDisable,
-} from '../../src/webhooks/schedule.ts';
+import { DEFAULT_DISABLE_AFTER_HOURS, DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from '../../src/config.ts';
+import { nextAttemptDelayMs, shouldDisable } from '../../src/webhooks/schedule.ts';
 
 describe('WEBHOOK_RETRY_SCHEDULE (parseRetrySchedule)', () => {
   const rows: Array<[text: string, schedule: number[] | RegExp]> = [
