@@ -30,15 +30,10 @@ function scrubbedUrls(): (url: string, known: ReadonlySet<string> | undefined) =
 }
 
 /**
- * One structured line per request when its response is finished (or the client went away):
- * request id, method, URL (values of unknown query parameters, key-shaped text and a download
- * link's token left out: src/ops/redact.ts scrubUrl), status and response time; and
- * `onFinished` for every request whose response was sent in full (the metrics), from the same
- * listener: a listener pair per concern per response showed in the profile.
- *
- * This replaces pino-http, which builds two child loggers per request (serializing the request
- * for each) whether or not the line is ever written, a visible share of the API process's CPU
- * under `npm run bench` at LOG_LEVEL=warn (bench/README.md). Here nothing is built unless the line's level is enabled.
+ * One structured line per request when its response is finished (or the client went away), its
+ * URL scrubbed (src/ops/redact.ts), and `onFinished` for the metrics from the same listener. It
+ * replaces pino-http, which built two child loggers per request whether or not the line was
+ * written (bench/README.md); here nothing is built unless the line's level is enabled.
  */
 export function requestLog(
   logger: Logger,
