@@ -9,10 +9,12 @@ import { shouldDisable } from './schedule.ts';
 /** A delivery given up: failed, nothing more due, no lease, ended now. */
 const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()`;
 
-/** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1). */
+/** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1) under this lease. */
 export interface ClaimedDelivery {
   deliveryId: string;
   number: number;
+  /** The lease's end as written: it names the lease, so a later claim of the delivery is told apart. */
+  leasedUntil: Date;
 }
 
 export interface ClaimOptions {
@@ -31,22 +33,18 @@ export interface ClaimOptions {
 }
 
 /**
- * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly: each endpoint
- * gets at most `perEndpoint` leases at once, each broker and mode at most `perBroker`, test mode
- * at most `testMode`, and all at most `inFlight`, counting the leases held already. Within those,
- * every broker's first delivery comes before anyone's second (a rank per broker and mode), so one
- * broker's slow or dead endpoints hold a bounded share of the slots, never the others', and
- * test-mode deliveries never take more than theirs. Deliveries of a disabled endpoint are not
- * claimed, except pings (a ping is sent whatever the endpoint's status).
- *
- * Safe in several workers at once: the rows are locked as they are taken (SKIP LOCKED), and an
- * advisory lock makes claims one at a time, so two workers' counts of leases do not both see room
- * for the same slots.
+ * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly, within the
+ * bounds of ClaimOptions counting the leases held already: every broker's first delivery comes
+ * before anyone's second (a rank per broker and mode), so one broker's slow or dead endpoints hold
+ * a bounded share of the slots, never the others'. A disabled endpoint's deliveries are not
+ * claimed, except pings. Safe in several workers at once: rows are locked as they are taken
+ * (SKIP LOCKED), and an advisory lock makes claims one at a time, so two workers' counts of
+ * leases do not both see room for the same slots.
  */
 export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   return prisma.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_deliveries.claim'))`;
-    const rows = await tx.$queryRaw<Array<{ id: string; attempts: number }>>`
+    const rows = await tx.$queryRaw<Array<{ id: string; attempts: number; leased_until: Date }>>`
       WITH leased AS (
         SELECT l."endpoint_id", w."broker_id", w."mode"
           FROM "webhook_deliveries" l JOIN "webhook_endpoints" w ON w."id" = l."endpoint_id"
@@ -84,8 +82,8 @@ export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<C
           WHERE "id" IN (SELECT "id" FROM chosen) AND "status" = 'pending'
             AND ("leased_until" IS NULL OR "leased_until" < now())
             FOR UPDATE SKIP LOCKED)
-      RETURNING "id"::text AS "id", "attempts"`;
-    return rows.map((r) => ({ deliveryId: r.id, number: r.attempts + 1 }));
+      RETURNING "id"::text AS "id", "attempts", "leased_until"`;
+    return rows.map((r) => ({ deliveryId: r.id, number: r.attempts + 1, leasedUntil: r.leased_until }));
   });
 }
 
@@ -124,11 +122,36 @@ export async function findDelivery(prisma: PrismaClient, deliveryId: string) {
 
 export type DeliveryRecord = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
 
+export interface HeldLease {
+  deliveryId: string;
+  /** The attempt the lease was taken for. */
+  number: number;
+  leasedUntil: Date;
+  /** The attempt's longest run: a lease with less left than this would lapse under it. */
+  forMs: number;
+}
+
+/**
+ * Whether the delivery is still pending under this very lease, for this attempt, with `forMs`
+ * left on it: a job queued for an older claim, or one that waited in Redis until its lease nearly
+ * ran out, must not send while the delivery is (or is about to be) claimed again.
+ */
+export async function holdsLease(prisma: PrismaClient, o: HeldLease): Promise<boolean> {
+  const [row] = await prisma.$queryRaw<Array<{ held: boolean }>>`
+    SELECT EXISTS (
+      SELECT 1 FROM "webhook_deliveries"
+       WHERE "id" = ${BigInt(o.deliveryId)} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int
+         AND "leased_until" = ${o.leasedUntil} AND "leased_until" >= now() + ${o.forMs}::int * interval '1 millisecond') AS "held"`;
+  return row?.held === true;
+}
+
 export interface AttemptOutcome {
   deliveryId: string;
   endpointId: string;
   /** The attempt's number: the delivery's attempts so far + 1. */
   number: number;
+  /** The lease the attempt was made under: recorded only while the delivery still holds it. */
+  leasedUntil: Date;
   attemptedAt: Date;
   ok: boolean;
   gone: boolean;
@@ -150,8 +173,9 @@ export const GONE_REASON = 'the endpoint answered 410 Gone';
 export const failingReason = (hours: number) => `every delivery failed for ${hours} hours`;
 
 /**
- * Records an attempt and its consequences in one transaction: the attempt under its number
- * (unique per delivery: a repeated job inserts nothing and changes nothing), the delivery's new
+ * Records an attempt and its consequences in one transaction: the attempt under its number, only
+ * while the delivery is pending under the attempt's lease (a repeated job, or one whose lease
+ * lapsed and was claimed again, inserts nothing and changes nothing), the delivery's new
  * state (delivered; pending again at its next time; failed when the schedule ran out or the
  * endpoint is gone), its lease cleared, and the endpoint's figures; a 410, or failing for
  * `disableAfterHours`, disables the endpoint with the reason and fails its pending deliveries.
@@ -164,6 +188,13 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
     // for this transaction or makes it record nothing, where locking in the other order deadlocked.
     const [endpoint] = await tx.$queryRaw<Array<{ failing_since: Date | null; status: string }>>`
       SELECT "failing_since", "status"::text AS "status" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId} FOR UPDATE`;
+    // The delivery's row next, locked while it still holds the attempt's lease: a claim skips it
+    // until this commits, and a claim that came first leaves it with another lease, recorded by no one here.
+    const held = await tx.$queryRaw<unknown[]>`
+      SELECT 1 FROM "webhook_deliveries"
+       WHERE "id" = ${id} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int AND "leased_until" = ${o.leasedUntil}
+         FOR UPDATE`;
+    if (held.length === 0) return { recorded: false };
     const inserted = await tx.$queryRaw<unknown[]>`
       INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms")
       SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int

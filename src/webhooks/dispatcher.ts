@@ -1,19 +1,12 @@
 /**
- * Webhook delivery in the worker. The database is the record of every delivery; Redis only queues
- * the attempts:
- *
- *   change + event + webhook_deliveries (pending, due now), one transaction (src/events/store.ts)
- *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease,
- *        fairly (src/webhooks/delivery-store.ts, claimDue) ── webhooks job `<delivery>.<attempt>`
- *          └─ processor: sign (both secrets during a rotation) ── POST ── record the attempt,
- *             the delivery's new state and the endpoint's figures in one transaction
- *
- * - The reconciler is the dispatcher itself: a job Redis lost, or one of a worker that was killed,
- *   leaves its delivery's lease to lapse, and the delivery is claimed and queued again.
- * - At least once: an attempt whose record fails (the database away) is made again once the lease
- *   lapses; receivers skip repeats by `webhook-id` (the event's id, the same on every attempt).
- *   A repeated job for an attempt already recorded records nothing.
- * - Order is not promised: deliveries are attempted concurrently, and retried ones come later.
+ * Webhook delivery in the worker; the database is the record, Redis only queues the attempts.
+ * The dispatcher (each worker, every DISPATCH_MS and after each attempt) claims due deliveries
+ * under a lease, fairly (delivery-store.ts, claimDue), and queues one job per claim, its id
+ * `<delivery>.<attempt>.<lease's end>`: a delivery claimed again once a dead worker's lease
+ * lapsed gets a new job at once. A job sends only while its lease is the delivery's, and its
+ * record is fenced on that lease, so a late job never sends or records after a new claim.
+ * At least once: an attempt not recorded is made again after its lease lapses; receivers skip
+ * repeats by `webhook-id`. Order is not promised.
  */
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
@@ -21,7 +14,7 @@ import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { deliver } from './deliver.ts';
-import { anyDue, claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
+import { anyDue, claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, holdsLease, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
 import { nextAttemptDelayMs } from './schedule.ts';
 import { signatureHeaders } from './sign.ts';
 
@@ -55,11 +48,13 @@ export const WEBHOOK_USER_AGENT = 'client-api-v1-webhooks/1 (Standard Webhooks)'
 
 export interface WebhookJobData {
   deliveryId: string;
-  /** The attempt's number; with the delivery's id it is the job's id, so an attempt is queued once. */
+  /** The attempt's number. */
   number: number;
+  /** The claim's lease end, in ms since the epoch: with the delivery and the number it names the job, one per claim. */
+  leasedUntil: number;
 }
 
-export const webhookJobId = (deliveryId: string, number: number) => `delivery.${deliveryId}.${number}`;
+export const webhookJobId = (deliveryId: string, number: number, leasedUntil: number) => `delivery.${deliveryId}.${number}.${leasedUntil}`;
 
 export interface WebhookWorkOptions {
   prisma: PrismaClient;
@@ -151,6 +146,15 @@ function coalesced(dispatch: () => Promise<number>, log: Logger) {
   };
 }
 
+/** The claim's bounds (see claimDue): every worker's leases together fit one worker's slots. */
+const CLAIM_BOUNDS = {
+  limit: WEBHOOK_CONCURRENCY,
+  inFlight: WEBHOOK_CONCURRENCY,
+  perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+  perBroker: PER_BROKER_IN_FLIGHT,
+  testMode: TEST_MODE_IN_FLIGHT,
+} as const;
+
 export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   const { prisma, config, queues } = options;
   const log = options.log.child({ component: 'webhooks' });
@@ -159,22 +163,15 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   async function dispatch(): Promise<number> {
     if (!(await anyDue(prisma))) return 0;
     await failDeliveriesOfDisabledEndpoints(prisma);
-    const claimed = await claimDue(prisma, {
-      limit: WEBHOOK_CONCURRENCY,
-      inFlight: WEBHOOK_CONCURRENCY,
-      perEndpoint: PER_ENDPOINT_IN_FLIGHT,
-      perBroker: PER_BROKER_IN_FLIGHT,
-      testMode: TEST_MODE_IN_FLIGHT,
-      leaseMs,
-    });
-    for (const { deliveryId, number } of claimed) {
-      // A job still queued under this id (a lease that lapsed while it waited) is left as it is.
-      await queues.add(WEBHOOKS_QUEUE, 'deliver', { deliveryId, number } satisfies WebhookJobData, { jobId: webhookJobId(deliveryId, number), attempts: 1 });
+    const claimed = await claimDue(prisma, { ...CLAIM_BOUNDS, leaseMs });
+    for (const { deliveryId, number, leasedUntil } of claimed) {
+      const data: WebhookJobData = { deliveryId, number, leasedUntil: leasedUntil.getTime() };
+      await queues.add(WEBHOOKS_QUEUE, 'deliver', data, { jobId: webhookJobId(deliveryId, number, data.leasedUntil), attempts: 1 });
     }
     return claimed.length;
   }
 
-  async function attempt(delivery: DeliveryRecord, number: number): Promise<unknown> {
+  async function attempt(delivery: DeliveryRecord, number: number, leasedUntil: Date): Promise<unknown> {
     const { event, endpoint } = delivery;
     const deliveryId = delivery.id.toString();
     const attemptedAt = new Date();
@@ -186,6 +183,7 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
       deliveryId,
       endpointId: endpoint.id,
       number,
+      leasedUntil,
       attemptedAt,
       ok: result.ok,
       gone: result.gone,
@@ -213,14 +211,19 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
 
   async function processOne(job: Job<WebhookJobData>): Promise<unknown> {
     const { deliveryId, number } = job.data;
+    // A job from before lease-named jobs has no lease: its delivery is claimed again once that lapses.
+    if (typeof job.data.leasedUntil !== 'number') return { skipped: 'not this lease' };
+    const leasedUntil = new Date(job.data.leasedUntil);
+    // Gone with its event (retention), finished, this attempt made already, claimed again since, or
+    // too little lease left to finish under it: the job does nothing, and the delivery's lease decides.
+    if (!(await holdsLease(prisma, { deliveryId, number, leasedUntil, forMs: config.webhookTimeoutMs }))) return { skipped: 'not this lease' };
     const delivery = await findDelivery(prisma, deliveryId);
-    // Gone with its event (retention), finished, or this attempt made already: a repeated job does nothing.
-    if (!delivery || delivery.status !== 'pending' || delivery.attempts !== number - 1) return { skipped: 'not this attempt' };
+    if (!delivery || delivery.status !== 'pending' || delivery.attempts !== number - 1) return { skipped: 'not this lease' };
     if (delivery.endpoint.status !== 'enabled' && delivery.event.type !== 'ping') {
       await failDelivery(prisma, deliveryId, delivery.attempts);
       return { skipped: 'endpoint disabled' };
     }
-    return attempt(delivery, number);
+    return attempt(delivery, number, leasedUntil);
   }
 
   return {
