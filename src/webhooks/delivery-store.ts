@@ -7,7 +7,7 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import { shouldDisable } from './schedule.ts';
 
 /** A delivery given up: failed, nothing more due, no lease, ended now. */
-const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()`;
+const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "leased_by" = NULL, "completed_at" = now()`;
 
 /** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1) under this lease. */
 export interface ClaimedDelivery {
@@ -30,6 +30,8 @@ export interface ClaimOptions {
   testMode: number;
   /** How long a claim holds: an attempt's timeout and a margin; a lapsed lease is claimed again. */
   leaseMs: number;
+  /** The claiming worker's id (src/webhooks/heartbeat.ts), or null without heartbeats. */
+  leasedBy: string | null;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<C
          WHERE m."mode" <> 'test' OR m."mode_rank" <= ${o.testMode}::int - (SELECT count(*) FROM leased WHERE leased."mode" = 'test')
          ORDER BY m."rank", m."next_attempt_at", m."id"
          LIMIT GREATEST(LEAST(${o.limit}::int, ${o.inFlight}::int - (SELECT count(*)::int FROM leased)), 0))
-      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${o.leaseMs}::int * interval '1 millisecond'
+      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${o.leaseMs}::int * interval '1 millisecond', "leased_by" = ${o.leasedBy}::text
        WHERE "id" IN (
          SELECT "id" FROM "webhook_deliveries"
           WHERE "id" IN (SELECT "id" FROM chosen) AND "status" = 'pending'
@@ -129,20 +131,41 @@ export interface HeldLease {
   leasedUntil: Date;
   /** The attempt's longest run: a lease with less left than this would lapse under it. */
   forMs: number;
+  /** The worker about to send (null without heartbeats): the lease is its from now on. */
+  by: string | null;
 }
 
 /**
- * Whether the delivery is still pending under this very lease, for this attempt, with `forMs`
- * left on it: a job queued for an older claim, or one that waited in Redis until its lease nearly
- * ran out, must not send while the delivery is (or is about to be) claimed again.
+ * Takes the lease over for the worker about to send, if the delivery is still pending under this
+ * very lease, for this attempt, with `forMs` left on it; whether it did. A job queued for an older
+ * claim, or one that waited until its lease nearly ran out, must not send while the delivery is
+ * (or is about to be) claimed again; and the lease names whoever sends, whoever claimed it.
  */
-export async function holdsLease(prisma: PrismaClient, o: HeldLease): Promise<boolean> {
-  const [row] = await prisma.$queryRaw<Array<{ held: boolean }>>`
-    SELECT EXISTS (
-      SELECT 1 FROM "webhook_deliveries"
-       WHERE "id" = ${BigInt(o.deliveryId)} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int
-         AND "leased_until" = ${o.leasedUntil} AND "leased_until" >= now() + ${o.forMs}::int * interval '1 millisecond') AS "held"`;
-  return row?.held === true;
+export async function takeLease(prisma: PrismaClient, o: HeldLease): Promise<boolean> {
+  const taken = await prisma.$executeRaw`
+    UPDATE "webhook_deliveries" SET "leased_by" = ${o.by}::text
+     WHERE "id" = ${BigInt(o.deliveryId)} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int
+       AND "leased_until" = ${o.leasedUntil} AND "leased_until" >= now() + ${o.forMs}::int * interval '1 millisecond'`;
+  return taken === 1;
+}
+
+/** The workers holding live leases. */
+export async function leaseHolders(prisma: PrismaClient): Promise<string[]> {
+  const rows = await prisma.$queryRaw<Array<{ by: string }>>`
+    SELECT DISTINCT "leased_by" AS "by" FROM "webhook_deliveries"
+     WHERE "status" = 'pending' AND "leased_until" >= now() AND "leased_by" IS NOT NULL`;
+  return rows.map((r) => r.by);
+}
+
+/**
+ * Releases the live leases of these workers (their heartbeat stopped): the deliveries are claimed
+ * again at once, and their old jobs, fenced on the lease, neither send nor record. How many.
+ */
+export async function releaseLeasesOf(prisma: PrismaClient, workerIds: readonly string[]): Promise<number> {
+  if (workerIds.length === 0) return 0;
+  return prisma.$executeRaw`
+    UPDATE "webhook_deliveries" SET "leased_until" = NULL, "leased_by" = NULL
+     WHERE "status" = 'pending' AND "leased_until" >= now() AND "leased_by" IN (${Prisma.join([...workerIds])})`;
 }
 
 export interface AttemptOutcome {
@@ -208,7 +231,7 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
          SET "attempts" = ${o.number}::int,
              "status" = ${status}::"webhook_delivery_status",
              "next_attempt_at" = CASE WHEN ${status} = 'pending' THEN now() + ${o.nextDelayMs ?? 0}::int * interval '1 millisecond' END,
-             "leased_until" = NULL,
+             "leased_until" = NULL, "leased_by" = NULL,
              "completed_at" = CASE WHEN ${status} = 'pending' THEN NULL ELSE now() END
        WHERE "id" = ${id}`;
     if (!endpoint) return { recorded: true, status };
