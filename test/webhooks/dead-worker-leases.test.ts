@@ -16,7 +16,7 @@ import { createWebhookWork, RELEASE_AFTER_MS, type WebhookJobData, type WebhookW
 import { createRedisLiveness, HEARTBEAT_TTL_MS, type WorkerLiveness } from '../../src/webhooks/heartbeat.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
-import { startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
+import { eventually, startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 
 const TIMEOUT_MS = 2000;
 const credentials = createCredentials(randomBytes(32));
@@ -93,7 +93,7 @@ describe('a worker whose heartbeat stopped', () => {
     queued.length = 0;
     await b.dispatch();
     assert.equal(queued.length, 0, 'missing once: nothing released');
-    while (Date.now() - stoppedAt < RELEASE_AFTER_MS + 1100) {
+    while (Date.now() - stoppedAt < RELEASE_AFTER_MS + 3000) {
       await sleep(250);
       await b.dispatch();
       if (queued.length > 0) break;
@@ -160,8 +160,12 @@ describe('the Redis heartbeat', () => {
     try {
       assert.notEqual(one.workerId, two.workerId);
       one.start();
-      await sleep(200);
-      assert.deepEqual([...(await two.alive([one.workerId, two.workerId]))], [one.workerId]);
+      // Its first beat connects first: seen as soon as that lands, and only it (two never beat).
+      const seen = await eventually(async () => {
+        const alive = await two.alive([one.workerId, two.workerId]);
+        return alive.size > 0 ? alive : undefined;
+      }, 5000, 'the first heartbeat');
+      assert.deepEqual([...seen], [one.workerId]);
       // Renewed: still there past one expiry.
       await sleep(HEARTBEAT_TTL_MS + 500);
       assert.ok((await two.alive([one.workerId])).has(one.workerId));
