@@ -29,6 +29,7 @@ import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
 import { openCredentials } from './db/credentials.ts';
 import { lazy } from './shared/lazy.ts';
 import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/dispatcher.ts';
+import { createRedisLiveness } from './webhooks/heartbeat.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
 
@@ -96,9 +97,12 @@ function jobQueues(options: CreateJobsOptions, log: Logger): JobQueues {
 }
 
 /** The webhook deliveries' worker side, with the endpoint secrets' key read on first use. */
-function webhookWork(prisma: PrismaClient, config: Config, log: Logger, queues: JobQueues) {
+function webhookWork(prisma: PrismaClient, config: Config, log: Logger, queues: JobQueues, redis: RedisEndpoint) {
   const credentials = lazy(() => openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir }));
-  return createWebhookWork({ prisma, config, log, queues, decrypt: async (stored) => (await credentials()).decrypt(stored) });
+  // Connects only once the workers start (its first heartbeat).
+  const liveness = createRedisLiveness({ redis: redis.options, prefix: queues.prefix, log });
+  const work = createWebhookWork({ prisma, config, log, queues, liveness, decrypt: async (stored) => (await credentials()).decrypt(stored) });
+  return { work, liveness };
 }
 
 export function createJobs(options: CreateJobsOptions): Jobs {
@@ -128,7 +132,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     'recipientId' in job.data && job.data.recipientId !== undefined
       ? reports.processSend(job as Job<SendJobData>)
       : notice(job as Job<NoticeJobData>);
-  const webhooks = webhookWork(prisma, config, log, queues);
+  const { work: webhooks, liveness } = webhookWork(prisma, config, log, queues, options.redisEndpoint);
   let started: Promise<void> | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
   let dispatcher: { stop(): Promise<void> } | undefined;
@@ -170,6 +174,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
       if (dispatched) await withTimeout(dispatched, 1000);
       const keptUp = upkeep?.stop();
       await queues.close();
+      await withTimeout(liveness.close(), 1000); // the heartbeat last: running jobs' leases are not a dead worker's
       if (reconciled) await withTimeout(reconciled, 1000);
       if (keptUp) await withTimeout(keptUp, 1000);
       mailer?.close();

@@ -7,12 +7,14 @@ import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import { shouldDisable } from './schedule.ts';
 
 /** A delivery given up: failed, nothing more due, no lease, ended now. */
-const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "completed_at" = now()`;
+const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "leased_by" = NULL, "completed_at" = now()`;
 
-/** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1). */
+/** A delivery leased for one attempt: its job is `attempt` `number` (attempts made so far + 1) under this lease. */
 export interface ClaimedDelivery {
   deliveryId: string;
   number: number;
+  /** The lease's end as written: it names the lease, so a later claim of the delivery is told apart. */
+  leasedUntil: Date;
 }
 
 export interface ClaimOptions {
@@ -28,25 +30,23 @@ export interface ClaimOptions {
   testMode: number;
   /** How long a claim holds: an attempt's timeout and a margin; a lapsed lease is claimed again. */
   leaseMs: number;
+  /** The claiming worker's id (src/webhooks/heartbeat.ts), or null without heartbeats. */
+  leasedBy: string | null;
 }
 
 /**
- * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly: each endpoint
- * gets at most `perEndpoint` leases at once, each broker and mode at most `perBroker`, test mode
- * at most `testMode`, and all at most `inFlight`, counting the leases held already. Within those,
- * every broker's first delivery comes before anyone's second (a rank per broker and mode), so one
- * broker's slow or dead endpoints hold a bounded share of the slots, never the others', and
- * test-mode deliveries never take more than theirs. Deliveries of a disabled endpoint are not
- * claimed, except pings (a ping is sent whatever the endpoint's status).
- *
- * Safe in several workers at once: the rows are locked as they are taken (SKIP LOCKED), and an
- * advisory lock makes claims one at a time, so two workers' counts of leases do not both see room
- * for the same slots.
+ * Leases due deliveries (pending, due, no live lease) for their next attempt, fairly, within the
+ * bounds of ClaimOptions counting the leases held already: every broker's first delivery comes
+ * before anyone's second (a rank per broker and mode), so one broker's slow or dead endpoints hold
+ * a bounded share of the slots, never the others'. A disabled endpoint's deliveries are not
+ * claimed, except pings. Safe in several workers at once: rows are locked as they are taken
+ * (SKIP LOCKED), and an advisory lock makes claims one at a time, so two workers' counts of
+ * leases do not both see room for the same slots.
  */
 export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   return prisma.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_deliveries.claim'))`;
-    const rows = await tx.$queryRaw<Array<{ id: string; attempts: number }>>`
+    const rows = await tx.$queryRaw<Array<{ id: string; attempts: number; leased_until: Date }>>`
       WITH leased AS (
         SELECT l."endpoint_id", w."broker_id", w."mode"
           FROM "webhook_deliveries" l JOIN "webhook_endpoints" w ON w."id" = l."endpoint_id"
@@ -78,14 +78,14 @@ export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<C
          WHERE m."mode" <> 'test' OR m."mode_rank" <= ${o.testMode}::int - (SELECT count(*) FROM leased WHERE leased."mode" = 'test')
          ORDER BY m."rank", m."next_attempt_at", m."id"
          LIMIT GREATEST(LEAST(${o.limit}::int, ${o.inFlight}::int - (SELECT count(*)::int FROM leased)), 0))
-      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${o.leaseMs}::int * interval '1 millisecond'
+      UPDATE "webhook_deliveries" SET "leased_until" = now() + ${o.leaseMs}::int * interval '1 millisecond', "leased_by" = ${o.leasedBy}::text
        WHERE "id" IN (
          SELECT "id" FROM "webhook_deliveries"
           WHERE "id" IN (SELECT "id" FROM chosen) AND "status" = 'pending'
             AND ("leased_until" IS NULL OR "leased_until" < now())
             FOR UPDATE SKIP LOCKED)
-      RETURNING "id"::text AS "id", "attempts"`;
-    return rows.map((r) => ({ deliveryId: r.id, number: r.attempts + 1 }));
+      RETURNING "id"::text AS "id", "attempts", "leased_until"`;
+    return rows.map((r) => ({ deliveryId: r.id, number: r.attempts + 1, leasedUntil: r.leased_until }));
   });
 }
 
@@ -124,11 +124,57 @@ export async function findDelivery(prisma: PrismaClient, deliveryId: string) {
 
 export type DeliveryRecord = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
 
+export interface HeldLease {
+  deliveryId: string;
+  /** The attempt the lease was taken for. */
+  number: number;
+  leasedUntil: Date;
+  /** The attempt's longest run: a lease with less left than this would lapse under it. */
+  forMs: number;
+  /** The worker about to send (null without heartbeats): the lease is its from now on. */
+  by: string | null;
+}
+
+/**
+ * Takes the lease over for the worker about to send, if the delivery is still pending under this
+ * very lease, for this attempt, with `forMs` left on it; whether it did. A job queued for an older
+ * claim, or one that waited until its lease nearly ran out, must not send while the delivery is
+ * (or is about to be) claimed again; and the lease names whoever sends, whoever claimed it.
+ */
+export async function takeLease(prisma: PrismaClient, o: HeldLease): Promise<boolean> {
+  const taken = await prisma.$executeRaw`
+    UPDATE "webhook_deliveries" SET "leased_by" = ${o.by}::text
+     WHERE "id" = ${BigInt(o.deliveryId)} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int
+       AND "leased_until" = ${o.leasedUntil} AND "leased_until" >= now() + ${o.forMs}::int * interval '1 millisecond'`;
+  return taken === 1;
+}
+
+/** The workers holding live leases. */
+export async function leaseHolders(prisma: PrismaClient): Promise<string[]> {
+  const rows = await prisma.$queryRaw<Array<{ by: string }>>`
+    SELECT DISTINCT "leased_by" AS "by" FROM "webhook_deliveries"
+     WHERE "status" = 'pending' AND "leased_until" >= now() AND "leased_by" IS NOT NULL`;
+  return rows.map((r) => r.by);
+}
+
+/**
+ * Releases the live leases of these workers (their heartbeat stopped): the deliveries are claimed
+ * again at once, and their old jobs, fenced on the lease, neither send nor record. How many.
+ */
+export async function releaseLeasesOf(prisma: PrismaClient, workerIds: readonly string[]): Promise<number> {
+  if (workerIds.length === 0) return 0;
+  return prisma.$executeRaw`
+    UPDATE "webhook_deliveries" SET "leased_until" = NULL, "leased_by" = NULL
+     WHERE "status" = 'pending' AND "leased_until" >= now() AND "leased_by" IN (${Prisma.join([...workerIds])})`;
+}
+
 export interface AttemptOutcome {
   deliveryId: string;
   endpointId: string;
   /** The attempt's number: the delivery's attempts so far + 1. */
   number: number;
+  /** The lease the attempt was made under: recorded only while the delivery still holds it. */
+  leasedUntil: Date;
   attemptedAt: Date;
   ok: boolean;
   gone: boolean;
@@ -150,8 +196,9 @@ export const GONE_REASON = 'the endpoint answered 410 Gone';
 export const failingReason = (hours: number) => `every delivery failed for ${hours} hours`;
 
 /**
- * Records an attempt and its consequences in one transaction: the attempt under its number
- * (unique per delivery: a repeated job inserts nothing and changes nothing), the delivery's new
+ * Records an attempt and its consequences in one transaction: the attempt under its number, only
+ * while the delivery is pending under the attempt's lease (a repeated job, or one whose lease
+ * lapsed and was claimed again, inserts nothing and changes nothing), the delivery's new
  * state (delivered; pending again at its next time; failed when the schedule ran out or the
  * endpoint is gone), its lease cleared, and the endpoint's figures; a 410, or failing for
  * `disableAfterHours`, disables the endpoint with the reason and fails its pending deliveries.
@@ -164,6 +211,13 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
     // for this transaction or makes it record nothing, where locking in the other order deadlocked.
     const [endpoint] = await tx.$queryRaw<Array<{ failing_since: Date | null; status: string }>>`
       SELECT "failing_since", "status"::text AS "status" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId} FOR UPDATE`;
+    // The delivery's row next, locked while it still holds the attempt's lease: a claim skips it
+    // until this commits, and a claim that came first leaves it with another lease, recorded by no one here.
+    const held = await tx.$queryRaw<unknown[]>`
+      SELECT 1 FROM "webhook_deliveries"
+       WHERE "id" = ${id} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int AND "leased_until" = ${o.leasedUntil}
+         FOR UPDATE`;
+    if (held.length === 0) return { recorded: false };
     const inserted = await tx.$queryRaw<unknown[]>`
       INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms")
       SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int
@@ -177,7 +231,7 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
          SET "attempts" = ${o.number}::int,
              "status" = ${status}::"webhook_delivery_status",
              "next_attempt_at" = CASE WHEN ${status} = 'pending' THEN now() + ${o.nextDelayMs ?? 0}::int * interval '1 millisecond' END,
-             "leased_until" = NULL,
+             "leased_until" = NULL, "leased_by" = NULL,
              "completed_at" = CASE WHEN ${status} = 'pending' THEN NULL ELSE now() END
        WHERE "id" = ${id}`;
     if (!endpoint) return { recorded: true, status };

@@ -3,11 +3,9 @@
  * make this server call its own network (SSRF): the database's port, an admin page on a private
  * address, or the cloud metadata service that hands out the machine's credentials.
  *
- * The address rule holds at every connection, not only at registration: `checkedLookup` is the
- * `lookup` of each delivery's socket, so a host that resolved to a public address when it was
- * registered and to 10.0.0.1 later (DNS rebinding) is refused before the socket connects. An
- * IP-literal host is never looked up (Node connects to it directly), so `checkEndpointUrl`
- * checks it itself.
+ * The address rule holds at every connection: `checkedLookup` is each delivery's socket `lookup`,
+ * so a host that later resolves to 10.0.0.1 (DNS rebinding) is refused before it connects. An
+ * IP-literal host is never looked up, so `checkEndpointUrl` checks it itself.
  */
 import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';

@@ -1,19 +1,12 @@
 /**
- * Webhook delivery in the worker. The database is the record of every delivery; Redis only queues
- * the attempts:
- *
- *   change + event + webhook_deliveries (pending, due now), one transaction (src/events/store.ts)
- *     └─ dispatcher, every DISPATCH_MS in each worker and after each recorded attempt: claims due deliveries under a lease,
- *        fairly (src/webhooks/delivery-store.ts, claimDue) ── webhooks job `<delivery>.<attempt>`
- *          └─ processor: sign (both secrets during a rotation) ── POST ── record the attempt,
- *             the delivery's new state and the endpoint's figures in one transaction
- *
- * - The reconciler is the dispatcher itself: a job Redis lost, or one of a worker that was killed,
- *   leaves its delivery's lease to lapse, and the delivery is claimed and queued again.
- * - At least once: an attempt whose record fails (the database away) is made again once the lease
- *   lapses; receivers skip repeats by `webhook-id` (the event's id, the same on every attempt).
- *   A repeated job for an attempt already recorded records nothing.
- * - Order is not promised: deliveries are attempted concurrently, and retried ones come later.
+ * Webhook delivery in the worker; the database is the record, Redis only queues the attempts.
+ * The dispatcher (each worker, every DISPATCH_MS and after each attempt) claims due deliveries
+ * under a lease, fairly (delivery-store.ts, claimDue), and queues one job per claim, its id
+ * `<delivery>.<attempt>.<lease's end>`: a delivery claimed again once a dead worker's lease
+ * lapsed gets a new job at once. A job sends only while its lease is the delivery's, and its
+ * record is fenced on that lease, so a late job never sends or records after a new claim.
+ * At least once: an attempt not recorded is made again after its lease lapses; receivers skip
+ * repeats by `webhook-id`. Order is not promised.
  */
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
@@ -21,7 +14,19 @@ import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import { deliver } from './deliver.ts';
-import { anyDue, claimDue, failDeliveriesOfDisabledEndpoints, failDelivery, findDelivery, recordAttempt, type DeliveryRecord } from './delivery-store.ts';
+import {
+  anyDue,
+  claimDue,
+  failDeliveriesOfDisabledEndpoints,
+  failDelivery,
+  findDelivery,
+  leaseHolders,
+  recordAttempt,
+  releaseLeasesOf,
+  takeLease,
+  type DeliveryRecord,
+} from './delivery-store.ts';
+import type { WorkerLiveness } from './heartbeat.ts';
 import { nextAttemptDelayMs } from './schedule.ts';
 import { signatureHeaders } from './sign.ts';
 
@@ -55,11 +60,13 @@ export const WEBHOOK_USER_AGENT = 'client-api-v1-webhooks/1 (Standard Webhooks)'
 
 export interface WebhookJobData {
   deliveryId: string;
-  /** The attempt's number; with the delivery's id it is the job's id, so an attempt is queued once. */
+  /** The attempt's number. */
   number: number;
+  /** The claim's lease end, in ms since the epoch: with the delivery and the number it names the job, one per claim. */
+  leasedUntil: number;
 }
 
-export const webhookJobId = (deliveryId: string, number: number) => `delivery.${deliveryId}.${number}`;
+export const webhookJobId = (deliveryId: string, number: number, leasedUntil: number) => `delivery.${deliveryId}.${number}.${leasedUntil}`;
 
 export interface WebhookWorkOptions {
   prisma: PrismaClient;
@@ -68,6 +75,8 @@ export interface WebhookWorkOptions {
   queues: Pick<JobQueues, 'add'>;
   /** Decrypts an endpoint's stored secret (the credentials key, src/db/credentials.ts). */
   decrypt: (stored: string) => Promise<string>;
+  /** Heartbeats of the worker processes (this one's kept by its owner until its jobs are done); without them a dead worker's leases only lapse. */
+  liveness?: WorkerLiveness | undefined;
 }
 
 export interface WebhookWork {
@@ -75,7 +84,7 @@ export interface WebhookWork {
   dispatch(): Promise<number>;
   /** The `webhooks` queue's processor: one attempt of one delivery. */
   process(job: Job<WebhookJobData>): Promise<unknown>;
-  /** Dispatches now, every DISPATCH_MS and after each attempt, until stopped. */
+  /** Dispatches now, every DISPATCH_MS and after each attempt, until stopped; starts the heartbeat, which runs until the liveness is closed. */
   startDispatching(): { stop(): Promise<void> };
 }
 
@@ -151,52 +160,97 @@ function coalesced(dispatch: () => Promise<number>, log: Logger) {
   };
 }
 
+/** How often a dispatcher looks for lease holders whose heartbeat is missing. */
+export const LIVENESS_CHECK_MS = 1000;
+/** A holder is dead once its heartbeat was missing on two checks this far apart, and on every one between. */
+export const RELEASE_AFTER_MS = 5000;
+
+/**
+ * Releases the leases of workers whose heartbeat stopped. Two checks apart, not one: a Redis that
+ * restarted empty loses every key at once, and live workers put theirs back within a second.
+ */
+function deadWorkerReleaser(prisma: PrismaClient, liveness: WorkerLiveness, log: Logger) {
+  const missingSince = new Map<string, number>();
+  let checkedAt = 0;
+  return async (): Promise<void> => {
+    const now = Date.now();
+    if (now - checkedAt < LIVENESS_CHECK_MS) return;
+    checkedAt = now;
+    const holders = (await leaseHolders(prisma)).filter((id) => id !== liveness.workerId);
+    let alive: Set<string>;
+    try {
+      alive = await liveness.alive(holders);
+    } catch (err) {
+      // Nothing is known until Redis answers again: a key it lost must be missed twice from then on.
+      missingSince.clear();
+      log.debug({ err }, 'worker heartbeats unknown; no lease released');
+      return;
+    }
+    for (const id of missingSince.keys()) if (!holders.includes(id) || alive.has(id)) missingSince.delete(id);
+    const dead = holders.filter((id) => !alive.has(id) && now - (missingSince.get(id) ?? now) >= RELEASE_AFTER_MS);
+    for (const id of holders) if (!alive.has(id) && !missingSince.has(id)) missingSince.set(id, now);
+    if (dead.length === 0) return;
+    const released = await releaseLeasesOf(prisma, dead);
+    for (const id of dead) missingSince.delete(id);
+    log.warn({ workers: dead, released }, 'released the webhook leases of workers whose heartbeat stopped');
+  };
+}
+
+/** One attempt of a delivery under the lease `leasedUntil`: sign, POST, record. */
+async function attempt(options: WebhookWorkOptions, log: Logger, delivery: DeliveryRecord, number: number, leasedUntil: Date): Promise<unknown> {
+  const { prisma, config } = options;
+  const { event, endpoint } = delivery;
+  const deliveryId = delivery.id.toString();
+  const attemptedAt = new Date();
+  const body = eventBody(event);
+  const headers = signatureHeaders({ eventId: event.id, body, secrets: await secretsOf(endpoint, options.decrypt, attemptedAt), at: attemptedAt });
+  const result = await deliver({ url: endpoint.url, body, headers, timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, userAgent: WEBHOOK_USER_AGENT });
+  // Not recorded (the database away): the job fails, the lease lapses and the attempt is made again.
+  const recorded = await recordAttempt(prisma, {
+    deliveryId,
+    endpointId: endpoint.id,
+    number,
+    leasedUntil,
+    attemptedAt,
+    ok: result.ok,
+    gone: result.gone,
+    statusCode: result.status,
+    error: result.error,
+    durationMs: result.durationMs,
+    nextDelayMs: result.ok ? null : nextAttemptDelayMs(config.webhookRetrySchedule, number),
+    disableAfterHours: config.webhookDisableAfterHours,
+  });
+  if (recorded.recorded && recorded.disabledReason) log.warn({ endpointId: endpoint.id, reason: recorded.disabledReason }, 'webhook endpoint disabled');
+  return { status: result.status, error: result.error, ...recorded };
+}
+
+/** The claim's bounds (see claimDue): every worker's leases together fit one worker's slots. */
+const CLAIM_BOUNDS = {
+  limit: WEBHOOK_CONCURRENCY,
+  inFlight: WEBHOOK_CONCURRENCY,
+  perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+  perBroker: PER_BROKER_IN_FLIGHT,
+  testMode: TEST_MODE_IN_FLIGHT,
+} as const;
+
 export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
   const { prisma, config, queues } = options;
   const log = options.log.child({ component: 'webhooks' });
   const leaseMs = config.webhookTimeoutMs + LEASE_MARGIN_MS;
+  const workerId = options.liveness?.workerId ?? null;
+  const releaseDead = options.liveness ? deadWorkerReleaser(prisma, options.liveness, log) : async () => undefined;
 
   async function dispatch(): Promise<number> {
+    // Every lease is of a due delivery: with nothing due, nothing is leased either.
     if (!(await anyDue(prisma))) return 0;
     await failDeliveriesOfDisabledEndpoints(prisma);
-    const claimed = await claimDue(prisma, {
-      limit: WEBHOOK_CONCURRENCY,
-      inFlight: WEBHOOK_CONCURRENCY,
-      perEndpoint: PER_ENDPOINT_IN_FLIGHT,
-      perBroker: PER_BROKER_IN_FLIGHT,
-      testMode: TEST_MODE_IN_FLIGHT,
-      leaseMs,
-    });
-    for (const { deliveryId, number } of claimed) {
-      // A job still queued under this id (a lease that lapsed while it waited) is left as it is.
-      await queues.add(WEBHOOKS_QUEUE, 'deliver', { deliveryId, number } satisfies WebhookJobData, { jobId: webhookJobId(deliveryId, number), attempts: 1 });
+    await releaseDead();
+    const claimed = await claimDue(prisma, { ...CLAIM_BOUNDS, leaseMs, leasedBy: workerId });
+    for (const { deliveryId, number, leasedUntil } of claimed) {
+      const data: WebhookJobData = { deliveryId, number, leasedUntil: leasedUntil.getTime() };
+      await queues.add(WEBHOOKS_QUEUE, 'deliver', data, { jobId: webhookJobId(deliveryId, number, data.leasedUntil), attempts: 1 });
     }
     return claimed.length;
-  }
-
-  async function attempt(delivery: DeliveryRecord, number: number): Promise<unknown> {
-    const { event, endpoint } = delivery;
-    const deliveryId = delivery.id.toString();
-    const attemptedAt = new Date();
-    const body = eventBody(event);
-    const headers = signatureHeaders({ eventId: event.id, body, secrets: await secretsOf(endpoint, options.decrypt, attemptedAt), at: attemptedAt });
-    const result = await deliver({ url: endpoint.url, body, headers, timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, userAgent: WEBHOOK_USER_AGENT });
-    // Not recorded (the database away): the job fails, the lease lapses and the attempt is made again.
-    const recorded = await recordAttempt(prisma, {
-      deliveryId,
-      endpointId: endpoint.id,
-      number,
-      attemptedAt,
-      ok: result.ok,
-      gone: result.gone,
-      statusCode: result.status,
-      error: result.error,
-      durationMs: result.durationMs,
-      nextDelayMs: result.ok ? null : nextAttemptDelayMs(config.webhookRetrySchedule, number),
-      disableAfterHours: config.webhookDisableAfterHours,
-    });
-    if (recorded.recorded && recorded.disabledReason) log.warn({ endpointId: endpoint.id, reason: recorded.disabledReason }, 'webhook endpoint disabled');
-    return { status: result.status, error: result.error, ...recorded };
   }
 
   // An endpoint's next deliveries are claimed as soon as one of its attempts is recorded, not
@@ -213,19 +267,27 @@ export function createWebhookWork(options: WebhookWorkOptions): WebhookWork {
 
   async function processOne(job: Job<WebhookJobData>): Promise<unknown> {
     const { deliveryId, number } = job.data;
+    // A job from before lease-named jobs has no lease: its delivery is claimed again once that lapses.
+    if (typeof job.data.leasedUntil !== 'number') return { skipped: 'not this lease' };
+    const leasedUntil = new Date(job.data.leasedUntil);
+    // Gone with its event (retention), finished, this attempt made already, claimed again since, or
+    // too little lease left to finish under it: the job does nothing, and the delivery's lease decides.
+    if (!(await takeLease(prisma, { deliveryId, number, leasedUntil, forMs: config.webhookTimeoutMs, by: workerId }))) return { skipped: 'not this lease' };
     const delivery = await findDelivery(prisma, deliveryId);
-    // Gone with its event (retention), finished, or this attempt made already: a repeated job does nothing.
-    if (!delivery || delivery.status !== 'pending' || delivery.attempts !== number - 1) return { skipped: 'not this attempt' };
+    if (!delivery || delivery.status !== 'pending' || delivery.attempts !== number - 1) return { skipped: 'not this lease' };
     if (delivery.endpoint.status !== 'enabled' && delivery.event.type !== 'ping') {
       await failDelivery(prisma, deliveryId, delivery.attempts);
       return { skipped: 'endpoint disabled' };
     }
-    return attempt(delivery, number);
+    return attempt(options, log, delivery, number, leasedUntil);
   }
 
   return {
     dispatch,
     process,
-    startDispatching: () => dispatcher.start(),
+    startDispatching: () => {
+      options.liveness?.start();
+      return dispatcher.start();
+    },
   };
 }

@@ -136,12 +136,13 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
   }
 }
 
-/** The outcome of attempt `number` of a delivery that the receiver answered 500, with the schedule not run out. */
-export function failedAttempt(deliveryId: bigint, endpointId: string, number: number): AttemptOutcome {
+/** The outcome of attempt `number`, made under the lease `leasedUntil`, of a delivery that the receiver answered 500, with the schedule not run out. */
+export function failedAttempt(deliveryId: bigint, endpointId: string, number: number, leasedUntil: Date): AttemptOutcome {
   return {
     deliveryId: deliveryId.toString(),
     endpointId,
     number,
+    leasedUntil,
     attemptedAt: new Date(),
     ok: false,
     gone: false,

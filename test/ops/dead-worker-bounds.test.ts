@@ -5,8 +5,9 @@
  *   - a report e-mail it had claimed: its claim is released after 2 × REPORT_RECONCILE_MS (here
  *     5 s), but its BullMQ job (same id) only runs again once a stalled-job check has seen it twice
  *     after its 15 s lock expired: up to about 45 s after the kill;
- *   - a webhook delivery it had leased: not before the lease (WEBHOOK_TIMEOUT_MS + 10 s) lapses,
- *     and its job (same id) waits for the same hand-over.
+ *   - a webhook delivery it had leased: its lease is released once the worker's heartbeat key
+ *     has expired and been missed on two checks RELEASE_AFTER_MS apart, and the delivery is queued
+ *     under a new job at once: seconds after the kill, long before the lease would have lapsed.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -14,11 +15,14 @@ import { after, before, describe, test } from 'node:test';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { recordEvents } from '../../src/events/store.ts';
+import { LIVENESS_CHECK_MS, RELEASE_AFTER_MS } from '../../src/webhooks/dispatcher.ts';
+import { HEARTBEAT_TTL_MS } from '../../src/webhooks/heartbeat.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 import {
   createPgDatabase,
   postgresAvailable,
+  sleep,
   startHoldingSmtp,
   startRole,
   startTcpRedis,
@@ -118,7 +122,7 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     await waitUntil(async () => (await db.prisma.reportRecipient.findFirstOrThrow({ where: { email: HELD } })).status === 'sent', 10_000, 'the recipient to be recorded sent');
   });
 
-  test('a webhook delivery it had leased is attempted again after its lease lapsed and its job was handed over', async (ctx) => {
+  test('a webhook delivery it had leased is attempted again once its heartbeat was missed twice, long before its lease lapses', async (ctx) => {
     const running = children.filter((c) => c.role === 'worker' && alive(c));
     assert.equal(running.length, 1, 'one worker left from the first test');
     const holder = running[0]!;
@@ -132,12 +136,19 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     await holder.kill('SIGKILL');
     const killedAt = Date.now();
     assert.ok(killedAt - firstAt < WEBHOOK_TIMEOUT_MS - 2000, `killed ${killedAt - firstAt} ms into the attempt: it had to be under way still`);
-    await waitUntil(() => receiver.to('dead').length >= 2, HANDOVER_MS + MARGIN_MS, 'the other worker to attempt it again');
+    // The key expires, then is missed on two checks RELEASE_AFTER_MS apart; the next dispatch claims it.
+    const bound = HEARTBEAT_TTL_MS + RELEASE_AFTER_MS + 2 * LIVENESS_CHECK_MS;
+    await waitUntil(() => receiver.to('dead').length >= 2, bound + MARGIN_MS, 'the other worker to attempt it again');
     const againAt = receiver.to('dead')[1]!.at;
     ctx.diagnostic(`WEBHOOK_TIMEOUT_MS=${WEBHOOK_TIMEOUT_MS}: attempted again ${againAt - firstAt} ms after the first attempt, ${againAt - killedAt} ms after the kill`);
-    assert.ok(againAt - firstAt >= LEASE_MS - 1000, `not before the lease lapsed: ${againAt - firstAt} ms`);
-    assert.ok(againAt - killedAt < Math.max(LEASE_MS, HANDOVER_MS) + MARGIN_MS, `${againAt - killedAt} ms after the kill`);
+    assert.ok(againAt - killedAt >= RELEASE_AFTER_MS, `not before two checks apart: ${againAt - killedAt} ms after the kill`);
+    assert.ok(againAt - killedAt < bound + MARGIN_MS, `${againAt - killedAt} ms after the kill`);
+    assert.ok(againAt - firstAt < LEASE_MS, `before the lease would have lapsed: ${againAt - firstAt} ms after the first attempt`);
     const delivery = await db.prisma.webhookDelivery.findFirstOrThrow({ where: { endpoint: { brokerId } } });
     await waitUntil(async () => (await db.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } })).status === 'delivered', 10_000, 'the delivery to be recorded delivered');
+    // The dead worker's job, handed over by BullMQ later, is fenced out: it sends nothing more.
+    await sleep(Math.max(0, killedAt + HANDOVER_MS + MARGIN_MS - Date.now()));
+    assert.equal(receiver.to('dead').length, 2);
+    assert.equal((await db.prisma.webhookAttempt.count({ where: { deliveryId: delivery.id } })), 1);
   });
 });

@@ -24,6 +24,7 @@ const OPTIONS: ClaimOptions = {
   perBroker: PER_BROKER_IN_FLIGHT,
   testMode: TEST_MODE_IN_FLIGHT,
   leaseMs: 60_000,
+  leasedBy: null,
 };
 
 for (const [name, databaseUrl] of [

@@ -40,7 +40,9 @@ describe('recording an attempt beside the endpoint being deleted', () => {
   test('the deletion goes through and the attempt records nothing, whichever waited first', async () => {
     const endpoint = await webhookEndpoint(db.prisma, credentials, { brokerId, url: 'https://93.184.216.34/hook' });
     const [eventId] = await recordEvents(db.prisma, [{ brokerId, type: 'service.updated', object: { object: 'service', service_number: 100_000_001 } }]);
-    const delivery = await db.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: eventId!, endpointId: endpoint.id } });
+    const found = await db.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: eventId!, endpointId: endpoint.id } });
+    // Under a lease, as a claim leaves it: the attempt's record is fenced on it.
+    const delivery = await db.prisma.webhookDelivery.update({ where: { id: found.id }, data: { leasedUntil: new Date(Date.now() + 60_000) } });
 
     // A third session holds the endpoint's row, so the deletion queues first and the attempt second.
     const holder = new pg.Client({ connectionString: db.databaseUrl });
@@ -51,7 +53,7 @@ describe('recording an attempt beside the endpoint being deleted', () => {
       // then() sends it now: a Prisma query waits for its first then().
       const deleting = db.prisma.webhookEndpoint.delete({ where: { id: endpoint.id } }).then((row) => row);
       await eventually(async () => ((await waitingOnLocks()) >= 1 ? true : undefined), 10_000, 'the deletion to wait');
-      const recording = recordAttempt(db.prisma, failedAttempt(delivery.id, endpoint.id, 1));
+      const recording = recordAttempt(db.prisma, failedAttempt(delivery.id, endpoint.id, 1, delivery.leasedUntil!));
       await eventually(async () => ((await waitingOnLocks()) >= 2 ? true : undefined), 10_000, 'the attempt to wait');
       await holder.query('COMMIT');
       const [deleted, recorded] = await Promise.allSettled([deleting, recording]);

@@ -192,9 +192,11 @@ describe('webhook delivery', () => {
       queues: { add: () => Promise.reject(new Error('nothing is queued here')) },
       decrypt: async (stored) => credentials.decrypt(stored),
     });
-    const job = { data: { deliveryId: d.id.toString(), number: 1 } } as Job<WebhookJobData>;
-    assert.deepEqual(await work.process(job), { skipped: 'not this attempt' });
-    const again = await recordAttempt(t.prisma, failedAttempt(d.id, b.endpoint.id, 1));
+    // Its lease is gone with the record: whatever lease a repeated job names, it does nothing.
+    const leasedUntil = new Date(Date.now() + 60_000);
+    const job = { data: { deliveryId: d.id.toString(), number: 1, leasedUntil: leasedUntil.getTime() } } as Job<WebhookJobData>;
+    assert.deepEqual(await work.process(job), { skipped: 'not this lease' });
+    const again = await recordAttempt(t.prisma, failedAttempt(d.id, b.endpoint.id, 1, leasedUntil));
     assert.deepEqual(again, { recorded: false });
     const later = await deliveryOf(eventId!, b.endpoint.id);
     assert.deepEqual([later.status, later.attempts, later.attemptsMade.map((a) => a.statusCode)], ['delivered', 1, [200]]);
