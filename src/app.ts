@@ -7,6 +7,7 @@ import { errorAnswers, errorMiddleware } from './http/error-middleware.ts';
 import { ApiError, notFound } from './http/errors.ts';
 import { inputHygiene } from './http/input-hygiene.ts';
 import { jsonBody } from './http/json-body.ts';
+import { knownHeader, setKnownHeader } from './http/known-headers.ts';
 import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './http/fast-path.ts';
 import { isMounted, operationHandlers, operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
@@ -73,8 +74,9 @@ const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
  * Every /api answer holds one key's own data (a new service's password, say): no browser or
  * proxy cache may keep it (OWASP REST Security Cheat Sheet: `Cache-Control: no-store`).
  */
+const CACHE_CONTROL = knownHeader('Cache-Control');
 const noStore: RequestHandler = (_req, res, next) => {
-  res.setHeader('Cache-Control', 'no-store');
+  setKnownHeader(res, CACHE_CONTROL, 'no-store');
   next();
 };
 const API_PATH = /^\/api(\/|$)/i;

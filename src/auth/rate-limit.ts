@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { knownHeader, setKnownHeader } from '../http/known-headers.ts';
 
 /** Every key's limit is counted over a fixed window of this many seconds. */
 export const RATE_LIMIT_WINDOW_SECONDS = 60;
@@ -184,9 +185,16 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
 
 /** The de-facto X-RateLimit-* trio and the IETF draft's `RateLimit-Policy` / `RateLimit` fields. */
 export function setRateLimitHeaders(res: Response, state: RateLimitState): void {
-  res.setHeader('X-RateLimit-Limit', String(state.limit));
-  res.setHeader('X-RateLimit-Remaining', String(state.remaining));
-  res.setHeader('X-RateLimit-Reset', String(state.resetSeconds));
-  res.setHeader('RateLimit-Policy', `"default";q=${state.limit};w=${RATE_LIMIT_WINDOW_SECONDS}`);
-  res.setHeader('RateLimit', `"default";r=${state.remaining};t=${state.resetSeconds}`);
+  setKnownHeader(res, LIMIT, String(state.limit));
+  setKnownHeader(res, REMAINING, String(state.remaining));
+  setKnownHeader(res, RESET, String(state.resetSeconds));
+  setKnownHeader(res, POLICY, `"default";q=${state.limit};w=${RATE_LIMIT_WINDOW_SECONDS}`);
+  setKnownHeader(res, RATE_LIMIT, `"default";r=${state.remaining};t=${state.resetSeconds}`);
 }
+
+// Their values are integers and fixed text: nothing setHeader's checks could refuse.
+const LIMIT = knownHeader('X-RateLimit-Limit');
+const REMAINING = knownHeader('X-RateLimit-Remaining');
+const RESET = knownHeader('X-RateLimit-Reset');
+const POLICY = knownHeader('RateLimit-Policy');
+const RATE_LIMIT = knownHeader('RateLimit');

@@ -9,6 +9,7 @@
  * auto-pipelining (src/redis.ts) and patches/.
  */
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
+import { knownHeader, setKnownHeader } from './known-headers.ts';
 import type { OperationId, Reply, SuccessStatus } from './operation-types.ts';
 
 /**
@@ -118,6 +119,8 @@ export function answerOf<O extends OperationId>(reply: Reply<O> | SerializedRepl
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const CONTENT_TYPE = knownHeader('Content-Type');
+const CONTENT_LENGTH = knownHeader('Content-Length');
 
 /**
  * Writes an answer with `res.end`, the one way an answer leaves (with response validation on, the
@@ -130,8 +133,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export function sendAnswer(res: Response, answer: Answer): void {
   res.status(answer.status);
   if (answer.headers) for (const name in answer.headers) res.setHeader(name, answer.headers[name]!);
-  res.setHeader('Content-Type', JSON_TYPE);
-  res.setHeader('Content-Length', answer.contentLength ?? String(Buffer.byteLength(answer.body)));
+  setKnownHeader(res, CONTENT_TYPE, JSON_TYPE);
+  setKnownHeader(res, CONTENT_LENGTH, answer.contentLength ?? String(Buffer.byteLength(answer.body)));
   res.end(answer.body);
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { knownHeader, setKnownHeader } from './known-headers.ts';
 
 /** A client's own id is kept only if it is short and plain, so it is safe in headers and logs. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -20,9 +21,12 @@ export function requestIdOf(header: string | string[] | undefined): string {
     : newRequestId();
 }
 
+/** Its value is SANE_REQUEST_ID's characters only. */
+const REQUEST_ID = knownHeader('X-Request-Id');
+
 export const requestId: RequestHandler = (req, res, next) => {
   const id = requestIdOf(req.headers['x-request-id']);
   res.locals.requestId = id;
-  res.setHeader('X-Request-Id', id);
+  setKnownHeader(res, REQUEST_ID, id);
   next();
 };

@@ -1,5 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http';
 import helmet from 'helmet';
+import { knownHeader, setKnownHeader, type KnownHeader } from './known-headers.ts';
 
 /**
  * The security headers of every answer: the set OWASP's REST Security Cheat Sheet names for API
@@ -33,12 +34,18 @@ const securityHeaders: ReadonlyArray<readonly [string, string]> = (() => {
   return [...headers];
 })();
 
+/** The same, checked once as setHeader would check them on every answer. */
+const knownSecurityHeaders: ReadonlyArray<readonly [KnownHeader, string]> = securityHeaders.map(([name, value]) => {
+  validateHeaderValue(name, value);
+  return [knownHeader(name), value] as const;
+});
+
 /**
  * Sets them on an answer: the same headers helmet's middleware sets, without its six steps on
  * every request (none of these depends on the request).
  */
 export function apiSecurityHeaders(_req: IncomingMessage, res: ServerResponse, next: () => void): void {
-  for (const [name, value] of securityHeaders) res.setHeader(name, value);
+  for (const [header, value] of knownSecurityHeaders) setKnownHeader(res, header, value);
   next();
 }
 

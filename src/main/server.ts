@@ -169,16 +169,21 @@ function trackConnections(server: http.Server | https.Server): Connections {
     connections.open.set(socket, { busy: 0, idleSince: Date.now() });
     socket.once('close', () => connections.open.delete(socket));
   });
+  // One handler for every response, not a closure and a `once` wrapper per request: a response
+  // closes once, and its request keeps the socket (the response lets go of it before 'close').
+  function answered(this: http.ServerResponse): void {
+    const c = connections.open.get(this.req.socket);
+    if (!c) return;
+    c.busy--;
+    c.idleSince = Date.now();
+  }
   // Before the app's listener, so the header is set before any answer is written.
   server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const c = connections.open.get(req.socket);
     if (connections.stopping) res.setHeader('Connection', 'close');
+    const c = connections.open.get(req.socket);
     if (!c) return;
     c.busy++;
-    res.once('close', () => {
-      c.busy--;
-      c.idleSince = Date.now();
-    });
+    res.on('close', answered);
   });
   return connections;
 }
