@@ -257,15 +257,17 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
 
 /** Entry point of the three npm start scripts: start, and stop cleanly on SIGTERM/SIGINT. */
 export async function main(role: Role): Promise<void> {
-  let runtime: Runtime;
-  try {
-    runtime = await startRuntime(role);
-  } catch (err) {
-    console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  }
+  let runtime: Runtime | undefined;
   let stopping = false;
+  let signalWhileStarting: string | undefined;
   const stop = (signal: string) => {
+    // Handlers are in place before start-up, so a signal that comes as the server announces it is
+    // ready is not the default one that kills the process: it stops the server once started.
+    if (!runtime) {
+      if (signalWhileStarting) process.exit(1);
+      signalWhileStarting = signal;
+      return;
+    }
     if (stopping) {
       runtime.logger.warn({ signal }, 'second signal: exiting without finishing the shutdown');
       process.exit(1);
@@ -275,11 +277,18 @@ export async function main(role: Role): Promise<void> {
     runtime.shutdown(signal, { preStopMs: signal === 'SIGTERM' ? runtime.config.shutdownDelayMs : 0 }).then(
       () => process.exit(0),
       (err: unknown) => {
-        runtime.logger.error({ err }, 'shutdown failed');
+        runtime!.logger.error({ err }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    runtime = await startRuntime(role);
+  } catch (err) {
+    console.error(`client-api-v1: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
+  if (signalWhileStarting) stop(signalWhileStarting);
 }

@@ -6,12 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { keyFingerprint, KEY_FILE_NAME } from '../../src/db/credentials.ts';
 import { runFile } from '../helpers/run-file.ts';
-import { createPgDatabase, pgQuery, postgresAvailable, ROOT, startRole, startTcpRedis, tmpDir, type PgDatabase, type RoleProcess, type TcpRedis } from './helpers.ts';
+import { createPgDatabase, LogCapture, pgQuery, postgresAvailable, ROOT, startRole, startTcpRedis, tmpDir, waitUntil, type PgDatabase, type RoleProcess, type TcpRedis } from './helpers.ts';
 
 const skipPg = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 const keyA = randomBytes(32).toString('hex');
@@ -114,5 +115,26 @@ describe('npm start with no settings (embedded database)', () => {
     assert.ok(server.logs.records().some((r) => r.msg === 'credentials key matches the database'));
     assert.equal(await server.kill(), 0);
     server = undefined;
+  });
+
+  // A SIGTERM that comes while the server starts (here: once it has checked the key, before it
+  // listens) stops it cleanly once started, rather than killing it by the signal's default.
+  test('a SIGTERM during start-up stops the server cleanly once it has started (exit 0)', async () => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main/all.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', PORT: '0', SHUTDOWN_DELAY_MS: '0', DATA_DIR: data.dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const logs = new LogCapture();
+    proc.stdout.pipe(logs);
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    try {
+      await waitUntil(() => logs.records().some((r) => r.msg === 'credentials key matches the database'), 60_000, 'the key check');
+      proc.kill('SIGTERM');
+      assert.equal(await exited, 0, logs.text());
+      assert.ok(logs.records().some((r) => r.msg === 'stopped'), logs.text());
+    } finally {
+      proc.kill('SIGKILL');
+    }
   });
 });
