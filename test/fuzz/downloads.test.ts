@@ -7,9 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { answerClientErrorsInEnvelope } from '../../src/http/client-errors.ts';
-import { tokenHash } from '../../src/reports/delivery/links.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { broker } from '../helpers/factories.ts';
+import { downloadLink } from '../helpers/report-factories.ts';
 import { BAD_ESCAPES, encode, hostileString, MAX_SEGMENT } from './arbitraries.ts';
 import { assertApiAnswer, fcParams, type RawResponse } from './harness.ts';
 
@@ -23,28 +22,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 before(async () => {
   t = await createTestApp({ reportDownloadsPerIpPerMinute: 1_000_000 }, { workers: false });
-  const brk = await broker(t.prisma);
-  const build = '00000000-0000-4000-8000-0000000000aa';
-  const run = await t.prisma.reportRun.create({
-    data: {
-      brokerId: brk.id,
-      reportType: 'invoices',
-      startDate: new Date('2025-01-01'),
-      endDate: new Date('2025-01-31'),
-      status: 'completed',
-      delivery: 'link',
-      workbookBuild: build,
-      workbookBytes: WORKBOOK.length,
-      workbookChunks: 1,
-      workbookSha256: 'c'.repeat(64),
-      recipients: { create: [{ email: 'fuzz@broker.example', status: 'sent', attempts: 1 }] },
-    },
-    include: { recipients: true },
-  });
-  await t.prisma.reportWorkbookChunk.create({ data: { reportRunId: run.id, build, seq: 0, data: WORKBOOK } });
-  await t.prisma.reportLink.create({
-    data: { tokenHash: tokenHash(TOKEN), reportRunId: run.id, recipientId: run.recipients[0]!.id, expiresAt: new Date(Date.now() + 3600_000) },
-  });
+  await downloadLink(t.prisma, { workbook: WORKBOOK, token: TOKEN, recipient: 'fuzz@broker.example' });
   server = http.createServer(t.app);
   answerClientErrorsInEnvelope(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

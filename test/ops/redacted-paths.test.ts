@@ -12,9 +12,9 @@ import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createGate, type Gate } from '../../src/auth/gate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { tokenHash } from '../../src/reports/delivery/links.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { apiKey, broker } from '../helpers/factories.ts';
+import { apiKey } from '../helpers/factories.ts';
+import { downloadLink } from '../helpers/report-factories.ts';
 import { LogCapture, sleep } from './helpers.ts';
 
 const WORKBOOK = Buffer.from('the stored bytes of a workbook');
@@ -35,31 +35,8 @@ after(async () => {
   await t?.close();
 });
 
-/** A link run with its workbook stored in `stored` of its `chunks` chunks, and a link to it; returns the token. */
-async function link(chunks = 1, stored = 1): Promise<string> {
-  const brk = await broker(t.prisma);
-  const build = '00000000-0000-4000-8000-0000000000bb';
-  const run = await t.prisma.reportRun.create({
-    data: {
-      brokerId: brk.id,
-      reportType: 'invoices',
-      startDate: new Date('2025-01-01'),
-      endDate: new Date('2025-01-31'),
-      status: 'completed',
-      delivery: 'link',
-      workbookBuild: build,
-      workbookBytes: WORKBOOK.length * chunks,
-      workbookChunks: chunks,
-      workbookSha256: 'c'.repeat(64),
-      recipients: { create: [{ email: 'links@broker.example', status: 'sent', attempts: 1 }] },
-    },
-    include: { recipients: true },
-  });
-  for (let seq = 0; seq < stored; seq++) await t.prisma.reportWorkbookChunk.create({ data: { reportRunId: run.id, build, seq, data: WORKBOOK } });
-  const token = randomBytes(32).toString('base64url');
-  await t.prisma.reportLink.create({ data: { tokenHash: tokenHash(token), reportRunId: run.id, recipientId: run.recipients[0]!.id, expiresAt: new Date(Date.now() + 3600_000) } });
-  return token;
-}
+/** A link to a stored workbook of `chunks` chunks, `stored` of them stored; returns the token. */
+const link = (chunks = 1, stored = 1): Promise<string> => downloadLink(t.prisma, { workbook: WORKBOOK, chunks, stored });
 
 /** Every row of every table of the database, as text. */
 async function everyStoredRow(): Promise<string> {
