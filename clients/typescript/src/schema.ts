@@ -5805,13 +5805,13 @@ export interface operations {
                  */
                 order?: "asc" | "desc";
                 /**
-                 * @description Only events whose `created_at` is at or after this instant (ISO 8601 date-time with a time zone, e.g. `2025-03-02T00:00:00Z`). Another form is `400 invalid_parameter`.
-                 * @example 2025-03-02T00:00:00Z
+                 * @description Only events whose `created_at` is at or after this instant (ISO 8601 date-time with a time zone, e.g. `2025-03-01T00:00:00Z`). Another form is `400 invalid_parameter`.
+                 * @example 2025-03-01T00:00:00Z
                  */
                 created_gte?: string;
                 /**
                  * @description Only events whose `created_at` is before this instant (ISO 8601 date-time with a time zone). Another form is `400 invalid_parameter`.
-                 * @example 2025-03-03T00:00:00Z
+                 * @example 2030-01-01T00:00:00Z
                  */
                 created_lt?: string;
                 /**
