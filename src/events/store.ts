@@ -43,7 +43,8 @@ const FEED_LOCK_SPACE = 0x45_56_54; // "EVT"
  * Held to the end of the transaction: the feed's writers of one (broker, mode) take their `seq` one
  * after another, each after the previous one committed, so `seq` order is commit order and a reader
  * of `seq > cursor` never passes an event still to commit (docs/architecture.md "The event feed").
- * Locked in key order, so two transactions writing for the same brokers never wait on each other.
+ * Locked in key order, so two transactions writing for several feeds never deadlock; feeds whose
+ * keys collide only share a lock.
  */
 export async function lockFeeds(tx: Db, feeds: Array<{ brokerId: string; mode: EventMode }>): Promise<void> {
   const keys = [...new Set(feeds.map((f) => `${f.brokerId}:${f.mode}`))];
