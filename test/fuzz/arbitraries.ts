@@ -301,6 +301,9 @@ const WEBHOOK_OPERATIONS: OpSpec[] = [
       { name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) },
       // Schema-valid, but it names no event of the key: refused.
       { name: 'starting_after', valid: fc.constant('evt_AAAAAAAAAAAAAAAAAAAAAAAA'), edge: fc.constant('evt_AAAAAAAAAAAAAAAAAAAAAAAA') },
+      { name: 'order', valid: fc.constantFrom('asc', 'desc') },
+      { name: 'created_gte', valid: fc.constantFrom('2025-01-01T00:00:00Z', '2030-12-31T23:59:59.999+02:00', '9999-12-31T23:59:59Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z', '0001-01-01T00:00:00+14:00') },
+      { name: 'created_lt', valid: fc.constantFrom('2025-01-01T00:00:00Z', '2030-12-31T23:59:59.999-02:00', '9999-12-31T23:59:59Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59-14:00') },
     ],
   },
   { operationId: 'getEvent', method: 'GET', template: '/api/v1/events/{event_id}', param: 'event_id', mutating: false },

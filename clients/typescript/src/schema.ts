@@ -745,7 +745,9 @@ export interface paths {
         };
         /**
          * List events
-         * @description Lists the broker's events of the key's mode (a live key live events, a sandbox key the test-mode events of its simulations and pings), newest first, 30 days back (older events are deleted). Cursor pagination: pass the last event's id of a page as `starting_after` for the next one; `pagination.has_more` says whether one follows. `type` filters by event type. A `starting_after` that names no event of the key (another broker's, another mode's, or one deleted) is `400 invalid_parameter`.
+         * @description Lists the broker's events of the key's mode (a live key live events, a sandbox key the test-mode events of its simulations and pings), 30 days back (older events are deleted): newest first by default (`order=desc`), oldest first with `order=asc`. Cursor pagination: pass the last event's id of a page as `starting_after` for the next one; `pagination.has_more` says whether one follows. `type` filters by event type, `created_gte` and `created_lt` by `created_at`. A `starting_after` that names no event of the key (another broker's, another mode's, or one deleted) is `400 invalid_parameter`.
+         *
+         *     **The ascending feed has no gaps.** With `order=asc` and `starting_after`, the answer lists the events that follow that one, oldest first (without `starting_after`, from the oldest kept). `created_at` never goes back along it, and an event appears in it only once every event that sorts before it has committed, and as soon as its own change has committed: a poller that asks again and again for what follows the last event it received gets every event exactly once, in order (see *Polling the event feed*).
          *
          *     Use it to reconcile: deliveries are at least once and not in order, and this list is the record.
          */
@@ -3344,7 +3346,7 @@ export interface components {
              */
             limit: number;
             /**
-             * @description `true` when older events follow this page.
+             * @description `true` when more events follow this page in its order: older ones (`order=desc`), or newer ones already in the feed (`order=asc`).
              * @example true
              */
             has_more: boolean;
@@ -3441,7 +3443,7 @@ export interface components {
                 details: components["schemas"]["InvalidParameterDetails"];
             };
         };
-        /** @description HTTP 400 error body of `listEvents`: `type` unknown, `limit` out of range, `starting_after` malformed or naming no event of the key. */
+        /** @description HTTP 400 error body of `listEvents`: `type` or `order` unknown, `limit` out of range, `created_gte` or `created_lt` not a date-time, `starting_after` malformed or naming no event of the key. */
         ListEventsError400: {
             success: components["schemas"]["ErrorFlag"];
             /** @description The error. */
@@ -4157,7 +4159,7 @@ export interface components {
                 "application/json": components["schemas"]["GetWebhookEndpointError400"];
             };
         };
-        /** @description Invalid request to `listEvents`: `type` unknown, `limit` out of range, `starting_after` malformed or naming no event of the key. Do not retry unchanged. */
+        /** @description Invalid request to `listEvents`: `type` or `order` unknown, `limit` out of range, `created_gte` or `created_lt` not a date-time, `starting_after` malformed or naming no event of the key. Do not retry unchanged. */
         ListEventsBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4338,7 +4340,7 @@ export interface components {
          */
         EventIdPath: string;
         /**
-         * @description Cursor: the id of the last event of the previous page; the page starts with the next older event. One that names no event of the key is `400 invalid_parameter`.
+         * @description Cursor: the id of the last event of the previous page (or, polling with `order=asc`, the last event received). With `order=desc` the page starts with the next older event, with `order=asc` with the next newer one. One that names no event of the key is `400 invalid_parameter`.
          * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
          */
         StartingAfter: string;
@@ -5798,12 +5800,27 @@ export interface operations {
                  */
                 type?: components["schemas"]["EventType"];
                 /**
+                 * @description `desc` (the default): newest first, and `starting_after` pages to older events. `asc`: oldest first, and `starting_after` lists the events that follow it (the feed to poll). Anything else is `400 invalid_parameter`.
+                 * @example asc
+                 */
+                order?: "asc" | "desc";
+                /**
+                 * @description Only events whose `created_at` is at or after this instant (ISO 8601 date-time with a time zone, e.g. `2025-03-01T00:00:00Z`). Another form is `400 invalid_parameter`.
+                 * @example 2025-03-01T00:00:00Z
+                 */
+                created_gte?: string;
+                /**
+                 * @description Only events whose `created_at` is before this instant (ISO 8601 date-time with a time zone). Another form is `400 invalid_parameter`.
+                 * @example 2030-01-01T00:00:00Z
+                 */
+                created_lt?: string;
+                /**
                  * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
                  * @example 25
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Cursor: the id of the last event of the previous page; the page starts with the next older event. One that names no event of the key is `400 invalid_parameter`.
+                 * @description Cursor: the id of the last event of the previous page (or, polling with `order=asc`, the last event received). With `order=desc` the page starts with the next older event, with `order=asc` with the next newer one. One that names no event of the key is `400 invalid_parameter`.
                  * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
                  */
                 starting_after?: components["parameters"]["StartingAfter"];
@@ -5834,7 +5851,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events, newest first. */
+            /** @description A page of events, newest first (`order=desc`, the default) or oldest first (`order=asc`). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
