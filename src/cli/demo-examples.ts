@@ -12,7 +12,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { recordEvents, type NewEvent } from '../events/store.ts';
+import { lockFeeds, recordEvents, type NewEvent } from '../events/store.ts';
 import { REQUEST_INCLUDE } from '../services/change-requests.ts';
 import { serviceData } from '../services/present.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
@@ -333,6 +333,8 @@ async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date)
   const others = await tx.event.findMany({ where: { id: { in: ids }, NOT: { brokerId, mode: 'live' } }, select: { id: true } });
   const taken = new Set(others.map((e) => e.id));
   await tx.event.deleteMany({ where: { id: { in: ids }, brokerId, mode: 'live' } });
+  // The examples keep their fixed, back-dated times (the docs show them so) but take the feed's place in commit order.
+  await lockFeeds(tx, [{ brokerId, mode: 'live' }]);
   for (const e of EVENTS) {
     if (taken.has(e.id)) continue;
     const createdAt = new Date(now.getTime() - e.minutesAgo * 60_000);

@@ -10,7 +10,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
 import { findBrokerBySlug } from './brokers.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
-import { recordEvents } from '../events/store.ts';
+import { recordEvents, type NewEvent } from '../events/store.ts';
 import { serviceData, type ShownService } from '../services/present.ts';
 import { checkRowShape, type FieldSpec } from './import-file.ts';
 import { describe, InvalidValue, parseAmount, parseDateOnly, parsePositiveInt, parseTimestamp } from './values.ts';
@@ -258,6 +258,7 @@ export async function importServices(
   const encrypted = services.map((s) => options.credentials.encrypt(s.password));
   try {
     await prisma.$transaction(async (tx) => {
+      const created: NewEvent[] = [];
       for (let i = 0; i < services.length; i += CHUNK_SIZE) {
         const c = services.slice(i, i + CHUNK_SIZE);
         // updated_at is the import time, so a modified_since sync sees them.
@@ -282,16 +283,16 @@ export async function importServices(
           RETURNING "service_number" AS "serviceNumber", "plan_id" AS "planId", "status"::text AS "status", "hostname",
             "customer_email" AS "customerEmail", "customer_name" AS "customerName", "billing_cycle"::text AS "billingCycle",
             "created_at" AS "createdAt", "updated_at" AS "updatedAt", "cancel_at" AS "cancelAt", "cancelled_at" AS "cancelledAt"`;
-        await recordEvents(
-          tx,
-          inserted.map(({ planId: id, ...service }) => ({
+        created.push(
+          ...inserted.map(({ planId: id, ...service }) => ({
             brokerId: broker.id,
             type: 'service.created' as const,
             object: serviceData({ ...service, plan: { name: planName.get(id)! } }),
           })),
-          now,
         );
       }
+      // Last: the events take the broker's feed lock, held to the end of the transaction.
+      for (let i = 0; i < created.length; i += CHUNK_SIZE) await recordEvents(tx, created.slice(i, i + CHUNK_SIZE), now);
     }, TRANSACTION_OPTIONS);
   } catch (e) {
     if (!isUniqueViolation(e)) throw e;

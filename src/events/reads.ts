@@ -38,23 +38,41 @@ export interface EventQuery {
   type?: EventType | undefined;
   limit: number;
   startingAfter?: string | undefined;
+  /** `desc`: newest first (the default); `asc`: the feed, oldest first. */
+  order?: 'asc' | 'desc' | undefined;
+  createdGte?: Date | undefined;
+  createdLt?: Date | undefined;
 }
 
 const EVENT_FIELDS = { id: true, type: true, mode: true, data: true, createdAt: true } as const;
 
-/** A page of events, newest first, and whether older ones follow. */
+/**
+ * A page of events in `seq` order and whether more follow. Ascending, `seq > cursor` is the whole
+ * of the feed's gap-free rule: `recordEvents` hands out one (broker, mode)'s `seq` in commit order,
+ * so no event that sorts before a visible one can still commit.
+ */
 export async function listEvents(prisma: PrismaClient, scope: EventScope, query: EventQuery): Promise<{ rows: EventRow[]; hasMore: boolean }> {
-  let before: bigint | undefined;
+  const ascending = query.order === 'asc';
+  let cursor: bigint | undefined;
   if (query.startingAfter !== undefined) {
-    const cursor = await prisma.event.findFirst({ where: { id: query.startingAfter, ...scope }, select: { seq: true } });
-    if (!cursor) {
+    const row = await prisma.event.findFirst({ where: { id: query.startingAfter, ...scope }, select: { seq: true } });
+    if (!row) {
       throw new InvalidValueError('starting_after', 'query', 'exists', `no event ${query.startingAfter} to start after`);
     }
-    before = cursor.seq;
+    cursor = row.seq;
   }
+  const created = {
+    ...(query.createdGte !== undefined && { gte: query.createdGte }),
+    ...(query.createdLt !== undefined && { lt: query.createdLt }),
+  };
   const rows = await prisma.event.findMany({
-    where: { ...scope, ...(query.type !== undefined && { type: query.type }), ...(before !== undefined && { seq: { lt: before } }) },
-    orderBy: { seq: 'desc' },
+    where: {
+      ...scope,
+      ...(query.type !== undefined && { type: query.type }),
+      ...(cursor !== undefined && { seq: ascending ? { gt: cursor } : { lt: cursor } }),
+      ...(Object.keys(created).length > 0 && { createdAt: created }),
+    },
+    orderBy: { seq: ascending ? 'asc' : 'desc' },
     take: query.limit + 1,
     select: EVENT_FIELDS,
   });

@@ -1,4 +1,5 @@
 /** Written in the change's own transaction, so a change never commits without its event nor an event without its change. */
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
 
@@ -35,9 +36,34 @@ export interface NewEvent {
 /** `evt_` and 24 base62 characters (≈ 143 bits): never guessed, never reused. */
 export const newEventId = (): string => randomId('evt_', 24);
 
-/** The deliveries they owe go in the same statement, so none is lost between a change and its webhooks. */
-export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()): Promise<string[]> {
+/** First key of the two-key advisory lock that orders one (broker, mode)'s feed. */
+const FEED_LOCK_SPACE = 0x45_56_54; // "EVT"
+
+/**
+ * Held to the end of the transaction: the feed's writers of one (broker, mode) take their `seq` one
+ * after another, each after the previous one committed, so `seq` order is commit order and a reader
+ * of `seq > cursor` never passes an event still to commit (docs/architecture.md "The event feed").
+ * Locked in key order, so two transactions writing for the same brokers never wait on each other.
+ */
+export async function lockFeeds(tx: Db, feeds: Array<{ brokerId: string; mode: EventMode }>): Promise<void> {
+  const keys = [...new Set(feeds.map((f) => `${f.brokerId}:${f.mode}`))];
+  await tx.$executeRaw`
+    SELECT pg_advisory_xact_lock(${FEED_LOCK_SPACE}::int4, k)
+      FROM (SELECT DISTINCT hashtext(f) AS k FROM unnest(${keys}::text[]) AS f) AS keys
+     ORDER BY k`;
+}
+
+/**
+ * The deliveries they owe go in the same statement, so none is lost between a change and its
+ * webhooks. `created_at` is stamped here, under the feed's lock, never before the feed's last event,
+ * so it never goes back along the ascending feed; `at` dates the deliveries owed. Call it last in
+ * its transaction: the lock is held until the transaction ends.
+ */
+export async function recordEvents(db: Db, events: NewEvent[], at = new Date()): Promise<string[]> {
   if (events.length === 0) return [];
+  // Outside a transaction the lock would end with its own statement, so one is opened (a transaction's client has no `$connect`).
+  if ('$connect' in db) return (db as PrismaClient).$transaction((tx) => recordEvents(tx, events, at));
+  const tx = db as Prisma.TransactionClient;
   const rows = events.map((e, ord) => ({
     ord,
     id: newEventId(),
@@ -47,14 +73,22 @@ export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()):
     data: { object: e.object },
     endpoint_id: e.endpointId ?? null,
   }));
+  await lockFeeds(tx, rows.map((r) => ({ brokerId: r.broker_id, mode: r.mode })));
   // One round trip for events and deliveries: the common case (a broker with no endpoints) costs an index probe.
   await tx.$executeRaw`
     WITH src AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
         AS r("ord" int, "id" text, "broker_id" text, "mode" text, "type" text, "data" jsonb, "endpoint_id" text)),
+    stamp AS (
+      SELECT GREATEST(clock_timestamp(), max(last."created_at")) AS "at"
+        FROM (SELECT DISTINCT "broker_id", "mode"::"key_mode" AS "mode" FROM src) AS feed
+        LEFT JOIN LATERAL (
+          SELECT e."created_at" FROM "events" e
+           WHERE e."broker_id" = feed."broker_id" AND e."mode" = feed."mode"
+           ORDER BY e."seq" DESC LIMIT 1) AS last ON true),
     ev AS (
       INSERT INTO "events" ("id", "broker_id", "mode", "type", "data", "created_at")
-      SELECT "id", "broker_id", "mode"::"key_mode", "type", "data", ${at} FROM src ORDER BY "ord"
+      SELECT "id", "broker_id", "mode"::"key_mode", "type", "data", stamp."at" FROM src, stamp ORDER BY "ord"
       RETURNING "id", "broker_id", "mode", "type")
     INSERT INTO "webhook_deliveries" ("event_id", "endpoint_id", "next_attempt_at", "created_at")
     SELECT ev."id", w."id", ${at}, ${at}

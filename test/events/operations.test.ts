@@ -99,7 +99,8 @@ describe('getEvent', () => {
   test('shows the event and every attempt of each delivery, with its status', async () => {
     const w = await world();
     const endpointId = await webhookEndpoint(t.prisma, { brokerId: w.brokerId });
-    const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created', object: { service_number: 482913570 }, at: new Date('2026-01-02T03:04:05.000Z') });
+    const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created', object: { service_number: 482913570 } });
+    const { createdAt } = await t.prisma.event.findUniqueOrThrow({ where: { id } });
     const delivery = await t.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: id } });
     await t.prisma.webhookAttempt.createMany({
       data: [
@@ -114,7 +115,7 @@ describe('getEvent', () => {
     assert.deepEqual(res.body.data, {
       id,
       type: 'service.created',
-      created_at: '2026-01-02T03:04:05.000Z',
+      created_at: createdAt.toISOString(),
       mode: 'live',
       data: { object: { service_number: 482913570 } },
       deliveries: [
