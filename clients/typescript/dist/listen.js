@@ -103,10 +103,10 @@ function sleep(ms, signal) {
         signal.addEventListener('abort', done, { once: true });
     });
 }
-/** The error envelope's message, with what to do for the answers that stop the session. */
-async function refusal(response) {
-    const body = (await response.json().catch(() => null));
-    const said = `${response.status} ${body?.error?.code ?? ''}: ${body?.error?.message ?? response.statusText}`;
+/** The error envelope's message (openapi-fetch has read the body), with what to do for the answers that stop the session. */
+function refusal(response, body) {
+    const { error } = (typeof body === 'object' && body !== null ? body : {});
+    const said = `${response.status} ${error?.code ?? ''}: ${error?.message ?? response.statusText}`;
     if (response.status === 401)
         return new ListenError(`the API refused the key (${said}); set CAPI_KEY or --api-key to a valid sk_live_… or sk_test_… key`);
     if (response.status === 403)
@@ -138,15 +138,14 @@ async function untilAnswered(call, options) {
         let wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt);
         let why;
         try {
-            const { data, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
+            const { data, error, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
             if (response.ok && data !== undefined)
                 return { data, response };
             if (response.status !== 429 && response.status < 500)
-                throw await refusal(response);
+                throw refusal(response, error);
             if (response.status === 429)
                 wait = retryAfterMs(response) ?? wait;
             why = `the API answered ${response.status}`;
-            await response.body?.cancel();
         }
         catch (error) {
             if (error instanceof ListenError || options.signal.aborted)

@@ -136,10 +136,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** The error envelope's message, with what to do for the answers that stop the session. */
-async function refusal(response: Response): Promise<ListenError> {
-  const body = (await response.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
-  const said = `${response.status} ${body?.error?.code ?? ''}: ${body?.error?.message ?? response.statusText}`;
+/** The error envelope's message (openapi-fetch has read the body), with what to do for the answers that stop the session. */
+function refusal(response: Response, body: unknown): ListenError {
+  const { error } = (typeof body === 'object' && body !== null ? body : {}) as { error?: { code?: string; message?: string } };
+  const said = `${response.status} ${error?.code ?? ''}: ${error?.message ?? response.statusText}`;
   if (response.status === 401) return new ListenError(`the API refused the key (${said}); set CAPI_KEY or --api-key to a valid sk_live_… or sk_test_… key`);
   if (response.status === 403) return new ListenError(`the key may not read events (${said}); listen needs a key with the admin:full scope, allowed from this address`);
   return new ListenError(`the API refused the request (${said})`);
@@ -168,17 +168,16 @@ type Api = ReturnType<typeof createFetchClient<paths>>;
  * Calls the API until it answers: a failed connection or a 5xx waits a growing delay, a 429 its
  * `Retry-After`; another error answer is a ListenError. Undefined once the session is stopped.
  */
-async function untilAnswered<T>(call: (signal: AbortSignal) => Promise<{ data?: T; response: Response }>, options: ListenOptions): Promise<{ data: T; response: Response } | undefined> {
+async function untilAnswered<T>(call: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>, options: ListenOptions): Promise<{ data: T; response: Response } | undefined> {
   for (let attempt = 0; !options.signal.aborted; attempt++) {
     let wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt);
     let why: string;
     try {
-      const { data, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
+      const { data, error, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
       if (response.ok && data !== undefined) return { data, response };
-      if (response.status !== 429 && response.status < 500) throw await refusal(response);
+      if (response.status !== 429 && response.status < 500) throw refusal(response, error);
       if (response.status === 429) wait = retryAfterMs(response) ?? wait;
       why = `the API answered ${response.status}`;
-      await response.body?.cancel();
     } catch (error) {
       if (error instanceof ListenError || options.signal.aborted) throw error;
       why = `no answer from the API (${describe(error)})`;
