@@ -156,10 +156,9 @@ function retryAfterMs(response: Response): number | undefined {
  * what the key's rate-limit window has left (the rest is the developer's own calls).
  */
 function pollWait(response: Response, intervalMs: number): number {
-  const remaining = Number(response.headers.get('x-ratelimit-remaining'));
-  const resetS = Number(response.headers.get('x-ratelimit-reset'));
-  if (!Number.isFinite(remaining) || !Number.isFinite(resetS) || response.headers.get('x-ratelimit-remaining') === null) return intervalMs;
-  return Math.max(intervalMs, Math.ceil((resetS * 1000) / Math.max(1, remaining / 2)));
+  const [remaining, resetS] = ['x-ratelimit-remaining', 'x-ratelimit-reset'].map((name) => Number(response.headers.get(name) ?? Number.NaN));
+  if (!Number.isFinite(remaining) || !Number.isFinite(resetS)) return intervalMs;
+  return Math.max(intervalMs, Math.ceil((resetS! * 1000) / Math.max(1, remaining! / 2)));
 }
 
 type Api = ReturnType<typeof createFetchClient<paths>>;
