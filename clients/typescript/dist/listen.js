@@ -71,7 +71,10 @@ function describe(error) {
         return cause.message;
     return error instanceof Error ? error.message : String(error);
 }
-/** One POST to the local receiver, as a delivery is made: no redirect followed, the answer's body not read. */
+/**
+ * One POST to the local receiver, as a delivery is made: no redirect followed, the answer's body not
+ * read. A stop lets it finish (within the timeout), so the receiver never gets half a request.
+ */
 async function forward(event, options, key) {
     const body = deliveryBody(event);
     try {
@@ -80,13 +83,13 @@ async function forward(event, options, key) {
             headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(event.id, body, key) },
             body,
             redirect: 'manual',
-            signal: AbortSignal.any([options.signal, AbortSignal.timeout(FORWARD_TIMEOUT_MS)]),
+            signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
         });
         await response.body?.cancel();
         return String(response.status);
     }
     catch (error) {
-        return options.signal.aborted ? 'stopped' : `failed: ${describe(error)}`;
+        return `failed: ${describe(error)}`;
     }
 }
 /** Waits `ms`, or less when the signal stops the session. */
@@ -147,7 +150,9 @@ async function untilAnswered(call, options) {
             why = `the API answered ${response.status}`;
         }
         catch (error) {
-            if (error instanceof ListenError || options.signal.aborted)
+            if (options.signal.aborted)
+                return undefined;
+            if (error instanceof ListenError)
                 throw error;
             why = `no answer from the API (${describe(error)})`;
         }
@@ -199,8 +204,6 @@ export async function listen(options) {
                 break;
             if (wanted(event.type)) {
                 const outcome = await forward(event, options, key);
-                if (outcome === 'stopped')
-                    break;
                 summary.forwarded++;
                 options.print(`${new Date().toISOString()}  ${event.type}  ${event.id}  -> ${outcome}`);
             }

@@ -104,7 +104,10 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** One POST to the local receiver, as a delivery is made: no redirect followed, the answer's body not read. */
+/**
+ * One POST to the local receiver, as a delivery is made: no redirect followed, the answer's body not
+ * read. A stop lets it finish (within the timeout), so the receiver never gets half a request.
+ */
 async function forward(event: Event, options: ListenOptions, key: Buffer): Promise<string> {
   const body = deliveryBody(event);
   try {
@@ -113,12 +116,12 @@ async function forward(event: Event, options: ListenOptions, key: Buffer): Promi
       headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(event.id, body, key) },
       body,
       redirect: 'manual',
-      signal: AbortSignal.any([options.signal, AbortSignal.timeout(FORWARD_TIMEOUT_MS)]),
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
     });
     await response.body?.cancel();
     return String(response.status);
   } catch (error) {
-    return options.signal.aborted ? 'stopped' : `failed: ${describe(error)}`;
+    return `failed: ${describe(error)}`;
   }
 }
 
@@ -178,7 +181,8 @@ async function untilAnswered<T>(call: (signal: AbortSignal) => Promise<{ data?: 
       if (response.status === 429) wait = retryAfterMs(response) ?? wait;
       why = `the API answered ${response.status}`;
     } catch (error) {
-      if (error instanceof ListenError || options.signal.aborted) throw error;
+      if (options.signal.aborted) return undefined;
+      if (error instanceof ListenError) throw error;
       why = `no answer from the API (${describe(error)})`;
     }
     options.note(`${why}; trying again in ${Math.ceil(wait / 1000)} s`);
@@ -234,7 +238,6 @@ export async function listen(options: ListenOptions): Promise<ListenSummary> {
       if (options.signal.aborted) break;
       if (wanted(event.type)) {
         const outcome = await forward(event, options, key);
-        if (outcome === 'stopped') break;
         summary.forwarded++;
         options.print(`${new Date().toISOString()}  ${event.type}  ${event.id}  -> ${outcome}`);
       }
