@@ -10,7 +10,7 @@
 // committed copy differs.
 // `--prisma` / `--api` limit the run to one of them.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
@@ -78,10 +78,13 @@ function buildClient(outDir) {
   copy('node_modules/fast-sha256/LICENSE', 'LICENSE.fast-sha256');
   for (const file of readdirSync(outDir).filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))) {
     const target = path.join(outDir, file);
-    writeFileSync(target, readFileSync(target, 'utf8')
+    const text = readFileSync(target, 'utf8');
+    writeFileSync(target, text
       .replaceAll("from 'openapi-fetch'", "from './vendor/openapi-fetch.js'")
       .replaceAll("from 'standardwebhooks'", "from './vendor/standardwebhooks.js'")
       .replace(/from '\.\/(\w+)\.ts'/g, "from './$1.js'"));
+    // The package's command (its `bin`, cli.js) runs from a checkout too, so it is executable in git.
+    chmodSync(target, file.endsWith('.js') && text.startsWith('#!') ? 0o755 : 0o644);
   }
 }
 

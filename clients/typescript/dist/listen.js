@@ -1,0 +1,217 @@
+/// <reference types="node" />
+/**
+ * `client-api-v1 listen`: webhooks on a developer's own machine without registering an endpoint.
+ * It walks the ascending event feed (`GET /api/v1/events?order=asc&starting_after=…`) with the key
+ * and POSTs each new event to a local URL, with the body and the Standard Webhooks headers of a real
+ * delivery, signed with a secret of the session: a receiver written for production works unchanged.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import createFetchClient from './vendor/openapi-fetch.js';
+/** Every event type, for `--events` patterns; the check below fails the build when the contract adds one. */
+export const EVENT_TYPES = [
+    'service.created', 'service.updated', 'service.cancelled',
+    'request.created', 'request.approved', 'request.denied',
+    'report.completed', 'report.failed', 'ping',
+];
+const everyTypeListed = true;
+void everyTypeListed;
+const SECRET_PREFIX = 'whsec_';
+/** The server's own timeout of a delivery attempt (WEBHOOK_TIMEOUT_MS's default). */
+const FORWARD_TIMEOUT_MS = 15_000;
+const API_TIMEOUT_MS = 30_000;
+const PAGE_LIMIT = 100;
+const MAX_BACKOFF_MS = 30_000;
+const USER_AGENT = 'client-api-v1-listen/1 (Standard Webhooks)';
+/** A reason to stop that waiting will not cure: a refused key, a bad request, a bad option. */
+export class ListenError extends Error {
+    name = 'ListenError';
+}
+/** A new secret for a session, in the format of an endpoint's: `whsec_` + base64 of 32 random bytes. */
+export function newSessionSecret() {
+    return SECRET_PREFIX + randomBytes(32).toString('base64');
+}
+/** The key bytes of a `whsec_…` secret; a ListenError when it is not one (24 to 64 bytes, as the server's). */
+function secretKey(secret) {
+    const base64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : '';
+    const key = Buffer.from(base64, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64) || key.length < 24 || key.length > 64) {
+        throw new ListenError('the secret must be whsec_ followed by the base64 of 24 to 64 bytes');
+    }
+    return key;
+}
+/** Matches event types against `--events` patterns; a pattern that matches no type is a ListenError (a typo). */
+function eventFilter(patterns) {
+    const regexps = patterns.map((pattern) => {
+        const re = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+        if (!EVENT_TYPES.some((type) => re.test(type))) {
+            throw new ListenError(`--events ${pattern} matches no event type (${EVENT_TYPES.join(', ')})`);
+        }
+        return re;
+    });
+    return (type) => regexps.length === 0 || regexps.some((re) => re.test(type));
+}
+/** The body of a real delivery: the same JSON, field for field, as the server POSTs (src/webhooks/dispatcher.ts, eventBody). */
+export function deliveryBody(event) {
+    return JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, mode: event.mode, data: event.data });
+}
+/** Standard Webhooks headers: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the secret's key. */
+export function signedHeaders(eventId, body, key, at = new Date()) {
+    const timestamp = String(Math.floor(at.getTime() / 1000));
+    const signature = createHmac('sha256', key).update(`${eventId}.${timestamp}.${body}`).digest('base64');
+    return { 'webhook-id': eventId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+}
+/** A failed request in a few words: a system error's code (ECONNREFUSED), a timeout, else its message. */
+function describe(error) {
+    if (error instanceof Error && error.name === 'TimeoutError')
+        return 'timeout';
+    const cause = error.cause;
+    if (typeof cause?.code === 'string')
+        return cause.code;
+    if (typeof cause?.message === 'string')
+        return cause.message;
+    return error instanceof Error ? error.message : String(error);
+}
+/**
+ * One POST to the local receiver, as a delivery is made: no redirect followed, the answer's body not
+ * read. A stop lets it finish (within the timeout), so the receiver never gets half a request.
+ */
+async function forward(event, options, key) {
+    const body = deliveryBody(event);
+    try {
+        const response = await fetch(options.forwardTo, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(event.id, body, key) },
+            body,
+            redirect: 'manual',
+            signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+        });
+        await response.body?.cancel();
+        return String(response.status);
+    }
+    catch (error) {
+        return `failed: ${describe(error)}`;
+    }
+}
+/** Waits `ms`, or less when the signal stops the session. */
+function sleep(ms, signal) {
+    return new Promise((resolve) => {
+        if (signal.aborted)
+            return resolve();
+        const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            resolve();
+        };
+        const timer = setTimeout(done, ms);
+        signal.addEventListener('abort', done, { once: true });
+    });
+}
+/** The error envelope's message (openapi-fetch has read the body), with what to do for the answers that stop the session. */
+function refusal(response, body) {
+    const { error } = (typeof body === 'object' && body !== null ? body : {});
+    const said = `${response.status} ${error?.code ?? ''}: ${error?.message ?? response.statusText}`;
+    if (response.status === 401)
+        return new ListenError(`the API refused the key (${said}); set CAPI_KEY or --api-key to a valid sk_live_… or sk_test_… key`);
+    if (response.status === 403)
+        return new ListenError(`the key may not read events (${said}); listen needs a key with the admin:full scope, allowed from this address`);
+    return new ListenError(`the API refused the request (${said})`);
+}
+/** Seconds of a `Retry-After`, in ms. */
+function retryAfterMs(response) {
+    const seconds = Number(response.headers.get('retry-after') ?? Number.NaN);
+    return Number.isFinite(seconds) ? Math.max(0, seconds * 1000) : undefined;
+}
+/**
+ * The wait before the next poll: the interval, stretched so that polling takes at most half of
+ * what the key's rate-limit window has left (the rest is the developer's own calls).
+ */
+function pollWait(response, intervalMs) {
+    const [remaining, resetS] = ['x-ratelimit-remaining', 'x-ratelimit-reset'].map((name) => Number(response.headers.get(name) ?? Number.NaN));
+    if (!Number.isFinite(remaining) || !Number.isFinite(resetS))
+        return intervalMs;
+    return Math.max(intervalMs, Math.ceil((resetS * 1000) / Math.max(1, remaining / 2)));
+}
+/**
+ * Calls the API until it answers: a failed connection or a 5xx waits a growing delay, a 429 its
+ * `Retry-After`; another error answer is a ListenError. Undefined once the session is stopped.
+ */
+async function untilAnswered(call, options) {
+    for (let attempt = 0; !options.signal.aborted; attempt++) {
+        let wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt);
+        let why;
+        try {
+            const { data, error, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
+            if (response.ok && data !== undefined)
+                return { data, response };
+            if (response.status !== 429 && response.status < 500)
+                throw refusal(response, error);
+            if (response.status === 429)
+                wait = retryAfterMs(response) ?? wait;
+            why = `the API answered ${response.status}`;
+        }
+        catch (error) {
+            if (options.signal.aborted)
+                return undefined;
+            if (error instanceof ListenError)
+                throw error;
+            why = `no answer from the API (${describe(error)})`;
+        }
+        options.note(`${why}; trying again in ${Math.ceil(wait / 1000)} s`);
+        await sleep(wait, options.signal);
+    }
+    return undefined;
+}
+/** The key's name and mode, and the newest event now: the feed is walked from after it. */
+async function start(api, options) {
+    const who = await untilAnswered((signal) => api.GET('/api/v1/auth-check', { signal }), options);
+    if (!who)
+        return undefined;
+    const newest = await untilAnswered((signal) => api.GET('/api/v1/events', { params: { query: { limit: 1 } }, signal }), options);
+    if (!newest)
+        return undefined;
+    return { keyName: who.data.data.key_name, mode: who.data.data.mode, cursor: newest.data.data[0]?.id };
+}
+/** A ListenError unless `value` is an http: or https: URL. */
+function httpUrl(what, value) {
+    const url = URL.canParse(value) ? new URL(value) : undefined;
+    if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
+        throw new ListenError(`${what} must be an http: or https: URL, not ${value}`);
+}
+/** The options' refusals (ListenError), before anything is printed; the secret's key and the type filter. */
+export function checkOptions(options) {
+    httpUrl('--forward-to', options.forwardTo);
+    httpUrl('the API URL (CAPI_URL, --url)', options.baseUrl);
+    return { key: secretKey(options.secret), wanted: eventFilter(options.events) };
+}
+/** Walks the feed from now until the signal stops it, forwarding each event that the patterns match. */
+export async function listen(options) {
+    const { key, wanted } = checkOptions(options);
+    const api = createFetchClient({ baseUrl: options.baseUrl.replace(/\/+$/, ''), headers: { Authorization: `Bearer ${options.apiKey}` } });
+    const started = await start(api, options);
+    const summary = { forwarded: 0, lastEventId: started?.cursor };
+    if (!started)
+        return summary;
+    const types = options.events.length > 0 ? options.events.join(', ') : 'every type';
+    options.note(`Forwarding the ${started.mode} events (${types}) of key "${started.keyName}" from ${options.baseUrl} to ${options.forwardTo}; Ctrl-C stops.`);
+    const intervalMs = options.pollIntervalMs ?? 1000;
+    while (!options.signal.aborted) {
+        const query = { order: 'asc', limit: PAGE_LIMIT, ...(summary.lastEventId !== undefined && { starting_after: summary.lastEventId }) };
+        const page = await untilAnswered((signal) => api.GET('/api/v1/events', { params: { query }, signal }), options);
+        if (!page)
+            break;
+        for (const event of page.data.data) {
+            if (options.signal.aborted)
+                break;
+            if (wanted(event.type)) {
+                const outcome = await forward(event, options, key);
+                summary.forwarded++;
+                options.print(`${new Date().toISOString()}  ${event.type}  ${event.id}  -> ${outcome}`);
+            }
+            summary.lastEventId = event.id;
+        }
+        // A full page: more is waiting, so no pause.
+        if (!page.data.pagination.has_more)
+            await sleep(pollWait(page.response, intervalMs), options.signal);
+    }
+    return summary;
+}
