@@ -1,6 +1,7 @@
 /** Written in the change's own transaction, so a change never commits without its event nor an event without its change. */
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
+import type { PreviousAttributes } from './previous-attributes.ts';
 
 export const EVENT_TYPES = [
   'service.created',
@@ -28,6 +29,8 @@ export interface NewEvent {
   /** The object as the API's own answers show it (never credentials). */
   object: object;
   mode?: EventMode;
+  /** A change of a record that existed (`*.updated`, `*.cancelled`, a decision, a run's end): what it changed, previous-attributes.ts; none for a creation. */
+  previousAttributes?: PreviousAttributes;
   /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
   endpointId?: string;
 }
@@ -44,7 +47,7 @@ export async function recordEvents(tx: Db, events: NewEvent[], at = new Date()):
     broker_id: e.brokerId,
     mode: e.mode ?? 'live',
     type: e.type,
-    data: { object: e.object },
+    data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
     endpoint_id: e.endpointId ?? null,
   }));
   // One round trip for events and deliveries: the common case (a broker with no endpoints) costs an index probe.
