@@ -20,7 +20,8 @@ export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
 /**
  * Due scheduled cancellations take effect on read, so every read is exact. The statuses are named
  * (not `<> 'cancelled'`) so the index (broker_id, status, cancel_at) answers with three short range
- * scans; two callers at once cancel once, as the UPDATE re-checks its condition on the locked row.
+ * scans; two callers at once cancel once, as the UPDATE's locking sub-select re-checks its condition
+ * on the locked row.
  */
 export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
   const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
