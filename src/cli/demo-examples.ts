@@ -82,7 +82,7 @@ async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: C
   };
   if (existing) {
     const updated = await tx.service.update({ where: { id: existing.id }, data: shown, include: { plan: true } });
-    if (!isDeepStrictEqual(serviceData(existing), serviceData(updated))) events.push(serviceEvent('service.updated', updated));
+    if (!isDeepStrictEqual(serviceData(existing), serviceData(updated))) events.push(serviceEvent('service.updated', updated, existing));
     return existing.id;
   }
   const created = await tx.service.create({
@@ -95,14 +95,21 @@ async function putService(tx: Tx, brokerId: string, plan: PlanOf, credentials: C
 
 /** Other open requests on the example services are denied, so the examples' calls can make theirs. */
 async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date, events: NewEvent[]): Promise<void> {
-  const denied = await tx.serviceRequest.updateManyAndReturn({
+  // Read first, so each event can say what the denial changed; the update re-checks the status.
+  const open = await tx.serviceRequest.findMany({
     where: { serviceId: { in: serviceIds }, status: { in: ['pending', 'provider_review'] }, id: { notIn: [CREATE_REQUEST, PENDING_REQUEST] } },
+    include: REQUEST_INCLUDE,
+  });
+  if (open.length === 0) return;
+  const denied = await tx.serviceRequest.updateManyAndReturn({
+    where: { id: { in: open.map((r) => r.id) }, status: { in: ['pending', 'provider_review'] } },
     data: { status: 'denied', denialReason: 'Closed by the demo command: the contract examples start from no open request', decidedAt: now, updatedAt: now },
     select: { id: true },
   });
   if (denied.length === 0) return;
+  const before = new Map(open.map((r) => [r.id, r]));
   const decided = await tx.serviceRequest.findMany({ where: { id: { in: denied.map((r) => r.id) } }, include: REQUEST_INCLUDE, orderBy: { id: 'asc' } });
-  events.push(...decided.map((r) => requestEvent('request.denied', r)));
+  events.push(...decided.map((r) => requestEvent('request.denied', r, before.get(r.id)!)));
 }
 
 /** A request with the example's id (`request.created` in `events` when new); false when another broker has that id. */

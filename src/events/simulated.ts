@@ -2,12 +2,15 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Caller } from '../shared/caller.ts';
 import type { Effect } from '../shared/unit-of-work.ts';
+import type { PreviousAttributes } from './previous-attributes.ts';
 import { recordEvents, type EventType } from './store.ts';
 
 export interface SimulatedEvent {
   type: EventType;
   /** The object as the sandbox's answer shows it (never credentials). */
   object: object;
+  /** A simulated change of a record: what it changed, as a live change's event says (previous-attributes.ts). */
+  previousAttributes?: PreviousAttributes;
 }
 
 /** With the Idempotency-Key's record of `effect`, so a retry replays the answer and writes no second event. */
@@ -15,7 +18,7 @@ export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller
   await prisma.$transaction(async (tx) => {
     await recordEvents(
       tx,
-      events.map((e) => ({ brokerId: caller.brokerId, type: e.type, mode: 'test', object: { ...e.object, simulated: true } })),
+      events.map((e) => ({ ...e, brokerId: caller.brokerId, mode: 'test', object: { ...e.object, simulated: true } })),
     );
     await caller.unitOfWork.within(tx).recordEffect(effect);
   });

@@ -2,6 +2,7 @@
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
+import type { PreviousAttributes } from './previous-attributes.ts';
 
 export const EVENT_TYPES = [
   'service.created',
@@ -29,6 +30,8 @@ export interface NewEvent {
   /** The object as the API's own answers show it (never credentials). */
   object: object;
   mode?: EventMode;
+  /** A change of a record that existed (`*.updated`, `*.cancelled`, a decision, a run's end): what it changed, previous-attributes.ts; none for a creation. */
+  previousAttributes?: PreviousAttributes;
   /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
   endpointId?: string;
 }
@@ -71,7 +74,7 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
     broker_id: e.brokerId,
     mode: e.mode ?? 'live',
     type: e.type,
-    data: { object: e.object },
+    data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
     endpoint_id: e.endpointId ?? null,
   }));
   await lockFeeds(tx, rows.map((r) => ({ brokerId: r.broker_id, mode: r.mode })));

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { recordSimulatedEvents } from '../events/simulated.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
 import type { ReportRunData } from './runs/present.ts';
 import type { InvoiceTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
@@ -34,7 +35,14 @@ const SIMULATED = { mode: 'test', simulated: true } as const;
  */
 async function simulatedCompletion(prisma: PrismaClient, caller: Caller, run: SimulatedRun): Promise<void> {
   const object = sandboxReportRun(run.reportId, new Date(), run);
-  await recordSimulatedEvents(prisma, caller, { type: 'report', id: run.reportId }, [{ type: 'report.completed', object }]);
+  const previous = previousAttributes(lastRecipientSending(object), object);
+  await recordSimulatedEvents(prisma, caller, { type: 'report', id: run.reportId }, [{ type: 'report.completed', object, previousAttributes: previous }]);
+}
+
+/** The completed run as a live one stands just before its last recipient's e-mail is accepted: `sending`, that recipient under way. */
+function lastRecipientSending(run: ReportRunData): ReportRunData {
+  const recipients = run.recipients.map((r, i) => (i === run.recipients.length - 1 ? { ...r, status: 'sending' as const, sent_at: null } : r));
+  return { ...run, status: 'sending', recipients_sent: run.recipients_sent - 1, recipients_pending: 1, finished_at: null, recipients };
 }
 
 export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {

@@ -1,6 +1,7 @@
 /** Generated, never stored; a simulated decision still writes a live one's events, in test mode. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { recordSimulatedEvents } from '../events/simulated.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
 import type { RequestData } from '../services/change-requests.ts';
 import { sandboxed, sandboxPage, sandboxRequestRow, sandboxService } from '../services/sandbox.ts';
 import { canonicalRequestId, randomServiceNumber } from '../shared/ids.ts';
@@ -78,9 +79,11 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
         updated_at: now,
       };
       const effect = { type: 'request' as const, id: base.request_id };
+      // The generated request as it stood before the decision: pending, made now.
+      const pending = sandboxed({ ...base, request_status: 'pending' as const, service_number: null, denial_reason: null, decided_at: null });
       if (decision.action === 'deny') {
         const denied = sandboxed({ ...base, request_status: 'denied' as const, service_number: null, denial_reason: decision.denialReason, decided_at: now });
-        await recordSimulatedEvents(deps.prisma, caller, effect, [{ type: 'request.denied', object: denied }]);
+        await recordSimulatedEvents(deps.prisma, caller, effect, [{ type: 'request.denied', object: denied, previousAttributes: previousAttributes(pending, denied) }]);
         return { decided: denied };
       }
       if (caller.providerReview) {
@@ -97,7 +100,7 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
         customer_email: approved.customer_email,
       });
       await recordSimulatedEvents(deps.prisma, caller, effect, [
-        { type: 'request.approved', object: approved },
+        { type: 'request.approved', object: approved, previousAttributes: previousAttributes(pending, approved) },
         { type: 'service.created', object: service },
       ]);
       return { decided: approved };

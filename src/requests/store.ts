@@ -8,12 +8,14 @@ import { clampInstant } from '../shared/dates.ts';
 import {
   applyDueCancellations,
   insertActiveService,
+  lockService,
   withServiceNumberRetry,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
 import { REQUEST_INCLUDE, requestData, type RequestWithRelations } from '../services/change-requests.ts';
-import { serviceData, type ServiceData } from '../services/present.ts';
+import { serviceData, type ServiceData, type ServiceWithPlan } from '../services/present.ts';
 import { recordEvents } from '../events/store.ts';
+import { previousAttributes, type PreviousAttributes } from '../events/previous-attributes.ts';
 
 export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';
 export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';
@@ -88,6 +90,12 @@ async function findRequest(db: Db, brokerId: string, id: bigint): Promise<Reques
   return request;
 }
 
+/** The request's row locked until the decision's transaction ends, as it stands: what its event compares with. */
+async function lockRequest(tx: Db, brokerId: string, id: number): Promise<RequestWithRelations> {
+  await tx.$queryRaw`SELECT 1 FROM "service_requests" WHERE "id" = ${id} FOR UPDATE`;
+  return findRequest(tx, brokerId, BigInt(id));
+}
+
 /** One conditional UPDATE: of two concurrent decisions, row locking lets exactly one through; the other answers 409. */
 async function claim(
   db: Db,
@@ -119,9 +127,11 @@ export async function denyRequest(
   const request = await findRequest(prisma, brokerId, id);
   // The request as decided, read in the decision's transaction: its event's object and the answer.
   return prisma.$transaction(async (tx) => {
+    const before = requestData(await lockRequest(tx, brokerId, request.id));
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
     const denied = await findRequest(tx, brokerId, id);
-    await recordEvents(tx, [{ brokerId, type: 'request.denied', object: requestData(denied) }], now);
+    const object = requestData(denied);
+    await recordEvents(tx, [{ brokerId, type: 'request.denied', object, previousAttributes: previousAttributes(before, object) }], now);
     await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
     return denied;
   });
@@ -142,10 +152,16 @@ export async function approveRequest(
   // The request as carried out, read in the approval's transaction: its event's object and the answer.
   return withServiceNumberRetry(() =>
     prisma.$transaction(async (tx) => {
+      const before = requestData(await lockRequest(tx, brokerId, request.id));
       await claim(tx, brokerId, request.id, 'approved', now, null);
       const serviceEvent = await carryOut(tx, credentials, request, now);
       const approved = await findRequest(tx, brokerId, id);
-      await recordEvents(tx, [{ brokerId, type: 'request.approved', object: requestData(approved) }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])], now);
+      const object = requestData(approved);
+      await recordEvents(
+        tx,
+        [{ brokerId, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])],
+        now,
+      );
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
       return approved;
     }),
@@ -153,7 +169,10 @@ export async function approveRequest(
 }
 
 /** What carrying out a request did to its service, as the event that tells of it (none: a cancellation only scheduled). */
-type ServiceEvent = { type: 'service.created' | 'service.updated' | 'service.cancelled'; object: ServiceData } | undefined;
+type ServiceEvent =
+  | { type: 'service.created'; object: ServiceData }
+  | { type: 'service.updated' | 'service.cancelled'; object: ServiceData; previousAttributes: PreviousAttributes }
+  | undefined;
 
 async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<ServiceEvent> {
   if (request.type === 'create') {
@@ -176,7 +195,7 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
     await tx.serviceRequest.update({ where: { id: request.id }, data: { serviceId: service.id, updatedAt: now } });
     return { type: 'service.created', object: serviceData(service) };
   }
-  const service = request.serviceId === null ? null : await tx.service.findUnique({ where: { id: request.serviceId } });
+  const service = request.serviceId === null ? null : await lockService(tx, request.serviceId);
   if (!service) {
     throw new ConflictError(`The service of request ${formatRequestId(request.id)} no longer exists`, 'deleted');
   }
@@ -191,7 +210,7 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
       throw new BrokenRecordError(`Request ${formatRequestId(request.id)} names no plan`);
     }
     const changed = await tx.service.update({ where: { id: service.id }, data: { planId: request.requestedPlanId, updatedAt: now }, include: { plan: true } });
-    return { type: 'service.updated', object: serviceData(changed) };
+    return serviceChange('service.updated', service, changed);
   }
   // cancel
   if (service.status === 'cancelled') {
@@ -203,10 +222,15 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
       data: { status: 'cancelled', cancelledAt: now, cancelAt: null, updatedAt: now },
       include: { plan: true },
     });
-    return { type: 'service.cancelled', object: serviceData(cancelled) };
+    return serviceChange('service.cancelled', service, cancelled);
   }
   // `service.cancelled` is written when the cancellation takes effect (applyDueCancellations).
   const cancelAt = endOfCurrentBillingPeriod(service.createdAt, service.billingCycle, now);
   await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now } });
   return undefined;
+}
+
+function serviceChange(type: 'service.updated' | 'service.cancelled', before: ServiceWithPlan, after: ServiceWithPlan): ServiceEvent {
+  const object = serviceData(after);
+  return { type, object, previousAttributes: previousAttributes(serviceData(before), object) };
 }

@@ -3,6 +3,7 @@
  * events its live twin writes, in test mode (src/events/simulated.ts).
  */
 import { recordSimulatedEvents } from '../events/simulated.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
 import { pageOf, type Page } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
@@ -189,9 +190,11 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
         customer_notified: false,
         updated_at: now.toISOString(),
       });
-      // The service as the sandbox shows it, never the password (as a live change's event).
+      // The service as the sandbox shows it, never the password (as a live change's event); made now, only the password changed.
       const service = sandboxed(sandboxService(serviceNumber, now));
-      await recordSimulatedEvents(deps.prisma, caller, { type: 'service', id: String(serviceNumber) }, [{ type: 'service.updated', object: service }]);
+      await recordSimulatedEvents(deps.prisma, caller, { type: 'service', id: String(serviceNumber) }, [
+        { type: 'service.updated', object: service, previousAttributes: previousAttributes(service, service, { passwordChanged: true }) },
+      ]);
       if (chosen === undefined) change.password = generatePassword();
       return change;
     },

@@ -5,6 +5,7 @@ import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts
 import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { recordEvents } from '../events/store.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
 import { REQUEST_INCLUDE, requestData } from './change-requests.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import { serviceData, type BillingCycle, type ServiceStatus, type ServiceWithPlan } from './present.ts';
@@ -19,7 +20,8 @@ export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
 /**
  * Due scheduled cancellations take effect on read, so every read is exact. The statuses are named
  * (not `<> 'cancelled'`) so the index (broker_id, status, cancel_at) answers with three short range
- * scans; two callers at once cancel once, as the UPDATE re-checks its condition on the locked row.
+ * scans; two callers at once cancel once, as the UPDATE's locking sub-select re-checks its condition
+ * on the locked row.
  */
 export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
   const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
@@ -35,16 +37,32 @@ export async function applyAllDueCancellations(prisma: PrismaClient, now = new D
   return cancelDue(prisma, Prisma.sql`true`, now);
 }
 
+/** What a due cancellation changes, as the row stood before it (the event's `previous_attributes`). */
+type BeforeCancel = Pick<ServiceWithPlan, 'id' | 'status' | 'updatedAt' | 'cancelledAt'>;
+
 async function cancelDue(prisma: PrismaClient, which: Prisma.Sql, now: Date): Promise<number> {
   return prisma.$transaction(async (tx) => {
-    const cancelled = await tx.$queryRaw<Array<{ id: number }>>`
-      UPDATE "services"
-         SET "status" = 'cancelled', "cancelled_at" = "cancel_at", "updated_at" = ${now}
-       WHERE ${which} AND "status" IN ('pending', 'active', 'suspended') AND "cancel_at" <= ${now}
-      RETURNING "id"`;
+    // The rows are locked and re-checked by the sub-select before the update, which returns their old values.
+    const cancelled = await tx.$queryRaw<BeforeCancel[]>`
+      UPDATE "services" s
+         SET "status" = 'cancelled', "cancelled_at" = s."cancel_at", "updated_at" = ${now}
+        FROM (SELECT "id", "status", "updated_at", "cancelled_at" FROM "services"
+               WHERE ${which} AND "status" IN ('pending', 'active', 'suspended') AND "cancel_at" <= ${now}
+               FOR UPDATE) old
+       WHERE s."id" = old."id"
+      RETURNING s."id", old."status"::text AS "status", old."updated_at" AS "updatedAt", old."cancelled_at" AS "cancelledAt"`;
     if (cancelled.length === 0) return 0;
+    const before = new Map(cancelled.map((c) => [c.id, c]));
     const services = await tx.service.findMany({ where: { id: { in: cancelled.map((c) => c.id) } }, include: { plan: true } });
-    await recordEvents(tx, services.map((service) => ({ brokerId: service.brokerId, type: 'service.cancelled' as const, object: serviceData(service) })), now);
+    await recordEvents(
+      tx,
+      services.map((service) => {
+        const object = serviceData(service);
+        const { status, updatedAt, cancelledAt } = before.get(service.id)!;
+        return { brokerId: service.brokerId, type: 'service.cancelled' as const, object, previousAttributes: previousAttributes(serviceData({ ...service, status, updatedAt, cancelledAt }), object) };
+      }),
+      now,
+    );
     return cancelled.length;
   });
 }
@@ -56,6 +74,12 @@ function dueCancellationsProbe(brokerId: string, now: Date): Prisma.Sql {
       SELECT 1 FROM "services"
        WHERE "broker_id" = ${brokerId} AND "status" IN ('pending', 'active', 'suspended')
          AND "cancel_at" <= ${now}) AS "due"`;
+}
+
+/** The service's row locked until the transaction ends, as it stands (null: none): what a change's event compares with (`previous_attributes`). */
+export async function lockService(tx: Db, id: number): Promise<ServiceWithPlan | null> {
+  await tx.$queryRaw`SELECT 1 FROM "services" WHERE "id" = ${id} FOR UPDATE`;
+  return tx.service.findUnique({ where: { id }, include: { plan: true } });
 }
 
 /** The broker's service with that number, or `404 not_found` (also for another broker's service). */

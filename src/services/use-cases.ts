@@ -5,8 +5,9 @@ import type { Caller } from '../shared/caller.ts';
 import { clampInstant } from '../shared/dates.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { pageOf, type Page } from '../shared/page.ts';
-import { ConflictError } from '../shared/errors.ts';
+import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { recordEvents } from '../events/store.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
 import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange, type Catalogue } from './plans.ts';
@@ -18,6 +19,7 @@ import {
   findService,
   insertActiveService,
   listServices,
+  lockService,
   requireNoOpenRequest,
   requireStatus,
   withServiceNumberRetry,
@@ -202,8 +204,12 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const password = chosen ?? generatePassword();
   const passwordEnc = (await deps.credentials()).encrypt(password);
   const updated = await prisma.$transaction(async (tx) => {
+    const locked = await lockService(tx, service.id);
+    if (!locked) throw new NotFoundError(`Service ${serviceNumber} not found`);
+    const before = serviceData(locked);
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
-    await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'service.updated', object: serviceData(changed) }], now);
+    const object = serviceData(changed);
+    await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'service.updated', object, previousAttributes: previousAttributes(before, object, { passwordChanged: true }) }], now);
     await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
     return changed;
   });

@@ -90,8 +90,9 @@ export interface WebhookWork {
 
 /** The event as it is POSTed: the same JSON as GET /api/v1/events/{event_id} shows it. */
 export function eventBody(event: DeliveryRecord['event']): string {
-  const data = event.data as { object: unknown };
-  return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt.toISOString(), mode: event.mode, data: { object: data.object } });
+  const { object, previous_attributes } = event.data as { object: unknown; previous_attributes?: unknown };
+  const data = previous_attributes === undefined ? { object } : { object, previous_attributes };
+  return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt.toISOString(), mode: event.mode, data });
 }
 
 /** The secrets to sign with: the current one, and the previous one while it has not expired. */

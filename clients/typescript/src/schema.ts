@@ -3249,6 +3249,195 @@ export interface components {
             endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
         };
         /**
+         * @description On an event of a change to a record that already existed (`service.updated`,
+         *     `service.cancelled`, `request.approved`, `request.denied`, `report.completed`,
+         *     `report.failed`): every field of `data.object` that the change altered, with its value
+         *     before the change, under the same name and in the same format as in `data.object`; fields
+         *     the change left alone are absent. Credentials never appear: a password change adds
+         *     `password_changed: true`. Events of a creation (`service.created`, `request.created`) and
+         *     `ping` have no `previous_attributes`. Each type's own schema: `ServicePreviousAttributes`,
+         *     `ServiceRequestPreviousAttributes`, `ReportRunPreviousAttributes` (the `webhooks` section).
+         * @example {
+         *       "plan": "Basic VPS",
+         *       "updated_at": "2025-03-01T09:30:00.000Z"
+         *     }
+         */
+        EventPreviousAttributes: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description `previous_attributes` of a `service.updated` or `service.cancelled` event: the fields of the
+         *     `Service` that the change altered, each with its value before the change (never credentials).
+         *     An upgrade or downgrade shows `plan` and `updated_at`; a cancellation `status`, `updated_at`
+         *     and `cancelled_at` (`null`); a new password `updated_at` and `password_changed: true`. A sandbox simulation's generated service is made at the moment of
+         *     the call, so its `updated_at` is not among them.
+         * @example {
+         *       "plan": "Basic VPS",
+         *       "updated_at": "2025-03-01T09:30:00.000Z"
+         *     }
+         * @example {
+         *       "updated_at": "2025-03-01T09:30:00.000Z",
+         *       "password_changed": true
+         *     }
+         */
+        ServicePreviousAttributes: {
+            status?: components["schemas"]["ServiceStatus"];
+            plan?: components["schemas"]["PlanName"];
+            /**
+             * @description Host name of the server.
+             * @example web01.client.example
+             */
+            hostname?: string;
+            /**
+             * Format: email
+             * @description E-mail address of the end customer.
+             * @example ops@client.example
+             */
+            customer_email?: string;
+            /**
+             * @description Name of the end customer, or `null`.
+             * @example Client Ltd
+             */
+            customer_name?: string | null;
+            billing_cycle?: components["schemas"]["BillingCycle"];
+            created_at?: components["schemas"]["Timestamp"];
+            updated_at?: components["schemas"]["Timestamp"];
+            cancel_at?: components["schemas"]["NullableTimestamp"];
+            cancelled_at?: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description The service's password was changed (its value, old or new, is never in an event).
+             * @example true
+             * @constant
+             */
+            password_changed?: true;
+        };
+        /**
+         * @description `previous_attributes` of a `request.approved` or `request.denied` event: the fields of the
+         *     `ServiceRequest` that the decision altered, each with its value before it: `request_status`
+         *     (`pending`), `updated_at`, `decided_at` (`null`), and also `denial_reason` (`null`) for a
+         *     denial, `service_number` (`null`) for an approved `create` request. A sandbox simulation's
+         *     generated request is made at the moment of the call, so its `updated_at` is not among them.
+         * @example {
+         *       "request_status": "pending",
+         *       "updated_at": "2025-03-02T11:00:00.000Z",
+         *       "decided_at": null
+         *     }
+         */
+        ServiceRequestPreviousAttributes: {
+            request_type?: components["schemas"]["RequestType"];
+            request_status?: components["schemas"]["RequestStatus"];
+            source?: components["schemas"]["RequestSource"];
+            /**
+             * @description The service concerned; `null` for a `create` request that is not approved yet.
+             * @example 482913570
+             */
+            service_number?: number | null;
+            current_plan?: components["schemas"]["NullablePlanName"];
+            requested_plan?: components["schemas"]["NullablePlanName"];
+            /**
+             * @description Host name of the service (requested host name for `create`), or `null`.
+             * @example web01.client.example
+             */
+            hostname?: string | null;
+            /**
+             * Format: email
+             * @description End customer's e-mail address, or `null`.
+             * @example ops@client.example
+             */
+            customer_email?: string | null;
+            /**
+             * @description Cancellation reason (`cancel` requests), or `null`.
+             * @example Customer moved to another provider
+             */
+            reason?: string | null;
+            /**
+             * @description When an approved cancellation takes effect (`cancel` requests), or `null`.
+             * @example end_of_billing_period
+             * @enum {string|null}
+             */
+            cancel_when?: "immediate" | "end_of_billing_period" | null;
+            /**
+             * @description Why the request was denied (`denied` requests), or `null`.
+             * @example Hostname already in use by another customer
+             */
+            denial_reason?: string | null;
+            created_at?: components["schemas"]["Timestamp"];
+            updated_at?: components["schemas"]["Timestamp"];
+            decided_at?: components["schemas"]["NullableTimestamp"];
+        };
+        /**
+         * @description `previous_attributes` of a `report.completed` or `report.failed` event: the fields of the run
+         *     (as `getReport` shows it) that its end altered, each with its value before it: `status` and
+         *     `finished_at` (`null`); the counts and `recipients` (the whole list, as it was) when the
+         *     transaction that ended the run also recorded a recipient's outcome; `error` (`null`) for a
+         *     failure.
+         * @example {
+         *       "status": "sending",
+         *       "recipients_sent": 0,
+         *       "recipients_pending": 1,
+         *       "finished_at": null,
+         *       "recipients": [
+         *         {
+         *           "email": "finance@broker.example",
+         *           "status": "sending",
+         *           "attempts": 1,
+         *           "last_error": null,
+         *           "sent_at": null,
+         *           "delivery": "attachment",
+         *           "link_expires_at": null,
+         *           "download_count": 0,
+         *           "downloads": []
+         *         }
+         *       ]
+         *     }
+         */
+        ReportRunPreviousAttributes: {
+            /**
+             * @description Which report.
+             * @example invoices
+             * @enum {string}
+             */
+            report_type?: "invoices" | "services";
+            /**
+             * @description `queued`, `building`, `sending` (under way), `completed` (every recipient `sent` or `failed`), `failed` (the workbook could not be built or the report could not be queued; nothing was sent).
+             * @example completed
+             * @enum {string}
+             */
+            status?: "queued" | "building" | "sending" | "completed" | "failed";
+            /** @description The invoices report's range; `null` for a services report. */
+            date_range?: components["schemas"]["DateRange"] | null;
+            /**
+             * @description The services report's `status` filter; `null` for all services and for an invoices report.
+             * @example null
+             * @enum {string|null}
+             */
+            status_filter?: "pending" | "active" | "suspended" | "cancelled" | null;
+            /**
+             * @description Recipients whose e-mail the mail server accepted.
+             * @example 1
+             */
+            recipients_sent?: number;
+            /**
+             * @description Recipients whose sending failed for good.
+             * @example 0
+             */
+            recipients_failed?: number;
+            /**
+             * @description Recipients still under way.
+             * @example 0
+             */
+            recipients_pending?: number;
+            created_at?: components["schemas"]["Timestamp"];
+            finished_at?: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Why a `failed` run failed, or `null`.
+             * @example null
+             */
+            error?: string | null;
+            /** @description Every recipient, in the order of the request. */
+            recipients?: components["schemas"]["ReportRunRecipient"][];
+        };
+        /**
          * @description Something that changed (a service, a service request) or ended (a report run), recorded in the same transaction as the change; the body of its webhook deliveries. `mode`: `live` for live changes, `test` for the sandbox's simulations.
          * @example {
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
@@ -3280,6 +3469,7 @@ export interface components {
             /** @description The event's payload. */
             data: {
                 object: components["schemas"]["EventObject"];
+                previous_attributes?: components["schemas"]["EventPreviousAttributes"];
             };
         };
         /** @description One POST of a delivery. */
@@ -3334,6 +3524,7 @@ export interface components {
             /** @description The event's payload. */
             data: {
                 object: components["schemas"]["EventObject"];
+                previous_attributes?: components["schemas"]["EventPreviousAttributes"];
             };
             /** @description One per endpoint owed the event (and per redelivery), in the order they were owed. */
             deliveries: components["schemas"]["EventDelivery"][];
@@ -3498,7 +3689,7 @@ export interface components {
             type: "service.created";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the new `Service`. A creation has no `previous_attributes`. */
             data: {
                 object: components["schemas"]["Service"];
             };
@@ -3514,9 +3705,10 @@ export interface components {
             type: "service.updated";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `Service` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["Service"];
+                previous_attributes?: components["schemas"]["ServicePreviousAttributes"];
             };
         };
         /** @description The body of a `service.cancelled` delivery. */
@@ -3530,9 +3722,10 @@ export interface components {
             type: "service.cancelled";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `Service` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["Service"];
+                previous_attributes?: components["schemas"]["ServicePreviousAttributes"];
             };
         };
         /** @description The body of a `request.created` delivery. */
@@ -3546,7 +3739,7 @@ export interface components {
             type: "request.created";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the new `ServiceRequest`. A creation has no `previous_attributes`. */
             data: {
                 object: components["schemas"]["ServiceRequest"];
             };
@@ -3562,9 +3755,10 @@ export interface components {
             type: "request.approved";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `ServiceRequest` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["ServiceRequest"];
+                previous_attributes?: components["schemas"]["ServiceRequestPreviousAttributes"];
             };
         };
         /** @description The body of a `request.denied` delivery. */
@@ -3578,9 +3772,10 @@ export interface components {
             type: "request.denied";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `ServiceRequest` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["ServiceRequest"];
+                previous_attributes?: components["schemas"]["ServiceRequestPreviousAttributes"];
             };
         };
         /** @description The body of a `report.completed` delivery. */
@@ -3594,9 +3789,10 @@ export interface components {
             type: "report.completed";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `ReportRun` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["ReportRun"];
+                previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
             };
         };
         /** @description The body of a `report.failed` delivery. */
@@ -3610,9 +3806,10 @@ export interface components {
             type: "report.failed";
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
-            /** @description The payload. */
+            /** @description The payload: the `ReportRun` as it is now, and what the change altered (`previous_attributes`; an event recorded before the server wrote them has none). */
             data: {
                 object: components["schemas"]["ReportRun"];
+                previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
             };
         };
         /** @description The body of a `ping` delivery. */

@@ -8,8 +8,9 @@
 import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Db } from '../../shared/db-errors.ts';
 import { recordEvents } from '../../events/store.ts';
+import { previousAttributes } from '../../events/previous-attributes.ts';
 import type { StoredWorkbook } from '../workbook/store.ts';
-import { recipientCounts, reportRunOf, type RecipientCounts } from './present.ts';
+import { recipientCounts, reportRunOf, type RecipientCounts, type ReportRunData } from './present.ts';
 
 /** A run's counts as its recipients' records stand. */
 export async function countRunRecipients(db: Db, runId: string): Promise<RecipientCounts> {
@@ -60,23 +61,27 @@ export async function recordedBuildOf(prisma: PrismaClient, runId: string): Prom
  */
 export const failRunRecords = (prisma: PrismaClient, runId: string, error: string, from: Array<'queued' | 'building'>, extra: { recipientsFailed?: number } = {}) =>
   prisma.$transaction(async (tx) => {
+    await lockRun(tx, runId);
+    const before = await runAsShown(tx, runId);
     await tx.reportRecipient.updateMany({ where: { reportRunId: runId, status: 'pending' }, data: { status: 'failed', error } });
     const failed = await tx.reportRun.updateMany({ where: { id: runId, status: { in: from } }, data: { status: 'failed', error, completedAt: new Date(), ...extra } });
-    if (failed.count > 0) await recordRunEvent(tx, runId, 'report.failed');
+    if (failed.count > 0) await recordRunEvent(tx, runId, 'report.failed', before);
   });
 
-/** The event of a run's end, in the transaction that ended it: the run as `GET /reports/{report_id}` shows it then. */
-async function recordRunEvent(tx: Db, runId: string, type: 'report.completed' | 'report.failed'): Promise<void> {
+const runAsShown = async (tx: Db, runId: string): Promise<ReportRunData> => (await reportRunOf(tx, runId)).data;
+
+/** The event of a run's end, in the transaction that ended it: the run as `GET /reports/{report_id}` shows it then, and `before` it. */
+async function recordRunEvent(tx: Db, runId: string, type: 'report.completed' | 'report.failed', before: ReportRunData): Promise<void> {
   const run = await reportRunOf(tx, runId);
-  await recordEvents(tx, [{ brokerId: run.brokerId, type, object: run.data }]);
+  await recordEvents(tx, [{ brokerId: run.brokerId, type, object: run.data, previousAttributes: previousAttributes(before, run.data) }]);
 }
 
 type StoredCounts = { recipientsSent: number; recipientsFailed: number };
 
-/** In `tx`: a `sending` run completed with its final counts and its `report.completed` event; false when it was not `sending`. */
-async function completeSendingRun(tx: Db, runId: string, counts: StoredCounts): Promise<boolean> {
+/** In `tx`: a `sending` run completed with its final counts and its `report.completed` event (`before`: the run as its transaction found it); false when it was not `sending`. */
+async function completeSendingRun(tx: Db, runId: string, counts: StoredCounts, before: ReportRunData): Promise<boolean> {
   const done = await tx.reportRun.updateMany({ where: { id: runId, status: 'sending' }, data: { ...counts, status: 'completed', completedAt: new Date() } });
-  if (done.count > 0) await recordRunEvent(tx, runId, 'report.completed');
+  if (done.count > 0) await recordRunEvent(tx, runId, 'report.completed', before);
   return done.count > 0;
 }
 
@@ -164,8 +169,10 @@ export const recordSendFailed = (prisma: PrismaClient, recipientId: number, erro
 export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<{ counts: RecipientCounts; completed: boolean }> {
   return prisma.$transaction(async (tx) => {
     await lockRun(tx, runId);
+    // Only a final outcome can complete the run: then its event compares with the run as it stood before this outcome.
+    const before = outcome.sent || outcome.final ? await runAsShown(tx, runId) : undefined;
     await tx.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange(outcome) });
-    return countAndSettle(tx, runId);
+    return countAndSettle(tx, runId, before);
   });
 }
 
@@ -177,7 +184,7 @@ export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string
 export const settleRunCounts = (prisma: PrismaClient, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> =>
   prisma.$transaction(async (tx) => {
     await lockRun(tx, runId);
-    return countAndSettle(tx, runId);
+    return countAndSettle(tx, runId, await runAsShown(tx, runId));
   });
 
 /** The run's row locked until the transaction ends: counts and completion of one run go one at a time. */
@@ -185,10 +192,11 @@ async function lockRun(tx: Db, runId: string): Promise<void> {
   await tx.$queryRaw`SELECT 1 FROM "report_runs" WHERE "id" = ${runId} FOR UPDATE`;
 }
 
-async function countAndSettle(tx: Db, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> {
+/** `before`: the run as the transaction found it, undefined when nothing in it can complete the run. */
+async function countAndSettle(tx: Db, runId: string, before: ReportRunData | undefined): Promise<{ counts: RecipientCounts; completed: boolean }> {
   const counts = await countRunRecipients(tx, runId);
   const stored = { recipientsSent: counts.sent, recipientsFailed: counts.failed };
-  if (counts.pending === 0 && (await completeSendingRun(tx, runId, stored))) return { counts, completed: true };
+  if (before && counts.pending === 0 && (await completeSendingRun(tx, runId, stored, before))) return { counts, completed: true };
   await tx.reportRun.update({ where: { id: runId }, data: stored });
   return { counts, completed: false };
 }
