@@ -3,6 +3,7 @@
  * secret, ping, recover failed deliveries. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
  * endpoints); every answer that shows a secret is made here from the use case's, nowhere else.
  */
+import type { Router } from 'express';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { missingParameter } from '../http/errors.ts';
@@ -92,7 +93,11 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
-  // POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping and /recover
+  registerEndpointActions(router, contract, useCases);
+};
+
+/** POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping and /recover. */
+function registerEndpointActions(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
   operation(router, contract, 'deleteWebhookEndpoint', {
     useCases,
     validate: ({ params }) => params.endpoint_id,
@@ -121,4 +126,4 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
       return { status: 200, data: await useCases.recover(caller, id, since) };
     },
   });
-};
+}
