@@ -37,6 +37,14 @@ export class DestinationRefusedError extends Error {
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 /**
+ * What a developer whose receiver runs on their own machine can do instead, added to the refusals
+ * it meets (an `http:` URL, a loopback or private address): the client's `listen` command, which
+ * forwards events to a local URL, or the setting of a server they run themselves.
+ */
+export const LOCAL_WAY_OUT =
+  'to receive webhooks on your own machine run npx client-api-v1 listen --forward-to http://localhost:4000/hooks, or on a server you run yourself set WEBHOOK_ALLOW_PRIVATE_URLS=true';
+
+/**
  * Instance metadata and credential services, refused even with allowPrivate: reaching one from
  * a webhook hands the machine's cloud credentials to whoever reads the delivery's answer.
  */
@@ -92,7 +100,7 @@ function nonPublicKind(address: Address): string | undefined {
 }
 
 /**
- * Why the policy refuses `ip` (`loopback`, `private`, `a cloud metadata address`, …), or
+ * Why the policy refuses `ip` (`loopback; <LOCAL_WAY_OUT>`, `a cloud metadata address`, …), or
  * undefined when it may be connected to. An IPv6 address carrying an IPv4 one is judged by the
  * IPv4 address. With allowPrivate every address but the cloud metadata ones passes.
  */
@@ -107,11 +115,14 @@ function refusalOf(ip: string, policy: DestinationPolicy): string | undefined {
   if (CLOUD_METADATA.some((metadata) => metadata.kind() === address.kind() && metadata.toString() === address.toString())) {
     return 'a cloud metadata address';
   }
-  return policy.allowPrivate ? undefined : nonPublicKind(address);
+  if (policy.allowPrivate) return undefined;
+  const kind = nonPublicKind(address);
+  // Refused only because the setting is off: say how to get past it.
+  return kind === undefined ? undefined : `${kind}; ${LOCAL_WAY_OUT}`;
 }
 
 /**
- * Throws DestinationRefusedError (`reason: 'address'`, message `address 10.0.0.1 is private`)
+ * Throws DestinationRefusedError (`reason: 'address'`, message `address 10.0.0.1 is private; …`)
  * unless `ip` is a public unicast address, or with allowPrivate any address but a cloud metadata
  * one. IPv4-mapped (and NAT64) IPv6 addresses are judged by the IPv4 address they carry.
  */
@@ -150,7 +161,8 @@ export function checkEndpointUrl(text: string, policy: DestinationPolicy): URL {
   }
   const schemes = policy.allowPrivate ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) {
-    throw new DestinationRefusedError('scheme', `the webhook URL must use ${schemes.join(' or ')}, not ${url.protocol}`);
+    const wayOut = url.protocol === 'http:' ? `; ${LOCAL_WAY_OUT}` : '';
+    throw new DestinationRefusedError('scheme', `the webhook URL must use ${schemes.join(' or ')}, not ${url.protocol}${wayOut}`);
   }
   const authority = writtenAuthority(text);
   if (authority?.includes('\\')) throw new DestinationRefusedError('authority', 'the webhook URL must not have a backslash before its path');

@@ -1,8 +1,9 @@
 /**
  * The webhook endpoint operations over HTTP: create, list, detail, update, delete, rotate the
- * secret, ping. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
+ * secret, ping, recover failed deliveries. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
  * endpoints); every answer that shows a secret is made here from the use case's, nowhere else.
  */
+import type { Router } from 'express';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { missingParameter } from '../http/errors.ts';
@@ -11,7 +12,7 @@ import { pageParams, textParam } from '../http/params.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import type { EndpointChange } from './endpoint-store.ts';
-import { checkEventTypes, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
+import { checkEventTypes, checkSince, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
 
 /** What the webhook endpoint operations are built from. */
 type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
@@ -92,7 +93,11 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
-  // POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret and /ping
+  registerEndpointActions(router, contract, useCases);
+};
+
+/** POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping and /recover. */
+function registerEndpointActions(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
   operation(router, contract, 'deleteWebhookEndpoint', {
     useCases,
     validate: ({ params }) => params.endpoint_id,
@@ -114,4 +119,11 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
       return { status: 200, data: await useCases.ping(caller, id) };
     },
   });
-};
+  operation(router, contract, 'recoverWebhookEndpoint', {
+    useCases,
+    validate: ({ params, body }) => ({ id: params.endpoint_id, since: checkSince(body.since, new Date()) }),
+    async handle({ id, since }, { caller, useCases }) {
+      return { status: 200, data: await useCases.recover(caller, id, since) };
+    },
+  });
+}

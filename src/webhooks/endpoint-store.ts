@@ -7,7 +7,7 @@
  */
 import type { PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { recordEvents, type EventMode } from '../events/store.ts';
-import { InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 
@@ -176,3 +176,58 @@ export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id:
 
 /** The object of a ping event. */
 export const pingObject = (endpointId: string) => ({ endpoint_id: endpointId });
+
+/** The most failed deliveries one recover queues again: one bounded statement a call; `hasMore` says to call again. */
+export const RECOVER_LIMIT = 10_000;
+
+export interface Recovery {
+  queued: number;
+  /** More deliveries that failed since `since` remain beyond `limit`. */
+  hasMore: boolean;
+}
+
+/**
+ * Queues again the deliveries to an enabled endpoint that ended failed at or after `since`, at most
+ * `limit`, oldest failure first: each gets a new pending delivery of its event, due now, with a
+ * retry schedule of its own, as a redelivery does, and the failed one keeps its attempts. Only an
+ * event's last delivery to the endpoint counts, so what was queued again already (by a recover or
+ * a redelivery) is not queued twice. The endpoint's row is locked: two recovers of one endpoint
+ * run one after the other, and the second sees what the first queued.
+ */
+export async function recoverFailedDeliveries(
+  prisma: PrismaClient,
+  scope: EndpointScope,
+  id: string,
+  since: Date,
+  work: UnitOfWork,
+  limit = RECOVER_LIMIT,
+): Promise<Recovery> {
+  return prisma.$transaction(async (tx) => {
+    const [endpoint] = await tx.$queryRaw<Array<{ status: string }>>`
+      SELECT "status"::text AS "status" FROM "webhook_endpoints"
+       WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
+    if (!endpoint) throw notFound(id);
+    if (endpoint.status !== 'enabled') {
+      throw new ConflictError(`Webhook endpoint ${id} is disabled; enable it before recovering its deliveries`, endpoint.status);
+    }
+    // One statement: the candidates (one more than the bound, to tell whether more remain) and the inserts.
+    const [counts] = await tx.$queryRaw<Array<{ queued: number; found: number }>>`
+      WITH failed AS (
+        SELECT d."id", d."event_id", d."completed_at" FROM "webhook_deliveries" d
+         WHERE d."endpoint_id" = ${id} AND d."status" = 'failed' AND d."completed_at" >= ${since}
+           AND NOT EXISTS (
+             SELECT 1 FROM "webhook_deliveries" n
+              WHERE n."event_id" = d."event_id" AND n."endpoint_id" = d."endpoint_id" AND n."id" > d."id")
+         ORDER BY d."completed_at", d."id"
+         LIMIT ${limit + 1}::int),
+      queued AS (
+        INSERT INTO "webhook_deliveries" ("event_id", "endpoint_id", "next_attempt_at", "created_at")
+        SELECT f."event_id", ${id}, now(), now()
+          FROM (SELECT * FROM failed ORDER BY "completed_at", "id" LIMIT ${limit}::int) f
+         ORDER BY f."completed_at", f."id"
+        RETURNING 1)
+      SELECT (SELECT count(*)::int FROM queued) AS "queued", (SELECT count(*)::int FROM failed) AS "found"`;
+    await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    return { queued: counts?.queued ?? 0, hasMore: (counts?.found ?? 0) > limit };
+  });
+}

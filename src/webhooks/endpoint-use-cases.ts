@@ -7,8 +7,9 @@ import dns from 'node:dns';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { EVENT_TYPES, type EventMode } from '../events/store.ts';
+import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode } from '../events/store.ts';
 import type { Caller } from '../shared/caller.ts';
+import { isoInstant } from '../shared/dates.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { pageOf, type Page } from '../shared/page.ts';
 import { checkEndpointUrl, DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
@@ -19,6 +20,7 @@ import {
   listEndpoints,
   pingObject,
   recordPing,
+  recoverFailedDeliveries,
   rotateSecret,
   updateEndpoint,
   type EndpointChange,
@@ -31,6 +33,7 @@ export type EndpointData = components['schemas']['WebhookEndpoint'];
 export type EndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
 export type DeletedEndpoint = components['schemas']['WebhookEndpointDeleted'];
 export type EventData = components['schemas']['Event'];
+export type RecoveryData = components['schemas']['WebhookRecovery'];
 
 export interface EndpointInput {
   url: string;
@@ -46,6 +49,8 @@ export interface WebhookEndpointUseCases {
   remove(caller: Caller, id: string): Promise<DeletedEndpoint>;
   rotateSecret(caller: Caller, id: string): Promise<EndpointWithSecret>;
   ping(caller: Caller, id: string): Promise<EventData>;
+  /** Queues again the endpoint's deliveries that ended failed at or after `since` (checkSince). */
+  recover(caller: Caller, id: string, since: Date): Promise<RecoveryData>;
 }
 
 export interface EndpointDeps {
@@ -90,6 +95,23 @@ export function checkEventTypes(events: string[]): string[] {
     throw new InvalidValueError('events', 'body', 'enum', `unknown event type ${JSON.stringify(unknown)}; the types are ${EVENT_TYPES.join(', ')}`);
   }
   return [...new Set(events)];
+}
+
+/**
+ * The instant `since` names, if recover may go back to it: not before the EVENT_RETENTION_DAYS that
+ * events (and their deliveries) are kept, and not after `now`; `400 invalid_parameter` naming
+ * `since` otherwise (`rule: retention` or `future`), before any key is taken or row read.
+ */
+export function checkSince(text: string, now: Date): Date {
+  const since = isoInstant(text);
+  if (since === undefined) throw new InvalidValueError('since', 'body', 'format', 'must match format "date-time"');
+  const earliest = new Date(now.getTime() - EVENT_RETENTION_DAYS * 86_400_000);
+  if (since < earliest) {
+    const reason = `must be within the ${EVENT_RETENTION_DAYS} days events are kept, at or after ${earliest.toISOString()}; older deliveries were deleted with their events`;
+    throw new InvalidValueError('since', 'body', 'retention', reason);
+  }
+  if (since > now) throw new InvalidValueError('since', 'body', 'future', `must not be in the future (the server's time is ${now.toISOString()})`);
+  return since;
 }
 
 /** How long registration waits for DNS before it takes the host as not resolving (yet). */
@@ -165,6 +187,10 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
       const now = new Date();
       const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, now);
       return { id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
+    },
+    async recover(caller, id, since) {
+      const { queued, hasMore } = await recoverFailedDeliveries(prisma, scope(caller), id, since, caller.unitOfWork);
+      return { object: 'webhook_recovery', endpoint_id: id, since: since.toISOString(), queued, has_more: hasMore };
     },
   };
 }

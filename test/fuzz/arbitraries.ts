@@ -292,6 +292,23 @@ const WEBHOOK_OPERATIONS: OpSpec[] = [
   { operationId: 'rotateWebhookEndpointSecret', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret', param: 'endpoint_id', mutating: true, writesInSandbox: true },
   { operationId: 'pingWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/ping', param: 'endpoint_id', mutating: true, writesInSandbox: true },
   {
+    operationId: 'recoverWebhookEndpoint',
+    method: 'POST',
+    template: '/api/v1/webhook-endpoints/{endpoint_id}/recover',
+    param: 'endpoint_id',
+    mutating: true,
+    writesInSandbox: true,
+    // Valid: an hour ago (within the 30 days kept); refused: not a date-time, long gone, or to come.
+    body: [
+      {
+        name: 'since',
+        required: true,
+        valid: fc.constant<Val>(null).map(() => new Date(Date.now() - 3_600_000).toISOString()),
+        invalid: fc.oneof(nonString, fc.constantFrom<Val>('', 'yesterday', '2025-13-01T00:00:00Z', '2000-01-01T00:00:00Z', '2999-01-01T00:00:00Z')),
+      },
+    ],
+  },
+  {
     operationId: 'listEvents',
     method: 'GET',
     template: '/api/v1/events',

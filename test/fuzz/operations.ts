@@ -32,6 +32,7 @@ export const WEBHOOK_OPERATIONS = [
   'deleteWebhookEndpoint',
   'rotateWebhookEndpointSecret',
   'pingWebhookEndpoint',
+  'recoverWebhookEndpoint',
   'listEvents',
   'getEvent',
   'redeliverEvent',

@@ -35,3 +35,26 @@ export async function event(
   );
   return id!;
 }
+
+/**
+ * `count` events owed to this endpoint only, whose deliveries ended `status` at `endedAt` after
+ * `attempts` attempts answered 500, written as the dispatcher leaves them; the events' ids.
+ */
+export async function endedDeliveries(
+  prisma: PrismaClient,
+  options: { brokerId: string; endpointId: string; mode?: EventMode; count?: number; status?: 'failed' | 'delivered'; endedAt?: Date; attempts?: number },
+): Promise<string[]> {
+  const { endpointId, count = 1, status = 'failed', endedAt = new Date(), attempts = 3 } = options;
+  const object = { service_number: 482913570 };
+  const events = Array.from({ length: count }, () => ({ brokerId: options.brokerId, type: 'service.updated' as const, mode: options.mode ?? 'live', endpointId, object }));
+  const ids = await recordEvents(prisma, events, new Date(endedAt.getTime() - 60_000));
+  const where = { eventId: { in: ids }, endpointId };
+  await prisma.webhookDelivery.updateMany({ where, data: { status, attempts, nextAttemptAt: null, completedAt: endedAt } });
+  const deliveries = await prisma.webhookDelivery.findMany({ where, select: { id: true } });
+  await prisma.webhookAttempt.createMany({
+    data: deliveries.flatMap((d) =>
+      Array.from({ length: attempts }, (_, i) => ({ deliveryId: d.id, number: i + 1, attemptedAt: endedAt, statusCode: status === 'delivered' && i === attempts - 1 ? 200 : 500, durationMs: 5 })),
+    ),
+  });
+  return ids;
+}

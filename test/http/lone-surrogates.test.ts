@@ -48,6 +48,7 @@ const bodies: Array<[operation: string, path: (kind: Kind) => string, body: Reco
   ['sendInvoicesReport', () => '/api/v1/reports/invoices', { recipients: ['ops@client.example'], start_date: '2025-01-01', end_date: '2025-01-31' }, ['recipients[0]', 'start_date', 'end_date']],
   ['createWebhookEndpoint', () => '/api/v1/webhook-endpoints', { url: 'https://93.184.216.34/hook', events: ['ping'], description: 'Our hook' }, ['description', 'url', 'events[0]']],
   ['updateWebhookEndpoint', (k) => `/api/v1/webhook-endpoints/${endpoints[k]}`, { description: 'Our hook', status: 'enabled' }, ['description', 'status']],
+  ['recoverWebhookEndpoint', (k) => `/api/v1/webhook-endpoints/${endpoints[k]}/recover`, { since: new Date(Date.now() - 3_600_000).toISOString() }, ['since']],
   ['redeliverEvent', (k) => `/api/v1/events/${events[k]}/redeliver`, { endpoint_id: 'we_AAAAAAAAAAAAAAAAAAAAAAAA' }, ['endpoint_id']],
 ];
 

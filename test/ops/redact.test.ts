@@ -108,6 +108,7 @@ describe('mangled keys in a path (issue 32 row 4)', () => {
       '/api/v1/requests/REQ-000044/manage',
       '/api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11',
       '/api/v1/webhook-endpoints/we_4bK9xT2mQ7vR1nL8pZ3cY6dW/rotate-secret',
+      '/api/v1/webhook-endpoints/we_4bK9xT2mQ7vR1nL8pZ3cY6dW/recover',
       '/api/v1/events/evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs/redeliver',
       '/api/v1/events?starting_after=evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp&limit=10',
       '/api/v1/reports/services',

@@ -8,6 +8,7 @@ import {
   checkedLookup,
   checkEndpointUrl,
   DestinationRefusedError,
+  LOCAL_WAY_OUT,
   resolveAndCheck,
   type RefusalReason,
   type ResolveAll,
@@ -15,6 +16,11 @@ import {
 
 const STRICT = { allowPrivate: false };
 const LOOSE = { allowPrivate: true };
+
+/** A refusal that WEBHOOK_ALLOW_PRIVATE_URLS would lift names the way out; the others do not. */
+const WAY_OUT = `; ${LOCAL_WAY_OUT}`;
+const withWayOut = (refusal: string) => (['a cloud metadata address', 'not an IP address'].includes(refusal) ? refusal : refusal + WAY_OUT);
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The refusal reason a call throws, or 'ok'. */
 function outcome(call: () => unknown): RefusalReason | 'ok' {
@@ -75,10 +81,26 @@ describe('webhook URL policy (checkEndpointUrl)', () => {
   }
 
   test('the refusals say what is wrong, without echoing a password', () => {
-    assert.throws(() => checkEndpointUrl('http://hooks.example.com/', STRICT), { message: 'the webhook URL must use https:, not http:' });
+    assert.throws(() => checkEndpointUrl('http://hooks.example.com/', STRICT), { message: `the webhook URL must use https:, not http:${WAY_OUT}` });
     assert.throws(() => checkEndpointUrl('ftp://hooks.example.com/', LOOSE), { message: 'the webhook URL must use https: or http:, not ftp:' });
     assert.throws(() => checkEndpointUrl('https://u:secret@hooks.example.com/', STRICT), { message: 'the webhook URL must not carry a user name or password' });
-    assert.throws(() => checkEndpointUrl('https://10.0.0.1/', STRICT), { message: 'address 10.0.0.1 is private', address: '10.0.0.1' });
+    assert.throws(() => checkEndpointUrl('https://10.0.0.1/', STRICT), { message: `address 10.0.0.1 is private${WAY_OUT}`, address: '10.0.0.1' });
+  });
+
+  test('the two refusals a receiver on a laptop meets name the way out, in one sentence: the listen command, or the setting', () => {
+    for (const url of ['http://hooks.example.com/', 'https://127.0.0.1:4000/hooks', 'https://[::1]/hooks', 'https://192.168.1.20/hooks']) {
+      assert.throws(() => checkEndpointUrl(url, STRICT), (error: Error) => {
+        assert.match(error.message, /; to receive webhooks on your own machine run npx client-api-v1 listen --forward-to http:\/\/localhost:4000\/hooks, or on a server you run yourself set WEBHOOK_ALLOW_PRIVATE_URLS=true$/);
+        assert.doesNotMatch(error.message, /\.\s/, 'one sentence');
+        return true;
+      });
+    }
+  });
+
+  test('refusals the setting does not lift name no way out', () => {
+    for (const [url, policy] of [['ftp://hooks.example.com/', STRICT], ['https://169.254.169.254/', LOOSE], ['https://u:p@hooks.example.com/', STRICT]] as const) {
+      assert.throws(() => checkEndpointUrl(url, policy), (error: Error) => !error.message.includes('listen') && !error.message.includes('WEBHOOK_ALLOW_PRIVATE_URLS'));
+    }
   });
 
   test('returns the URL parsed', () => {
@@ -150,7 +172,7 @@ describe('address policy (assertPublicAddress)', () => {
   for (const [ip, allowPrivate, refusal] of rows) {
     test(`${ip}${allowPrivate ? ' (allowPrivate)' : ''} → ${refusal ?? 'allowed'}`, () => {
       if (refusal === null) assert.doesNotThrow(() => assertPublicAddress(ip, { allowPrivate }));
-      else assert.throws(() => assertPublicAddress(ip, { allowPrivate }), { name: 'DestinationRefusedError', reason: 'address', message: `address ${ip} is ${refusal}` });
+      else assert.throws(() => assertPublicAddress(ip, { allowPrivate }), { name: 'DestinationRefusedError', reason: 'address', message: `address ${ip} is ${withWayOut(refusal)}` });
     });
   }
 });
@@ -170,10 +192,10 @@ describe('the connection-time check (checkedLookup)', () => {
   const rows: Array<[addresses: string[], allowPrivate: boolean, refusal: string | null]> = [
     [['93.184.215.14'], false, null],
     [['2606:4700:4700::1111', '93.184.215.14'], false, null],
-    [['127.0.0.1'], false, 'hooks.example.com resolves to 127.0.0.1, which is loopback'],
-    [['::1'], false, 'hooks.example.com resolves to ::1, which is loopback'],
+    [['127.0.0.1'], false, `hooks.example.com resolves to 127.0.0.1, which is loopback${WAY_OUT}`],
+    [['::1'], false, `hooks.example.com resolves to ::1, which is loopback${WAY_OUT}`],
     // Any refused address refuses the host: Happy Eyeballs may try the second one.
-    [['93.184.215.14', '10.0.0.1'], false, 'hooks.example.com resolves to 10.0.0.1, which is private'],
+    [['93.184.215.14', '10.0.0.1'], false, `hooks.example.com resolves to 10.0.0.1, which is private${WAY_OUT}`],
     [['127.0.0.1'], true, null],
     [['169.254.169.254'], true, 'hooks.example.com resolves to 169.254.169.254, which is a cloud metadata address'],
   ];
@@ -225,7 +247,7 @@ describe('a real connection through checkedLookup', () => {
     const before = requests;
     const result = await get('localhost', checkedLookup(STRICT));
     assert.ok(result instanceof DestinationRefusedError, String(result));
-    assert.match(result.message, /^localhost resolves to 127\.0\.0\.1, which is loopback$/);
+    assert.equal(result.message, `localhost resolves to 127.0.0.1, which is loopback${WAY_OUT}`);
     assert.equal(requests, before);
   });
 
@@ -253,12 +275,12 @@ describe('the registration-time check (resolveAndCheck)', () => {
   test('a host with one private address among public ones is refused', async () => {
     await assert.rejects(resolveAndCheck('https://hooks.example.com/a', STRICT, answering('93.184.215.14', 'fd12::1')), {
       reason: 'address',
-      message: 'hooks.example.com resolves to fd12::1, which is private (unique local, fc00::/7)',
+      message: `hooks.example.com resolves to fd12::1, which is private (unique local, fc00::/7)${WAY_OUT}`,
     });
   });
 
   test('localhost, really resolved, is refused without allowPrivate and allowed with it', async () => {
-    await assert.rejects(resolveAndCheck('https://localhost/a', STRICT), { reason: 'address', message: /^localhost resolves to (127\.0\.0\.1|::1), which is loopback$/ });
+    await assert.rejects(resolveAndCheck('https://localhost/a', STRICT), { reason: 'address', message: new RegExp(`^localhost resolves to (127\\.0\\.0\\.1|::1), which is loopback${escaped(WAY_OUT)}$`) });
     assert.equal((await resolveAndCheck('http://localhost:8080/a', LOOSE)).port, '8080');
   });
 

@@ -173,6 +173,21 @@ describe('webhook endpoints: refused input (400, nothing stored)', () => {
     });
   }
 
+  const wayOut = [
+    ['an http URL', 'http://93.184.216.34/hook', 'the webhook URL must use https:, not http:'],
+    ['a loopback address', 'https://127.0.0.1:4000/hooks', 'address 127.0.0.1 is loopback'],
+    ['a private address', 'https://10.0.0.7/hook', 'address 10.0.0.7 is private'],
+  ];
+  for (const [why, url, refusal] of wayOut) {
+    test(`create with ${why}: the message names the way out, the listen command or the server's setting`, async () => {
+      const res = await create(live, { url });
+      const details = assertError(res, 400, 'invalid_parameter');
+      const reason = `${refusal}; to receive webhooks on your own machine run npx client-api-v1 listen --forward-to http://localhost:4000/hooks, or on a server you run yourself set WEBHOOK_ALLOW_PRIVATE_URLS=true`;
+      assert.equal(details.reason, reason);
+      assert.equal(res.body.error.message, `Invalid parameter url: ${reason}`);
+    });
+  }
+
   test('update to a private URL: 400 naming url, the endpoint unchanged', async () => {
     const e = await created(live);
     const details = assertError(await post(live, `/api/v1/webhook-endpoints/${e.id}`, { url: 'https://192.168.1.1/' }), 400, 'invalid_parameter');

@@ -735,6 +735,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recover failed deliveries
+         * @description Queues again every delivery to this endpoint that ended `failed` at or after `since` (for the day a receiver was down): for each, a new delivery of its event, due at once, with attempts and retries of its own, exactly as `redeliverEvent` makes one; the failed delivery keeps its attempts as they were (`getEvent` shows both). The `webhook-id` is the event's id again, so a receiver that already has it can drop it. Only an event's last delivery to the endpoint counts: one queued again already (by an earlier recover or a redelivery) is not queued twice, so calling again with the same `since` queues only what failed since the last call.
+         *
+         *     `since` must be within the 30 days events are kept and not in the future; otherwise `400 invalid_parameter` naming `since` (`details.rule: retention` or `future`). At most 10,000 deliveries a call, the oldest failures first; `has_more: true` says more remain: call again with the same `since` (and a new `Idempotency-Key`). The endpoint must be `enabled` (a disabled endpoint gets no deliveries), else `409 conflict` with `details.current_status: disabled`; enable it first. Answers with how many were queued.
+         *
+         *     A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`) and queues nothing; see *Idempotent retries*.
+         */
+        post: operations["recoverWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -3234,6 +3260,62 @@ export interface components {
         RedeliverBody: {
             endpoint_id?: components["schemas"]["WebhookEndpointIdValue"];
         };
+        /** @description From when the failed deliveries are queued again. */
+        RecoverBody: {
+            /**
+             * Format: date-time
+             * @description The deliveries that ended `failed` at or after this instant (RFC 3339) are queued again. Within the 30 days events are kept and not in the future; otherwise `400 invalid_parameter` (`details.field: since`, `details.rule: retention` or `future`).
+             * @example 2025-03-02T08:00:00Z
+             */
+            since: string;
+        };
+        /**
+         * @description What `recoverWebhookEndpoint` queued again.
+         * @example {
+         *       "object": "webhook_recovery",
+         *       "endpoint_id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
+         *       "since": "2025-03-02T08:00:00.000Z",
+         *       "queued": 42,
+         *       "has_more": false
+         *     }
+         */
+        WebhookRecovery: {
+            /**
+             * @description What this object is.
+             * @example webhook_recovery
+             * @enum {string}
+             */
+            object: "webhook_recovery";
+            endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
+            since: components["schemas"]["Timestamp"];
+            /**
+             * @description How many failed deliveries this call queued again (new deliveries, due at once); at most 10,000.
+             * @example 42
+             */
+            queued: number;
+            /**
+             * @description More deliveries that failed since `since` remain beyond this call's 10,000: call again with the same `since`.
+             * @example false
+             */
+            has_more: boolean;
+        };
+        /** @description Success envelope with what a recovery queued. */
+        WebhookRecoveryEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookRecovery"];
+        };
+        /** @description HTTP 400 error body of `recoverWebhookEndpoint`: the body is not a JSON object, `since` is missing, not a date-time, older than the 30 days events are kept or in the future, or the id is malformed. */
+        RecoverWebhookEndpointError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `missing_parameter`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 409 error body of recoverWebhookEndpoint. */
+        RecoverWebhookEndpointError409: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
+            error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
+        };
         /** @description The object the event is about, as the API's own answers show it (never credentials): a `Service` for `service.*`, a `ServiceRequest` for `request.*`, a `ReportRun` (as `getReport` shows it) for `report.*`, a `PingObject` for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
         EventObject: {
             [key: string]: unknown;
@@ -4462,6 +4544,40 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["RedeliverEventError409"];
+            };
+        };
+        /** @description Invalid request to `recoverWebhookEndpoint`: the body is not a JSON object, `since` is missing, not a date-time, older than the 30 days events are kept or in the future, or the id is malformed. Do not retry unchanged. */
+        RecoverWebhookEndpointBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RecoverWebhookEndpointError400"];
+            };
+        };
+        /**
+         * @description `conflict`: the endpoint is `disabled` (`details.current_status: disabled`); enable it first. Do not retry unchanged.
+         *     Also `idempotency_key_in_use` (retry after `Retry-After`) and `idempotency_key_answer_lost` (see *Idempotent retries*).
+         */
+        RecoverConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Idempotency-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RecoverWebhookEndpointError409"];
             };
         };
     };
@@ -5982,6 +6098,76 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookEndpointNotFound"];
             409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    recoverWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverBody"];
+            };
+        };
+        responses: {
+            /** @description How many failed deliveries were queued again, and whether more remain. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookRecoveryEnvelope"];
+                };
+            };
+            400: components["responses"]["RecoverWebhookEndpointBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["RecoverConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
