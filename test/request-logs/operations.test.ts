@@ -185,6 +185,19 @@ describe('getRequestLog', () => {
   });
 });
 
+describe('sandbox test scenarios', () => {
+  test('a sandbox key gets the simulated 400 and 500 of X-Test-Scenario; a live key ignores it', async () => {
+    const w = await world();
+    const id = await requestLog(t.prisma, w.sandbox);
+    for (const path of ['/api/v1/request-logs', `/api/v1/request-logs/${id}`]) {
+      const invalid = assertError(await get(w.sandbox.key, path).set('X-Test-Scenario', 'validation_error'), 400, 'invalid_parameter');
+      assert.equal(invalid.scenario, 'validation_error');
+      assertError(await get(w.sandbox.key, path).set('X-Test-Scenario', 'server_error'), 500, 'server_error');
+    }
+    assert.equal((await get(w.live.key, '/api/v1/request-logs').set('X-Test-Scenario', 'validation_error')).status, 200);
+  });
+});
+
 describe('keys and limits', () => {
   test('only admin:full keys read the logs (403 insufficient_permissions otherwise)', async () => {
     const w = await world();
