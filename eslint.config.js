@@ -32,7 +32,7 @@ const DOMAIN = [
  * 3. Plumbing that knows no resource: db, jobs, idempotency, ops (which uses jobs' queue prefix),
  *    http (which uses ops' redaction).
  * 4. src/events, which the resources write theirs through.
- * 5. The resources: auth, services ← requests, reports, webhooks. Each declares the narrow
+ * 5. The resources: auth, services ← requests, reports, webhooks, request-logs. Each declares the narrow
  *    dependencies it takes (src/http/resource.ts), so none imports the composition.
  * 6. The composition: deps.ts, background.ts, routes.ts, app.ts.
  * 7. src/main and src/cli.
@@ -53,6 +53,7 @@ export const importDirection = [
   { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/requests imports only src/services of the resources, and not the composition.' },
   { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/reports imports no other resource, and not the composition.' },
   { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'events', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers (and writes the events of the changes it makes), never HTTP.' },
+  { target: './src/request-logs', ...allBut('request-logs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/request-logs reads the API log the gate writes (src/auth): it imports no resource, auth included, and not the composition; it is handed the flush it needs.' },
   { target: './src/webhooks', ...allBut('webhooks', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource, src/jobs only as the generic queues, and not the composition.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];

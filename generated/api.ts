@@ -834,6 +834,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/request-logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List request logs
+         * @description Lists the API requests of the key's broker made with keys of the key's mode (a live key the live requests, a sandbox key the sandbox's), newest first (by `created_at`, the time the request arrived), 30 days back. Cursor pagination: pass the last entry's `request_id` as `starting_after` for the next page; `pagination.has_more` says whether one follows. Every filter narrows the list; all of them together must hold.
+         *
+         *     A `starting_after` that names no entry of the key's broker and mode is `400 invalid_parameter`, and so is an `operation` that is not an operationId of this document. A request id sent more than once (your own `X-Request-Id`, reused) names all its entries: as `starting_after` the page starts after the oldest of them.
+         */
+        get: operations["listRequestLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/request-logs/{request_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a request log entry
+         * @description One request as the server recorded it: when it arrived, method, path (redacted), the operation it reached, the answer's status and error code, how long it took, the key, its mode, the caller's IP and whether the answer was an Idempotency-Key replay. A request id sent more than once shows its newest entry (list them all with `listRequestLogs?request_id=`).
+         *
+         *     A live key reads the live entries, a sandbox key the sandbox's; another broker's or mode's request id is `404 not_found`, as an unknown one is. An entry can be read at most 2 seconds after its answer.
+         *
+         *     The samples read the request id from the environment variable `X_REQUEST_ID`.
+         */
+        get: operations["getRequestLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/downloads/reports/{token}": {
         parameters: {
             query?: never;
@@ -3716,6 +3762,129 @@ export interface components {
                 details: components["schemas"]["InvalidParameterDetails"];
             };
         };
+        /**
+         * @description A request id (`X-Request-Id`): the server's `req_` and 32 hex digits, or the client's own (1-128 characters of `A-Z a-z 0-9 . _ : -`).
+         * @example req_8f14e45fceea467a9575b5ba30c1a2d3
+         */
+        RequestLogIdValue: string;
+        /** @description One API request as the server recorded it (kept 30 days). No body, header, query string or secret is ever recorded: `path` is the path alone, with anything shaped like an API key or a download token redacted as in the server's own log lines. */
+        RequestLog: {
+            /**
+             * @description What this object is: always `request_log`.
+             * @example request_log
+             * @enum {string}
+             */
+            object: "request_log";
+            request_id: components["schemas"]["RequestLogIdValue"];
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * @description The HTTP method.
+             * @example POST
+             */
+            method: string;
+            /**
+             * @description The path without the query string, redacted (`sk_live_[redacted]`, `[redacted]` for key- or token-shaped text).
+             * @example /api/v1/services/482913570/upgrade
+             */
+            path: string;
+            /**
+             * @description The `operationId` the request reached, or `null` for an unknown path or method (answered `404`).
+             * @example upgradeService
+             */
+            operation: string | null;
+            /**
+             * @description The HTTP status of the answer.
+             * @example 409
+             */
+            status: number;
+            /**
+             * @description The answer's `error.code`, or `null` for a success.
+             * @example conflict
+             */
+            error_code: string | null;
+            /**
+             * @description Milliseconds from the request's arrival at the key check to the end of its answer.
+             * @example 18
+             */
+            duration_ms: number;
+            /**
+             * @description The id of the key that made the request.
+             * @example key_01hzx3k8w6
+             */
+            api_key_id: string;
+            mode: components["schemas"]["KeyMode"];
+            /**
+             * @description The caller's IP address, as the IP whitelist sees it.
+             * @example 203.0.113.10
+             */
+            ip: string;
+            /**
+             * @description `true` when the answer was the recorded answer of an earlier request with the same `Idempotency-Key` (`Idempotent-Replayed: true`).
+             * @example false
+             */
+            idempotency_replayed: boolean;
+        };
+        /** @description Position of a request logs page (cursor pagination). */
+        RequestLogPagination: {
+            /**
+             * @description The page size used.
+             * @example 25
+             */
+            limit: number;
+            /**
+             * @description `true` when older entries follow this page.
+             * @example true
+             */
+            has_more: boolean;
+            /**
+             * @description The `starting_after` of the next page (the last entry's `request_id`), or `null` when none follows.
+             * @example req_0cc175b9c0f1b6a831c399e269772661
+             */
+            next_starting_after: string | null;
+        };
+        /** @description Success envelope with a page of request log entries. */
+        RequestLogListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["RequestLog"][];
+            pagination: components["schemas"]["RequestLogPagination"];
+        };
+        /** @description Success envelope with one request log entry. */
+        RequestLogEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["RequestLog"];
+        };
+        /** @description HTTP 400 error body of `listRequestLogs`: a filter malformed, `operation` unknown, `limit` out of range, `starting_after` malformed or naming no entry of the key's broker and mode. */
+        ListRequestLogsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /** @description HTTP 400 error body of `getRequestLog`: the request id is malformed. */
+        GetRequestLogError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
         /** @description HTTP 400 error body of `listEvents`: `type` or `order` unknown, `limit` out of range, `created_gte` or `created_lt` not a date-time, `starting_after` malformed or naming no event of the key. */
         ListEventsError400: {
             success: components["schemas"]["ErrorFlag"];
@@ -4498,6 +4667,51 @@ export interface components {
                 "application/json": components["schemas"]["NotFoundError"];
             };
         };
+        /** @description Invalid request to `listRequestLogs`: a filter malformed (`status`, `method`, `api_key_id`, `request_id`, `created_gte`, `created_lt`), `operation` not an operationId of this document, `limit` out of range, `starting_after` malformed or naming no entry of the key's broker and mode. Do not retry unchanged. */
+        ListRequestLogsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListRequestLogsError400"];
+            };
+        };
+        /** @description Invalid request to `getRequestLog`: the request id is malformed. Do not retry unchanged. */
+        GetRequestLogBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GetRequestLogError400"];
+            };
+        };
+        /** @description `not_found`: no request of the key's broker and mode has this id (entries are kept 30 days), or it is not readable yet (at most 2 seconds after its answer). Do not retry unchanged. */
+        RequestLogNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotFoundError"];
+            };
+        };
         /** @description `not_found`: no event of the key's broker and mode has this id (events are kept 30 days). Do not retry unchanged. */
         EventNotFound: {
             headers: {
@@ -4652,6 +4866,11 @@ export interface components {
          * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
          */
         EventIdPath: string;
+        /**
+         * @description The request's id, as its answer's `X-Request-Id` carried it (`req_` and 32 hex digits, or the client's own). Another form is `400 invalid_parameter`; one that names no entry of the key's broker and mode (30 days back) is `404 not_found`.
+         * @example req_8f14e45fceea467a9575b5ba30c1a2d3
+         */
+        RequestLogIdPath: components["schemas"]["RequestLogIdValue"];
         /**
          * @description Cursor: the id of the last event of the previous page (or, polling with `order=asc`, the last event received). With `order=desc` the page starts with the next older event, with `order=asc` with the next newer one. One that names no event of the key is `400 invalid_parameter`.
          * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
@@ -6380,6 +6599,158 @@ export interface operations {
             404: components["responses"]["RedeliverNotFound"];
             409: components["responses"]["RedeliverConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listRequestLogs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the entries of this request id (the `X-Request-Id` of the answer; several if a client sent its own id more than once).
+                 * @example req_8f14e45fceea467a9575b5ba30c1a2d3
+                 */
+                request_id?: components["schemas"]["RequestLogIdValue"];
+                /** @description Only answers of this HTTP status (`429`) or status class (`2xx`, `4xx`, `5xx`; `1xx`, `3xx` too). */
+                status?: string;
+                /**
+                 * @description Only requests of this HTTP method (any case).
+                 * @example POST
+                 */
+                method?: string;
+                /**
+                 * @description Only requests to this operation (its `operationId` in this document, e.g. `createService`). Any other value is `400 invalid_parameter`.
+                 * @example createService
+                 */
+                operation?: string;
+                /**
+                 * @description Only requests made with this key (`key_…`, as `getAuthCheck` shows it) of the broker.
+                 * @example key_01hzx3k8w6
+                 */
+                api_key_id?: string;
+                /**
+                 * @description Only requests that arrived at or after this instant (RFC 3339 date-time).
+                 * @example 2025-03-02T00:00:00.000Z
+                 */
+                created_gte?: string;
+                /**
+                 * @description Only requests that arrived before this instant (RFC 3339 date-time).
+                 * @example 2025-03-03T00:00:00.000Z
+                 */
+                created_lt?: string;
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor: the `request_id` of the last entry of the previous page; the page starts with the next older entry. One that names no entry of the key's broker and mode is `400 invalid_parameter`.
+                 * @example req_0cc175b9c0f1b6a831c399e269772661
+                 */
+                starting_after?: components["schemas"]["RequestLogIdValue"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of request log entries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLogListEnvelope"];
+                };
+            };
+            400: components["responses"]["ListRequestLogsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getRequestLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+            };
+            path: {
+                /**
+                 * @description The request's id, as its answer's `X-Request-Id` carried it (`req_` and 32 hex digits, or the client's own). Another form is `400 invalid_parameter`; one that names no entry of the key's broker and mode (30 days back) is `404 not_found`.
+                 * @example req_8f14e45fceea467a9575b5ba30c1a2d3
+                 */
+                request_id: components["parameters"]["RequestLogIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request log entry. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLogEnvelope"];
+                };
+            };
+            400: components["responses"]["GetRequestLogBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["RequestLogNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };

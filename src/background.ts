@@ -26,6 +26,7 @@ import type { RedisEndpoint } from './redis.ts';
 import { createReportJobs, REPORTS_QUEUE, type ChunkReader, type SendJobData } from './reports/index.ts';
 import { applyAllDueCancellations } from './services/store.ts';
 import { deleteEventsBefore, EVENT_RETENTION_DAYS } from './events/store.ts';
+import { deleteRequestLogsBefore, REQUEST_LOG_RETENTION_DAYS } from './request-logs/store.ts';
 import { openCredentials } from './db/credentials.ts';
 import { lazy } from './shared/lazy.ts';
 import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/dispatcher.ts';
@@ -69,7 +70,7 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /**
  * How often the workers apply every broker's due scheduled cancellations (so that a
  * `service.cancelled` event fires within a minute of the moment, read or not) and delete events
- * past their retention.
+ * and request logs past their retention.
  */
 const HOUSEKEEPING_MS = 30_000;
 
@@ -79,6 +80,7 @@ async function housekeeping(prisma: PrismaClient, log: Logger): Promise<void> {
   const cancelled = await applyAllDueCancellations(prisma, now);
   if (cancelled > 0) log.info({ cancelled }, 'scheduled cancellations took effect');
   await deleteEventsBefore(prisma, new Date(now.getTime() - EVENT_RETENTION_DAYS * 86_400_000));
+  await deleteRequestLogsBefore(prisma, new Date(now.getTime() - REQUEST_LOG_RETENTION_DAYS * 86_400_000));
 }
 /** A dead worker's job is handed on after this: shorter than BullMQ's 30 s, far above a lock renewal. */
 const STALLED_AFTER_MS = 15_000;

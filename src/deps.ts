@@ -26,6 +26,8 @@ export interface AppDeps {
   redis: Redis;
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
   gate: RequestHandler;
+  /** Writes the gate's buffered API log entries now (before a read of the request logs). */
+  flushApiLog: () => Promise<void>;
   /** The background jobs on BullMQ (src/background.ts): `queues` takes a report's build, `sendMail` an e-mail. */
   jobs: Jobs;
   /** Service list pages and counts held briefly, dropped on every change (src/services/read-cache.ts). */

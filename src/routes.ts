@@ -3,6 +3,7 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { registerAuthRoutes } from './auth/adapter.ts';
 import { registerEventRoutes } from './events/adapter.ts';
 import { registerReportRoutes } from './reports/index.ts';
+import { registerRequestLogRoutes } from './request-logs/adapter.ts';
 import { registerRequestRoutes } from './requests/adapter.ts';
 import { registerServiceRoutes } from './services/adapter.ts';
 import { registerWebhookEndpointRoutes } from './webhooks/endpoint-adapter.ts';
@@ -15,4 +16,5 @@ export const resourceModules: Array<RegisterRoutes<AppDeps>> = [
   registerRequestRoutes,
   registerWebhookEndpointRoutes,
   registerEventRoutes,
+  registerRequestLogRoutes,
 ];

@@ -15,10 +15,15 @@ export interface ApiLogEntry {
   ip: string;
   durationMs: number;
   requestId: string;
+  /** The operationId the request reached; null for an unknown path or method. */
+  operation: string | null;
+  /** The error envelope's code; null for a success. */
+  errorCode: string | null;
+  idempotencyReplayed: boolean;
 }
 
 export interface ApiLogOptions {
-  /** How often buffered entries are written (default 1000 ms). */
+  /** How often buffered entries are written (default API_LOG_FLUSH_MS). */
   flushIntervalMs?: number;
   /** A flush starts at once when this many entries are waiting (default 200). */
   flushAtEntries?: number;
@@ -38,6 +43,13 @@ export interface ApiLog {
   /** Entries and key touches waiting to be written. */
   pending(): { entries: number; keys: number };
 }
+
+/**
+ * The default flush interval. A request's entry is written at most this long after its answer
+ * (plus the write itself) by whichever process served it, so another process reads it within
+ * 2 s (openapi.yaml, "Request logs"); a read of the logs flushes its own process first.
+ */
+export const API_LOG_FLUSH_MS = 500;
 
 /** Entries per INSERT statement. */
 const CHUNK = 1000;
@@ -60,13 +72,19 @@ async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise
       ip: e.ip,
       duration_ms: Math.round(e.durationMs),
       request_id: e.requestId,
+      operation: e.operation,
+      error_code: e.errorCode,
+      idempotency_replayed: e.idempotencyReplayed,
     })),
   );
   await prisma.$executeRaw`
-    INSERT INTO "api_logs" ("at", "api_key_id", "broker_id", "mode", "method", "path", "status", "ip", "duration_ms", "request_id")
-    SELECT x."at", x."api_key_id", x."broker_id", x."mode"::"key_mode", x."method", x."path", x."status", x."ip", x."duration_ms", x."request_id"
+    INSERT INTO "api_logs" ("at", "api_key_id", "broker_id", "mode", "method", "path", "status", "ip", "duration_ms", "request_id",
+                            "operation", "error_code", "idempotency_replayed")
+    SELECT x."at", x."api_key_id", x."broker_id", x."mode"::"key_mode", x."method", x."path", x."status", x."ip", x."duration_ms", x."request_id",
+           x."operation", x."error_code", x."idempotency_replayed"
       FROM jsonb_to_recordset(${json}::jsonb) AS x("at" timestamptz(3), "api_key_id" text, "broker_id" text, "mode" text,
-           "method" text, "path" text, "status" int, "ip" text, "duration_ms" int, "request_id" text)`;
+           "method" text, "path" text, "status" int, "ip" text, "duration_ms" int, "request_id" text,
+           "operation" text, "error_code" text, "idempotency_replayed" boolean)`;
 }
 
 /**
@@ -145,7 +163,7 @@ async function write(prisma: PrismaClient, pending: Pending): Promise<void> {
 }
 
 export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiLogOptions = {}): ApiLog {
-  const flushIntervalMs = options.flushIntervalMs ?? 1000;
+  const flushIntervalMs = options.flushIntervalMs ?? API_LOG_FLUSH_MS;
   const flushAtEntries = options.flushAtEntries ?? 200;
   const pending = new Pending(options.maxBuffered ?? 50_000, logger);
   let chain: Promise<void> = Promise.resolve();

@@ -7,7 +7,7 @@ import { hasScope } from '../http/auth-context.ts';
 import type { OperationInfo } from '../http/contract.ts';
 import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
-import { scrubSecrets } from '../ops/redact.ts';
+import { scrubPath } from '../ops/redact.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
@@ -67,12 +67,15 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
 const cleanPaths = new Set<string>();
 const CLEAN_PATHS_KEPT = 256;
 
-/** No query string (it can hold customer data), and key-shaped text scrubbed as in the log lines. */
+/**
+ * No query string (it can hold customer data); the path redacted by the same scrubPath as the log
+ * lines' (src/ops/redact.ts scrubUrl), as getRequestLog shows it.
+ */
 function pathOf(url: string): string {
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
   if (cleanPaths.has(path)) return path;
-  const stored = scrubSecrets(path).slice(0, 2048);
+  const stored = scrubPath(path).slice(0, 2048);
   if (stored === path) {
     if (cleanPaths.size >= CLEAN_PATHS_KEPT) cleanPaths.clear();
     cleanPaths.add(path);
@@ -287,6 +290,9 @@ function admit(
       ip: displayIp(ip),
       durationMs: Math.round(performance.now() - started),
       requestId: String(res.locals.requestId ?? ''),
+      operation: res.locals.operation?.operationId ?? null,
+      errorCode: res.locals.errorCode ?? null,
+      idempotencyReplayed: res.locals.idempotencyReplayed === true,
     });
   });
 

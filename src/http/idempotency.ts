@@ -68,8 +68,12 @@ export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options
     switch (claim.kind) {
       case 'run':
         return hold({ keys, logger, seal, res, key, id: claim.id, owner: claim.owner }, operation);
-      case 'replay':
-        return { status: claim.status, headers: REPLAYED, body: claim.body === '' ? '' : seal.decrypt(claim.body) };
+      case 'replay': {
+        const body = claim.body === '' ? '' : seal.decrypt(claim.body);
+        res.locals.idempotencyReplayed = true;
+        if (claim.status >= 400) res.locals.errorCode = errorCodeOf(body);
+        return { status: claim.status, headers: REPLAYED, body };
+      }
       case 'reused':
         throw new ApiError(
           'idempotency_key_reused',
@@ -90,6 +94,16 @@ export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options
       return runWithKey(req, res, apiKeyId, key, operation);
     },
   };
+}
+
+/** The `error.code` of a recorded error envelope, for the API log of its replay. */
+function errorCodeOf(body: string): string | undefined {
+  try {
+    const code = (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function inUse(key: string): ApiError {

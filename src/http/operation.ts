@@ -31,6 +31,10 @@ declare global {
       operation?: OperationInfo;
       /** The key that called, set by the gate once it has passed every check. */
       auth?: AuthContext;
+      /** The error envelope's code of an error answer, for the API log (set where the answer is made). */
+      errorCode?: string;
+      /** The answer is an Idempotency-Key replay, for the API log. */
+      idempotencyReplayed?: boolean;
     }
   }
 }

@@ -135,6 +135,9 @@ describe('API log and last-used time', () => {
       ip: '127.0.0.1',
       durationMs: 1,
       requestId: `req_batch_${i}`,
+      operation: null,
+      errorCode: null,
+      idempotencyReplayed: false,
     });
     log.record(entry(1));
     log.record(entry(2));

@@ -35,6 +35,8 @@ const REQUIRED: Record<string, Scope | null> = {
   listEvents: 'admin:full',
   getEvent: 'admin:full',
   redeliverEvent: 'admin:full',
+  listRequestLogs: 'admin:full',
+  getRequestLog: 'admin:full',
 };
 
 const PATH_VALUES: Record<string, string> = {

@@ -126,6 +126,16 @@ for (const mode of ['live', 'test'] as const) {
       assert.equal(deleted.data.deleted, true);
     });
 
+    test('request logs answer typed data: the key\'s own requests, in its own mode', async () => {
+      const api = await clientFor(mode);
+      const requestId = (await api.GET('/api/v1/auth-check')).response.headers.get('x-request-id')!;
+      const one = (await api.GET('/api/v1/request-logs/{request_id}', { params: { path: { request_id: requestId } } })).data!;
+      assert.deepEqual([one.data.object, one.data.operation, one.data.status, one.data.mode], ['request_log', 'getAuthCheck', 200, mode]);
+      const listed = (await api.GET('/api/v1/request-logs', { params: { query: { operation: 'getAuthCheck', status: '2xx', limit: 10 } } })).data!;
+      assert.ok(listed.data.some((e) => e.request_id === requestId));
+      assert.equal(listed.pagination.limit, 10);
+    });
+
     test('an error answer is one typed ClientApiError with code, message, details, status and request id', async () => {
       const api = await clientFor(mode);
       const missing = await api.GET('/api/v1/requests', { params: { query: { limit: 1000 } } }).then(

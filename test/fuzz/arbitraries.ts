@@ -226,7 +226,8 @@ const enumField = (name: string, values: string[], required: boolean, nullable =
 
 // ---------------------------------------------------------------- operations
 
-export type PathParam = 'service_number' | 'request_id' | 'report_id' | 'endpoint_id' | 'event_id';
+/** `request_log_id`: the `{request_id}` of getRequestLog (an X-Request-Id, not a service request's REQ-…). */
+export type PathParam = 'service_number' | 'request_id' | 'report_id' | 'endpoint_id' | 'event_id' | 'request_log_id';
 
 export interface QuerySpec {
   name: string;
@@ -333,6 +334,31 @@ const WEBHOOK_OPERATIONS: OpSpec[] = [
     writesInSandbox: true,
     body: [{ name: 'endpoint_id', required: false, valid: fc.constant<Val>('we_AAAAAAAAAAAAAAAAAAAAAAAA'), invalid: fc.oneof(nonString, fc.constantFrom<Val>('', 'we_', 'evt_AAAAAAAAAAAAAAAAAAAAAAAA', 'x')) }],
   },
+];
+
+/** The request id of the API log entry the fuzz world writes for each of its keys' modes. */
+export const FUZZ_REQUEST_LOG_ID = 'fuzz-request-log';
+
+const REQUEST_LOG_OPERATIONS: OpSpec[] = [
+  {
+    operationId: 'listRequestLogs',
+    method: 'GET',
+    template: '/api/v1/request-logs',
+    mutating: false,
+    query: [
+      { name: 'request_id', valid: fc.constantFrom('req_0cc175b9c0f1b6a831c399e269772661', 'order-sync:2025.03-02_1') },
+      { name: 'status', valid: fc.constantFrom('200', '429', '2xx', '4xx', '5xx') },
+      { name: 'method', valid: fc.constantFrom('GET', 'post', 'Head') },
+      { name: 'operation', valid: fc.constantFrom('listServices', 'createService', 'listRequestLogs') },
+      { name: 'api_key_id', valid: fc.constantFrom('key_AAAAAAAAAAAAAAAAAAAA', 'key_01hzx3k8w6') },
+      { name: 'created_gte', valid: fc.constantFrom('2025-03-02T00:00:00Z', '2025-03-02T10:30:00.250+01:00') },
+      { name: 'created_lt', valid: fc.constantFrom('2030-01-01T00:00:00Z', '2025-03-02T00:00:00.000Z') },
+      { name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) },
+      // An entry the fuzz world wrote in each mode (found), or schema-valid but no entry of the key (refused).
+      { name: 'starting_after', valid: fc.constant(FUZZ_REQUEST_LOG_ID), edge: fc.constant('req_nothing') },
+    ],
+  },
+  { operationId: 'getRequestLog', method: 'GET', template: '/api/v1/request-logs/{request_id}', param: 'request_log_id', mutating: false },
 ];
 
 const limitOffset: QuerySpec[] = [
@@ -443,6 +469,7 @@ export const OPERATIONS: OpSpec[] = [
     ],
   },  { operationId: 'getReport', method: 'GET', template: '/api/v1/reports/{report_id}', param: 'report_id', mutating: false },
   ...WEBHOOK_OPERATIONS,
+  ...REQUEST_LOG_OPERATIONS,
 ];
 
 // ---------------------------------------------------------------- paths and queries
@@ -502,6 +529,7 @@ const notId = (re: RegExp): fc.Arbitrary<string> =>
   ).filter((s) => !re.test(decoded(s)) && decoded(s) !== '');
 export const invalidEndpointId: fc.Arbitrary<string> = notId(/^we_[A-Za-z0-9]{24}$/);
 export const invalidEventId: fc.Arbitrary<string> = notId(/^evt_[A-Za-z0-9]{24}$/);
+export const invalidRequestLogId: fc.Arbitrary<string> = notId(/^[A-Za-z0-9._:-]{1,128}$/);
 
 /** A query value: valid, hostile (escaped), raw bad escapes, odd numbers. */
 export const queryValue = (valid: fc.Arbitrary<string>): fc.Arbitrary<string> =>

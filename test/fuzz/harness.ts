@@ -15,9 +15,10 @@ import fc from 'fast-check';
 import type { AddressInfo } from 'node:net';
 import { ERROR_STATUS } from '../../src/http/errors.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { apiKey, broker } from '../helpers/factories.ts';
+import { apiKey, broker, requestLog } from '../helpers/factories.ts';
 import { service, serviceRequest } from '../helpers/service-factories.ts';
 import { event, webhookEndpoint } from '../helpers/webhook-factories.ts';
+import { FUZZ_REQUEST_LOG_ID } from './arbitraries.ts';
 import { answerClientErrorsInEnvelope } from '../../src/http/client-errors.ts';
 
 export const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -74,6 +75,8 @@ export interface FuzzWorld {
   /** Webhook endpoints and events of the fuzz broker, live ones for the live key, test-mode ones for the sandbox key. */
   endpointIds: Record<KeyKind, string[]>;
   eventIds: Record<KeyKind, string[]>;
+  /** Request log entries of the fuzz broker, of each key's mode. */
+  requestLogIds: Record<KeyKind, string[]>;
   send(req: RawRequest): Promise<RawResponse>;
   snapshot(): Promise<Snapshot>;
   close(): Promise<void>;
@@ -132,6 +135,8 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       endpointIds[kind].push(await webhookEndpoint(t.prisma, { brokerId: brk.id, mode }));
       eventIds[kind].push(await event(t.prisma, { brokerId: brk.id, mode }));
     }
+    const logged = { requestId: FUZZ_REQUEST_LOG_ID };
+    const requestLogIds: Record<KeyKind, string[]> = { live: [await requestLog(t.prisma, live, logged)], sandbox: [await requestLog(t.prisma, sandbox, logged)] };
 
     const server = http.createServer(t.app);
     answerClientErrorsInEnvelope(server); // as src/main/server.ts does for the real listener
@@ -179,6 +184,7 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       requestIds,
       endpointIds,
       eventIds,
+      requestLogIds,
       send,
       snapshot: () => snapshot(t),
       close: async () => {

@@ -14,6 +14,8 @@ const OTHER_OPERATIONS = [
   'sendServicesReport',
   'sendInvoicesReport',
   'getReport',
+  'listRequestLogs',
+  'getRequestLog',
 ];
 
 // downloadReport (outside /api, no key) has a property of its own: downloads.test.ts.

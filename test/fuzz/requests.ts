@@ -19,6 +19,7 @@ import {
   hostileValue,
   invalidEndpointId,
   invalidEventId,
+  invalidRequestLogId,
   invalidRequestId,
   invalidServiceNumber,
   Obj,
@@ -41,6 +42,8 @@ export interface WorldIds {
   /** Webhook endpoints and events of the fuzz broker, by the mode of the key that sees them. */
   endpointIds: Record<KeyKind, string[]>;
   eventIds: Record<KeyKind, string[]>;
+  /** Request log entries of the fuzz broker, by the mode of the key that sees them. */
+  requestLogIds: Record<KeyKind, string[]>;
 }
 
 export type Breaker =
@@ -93,6 +96,7 @@ function breakerArb(op: OpSpec): fc.Arbitrary<Breaker> | undefined {
   if (op.param === 'request_id') options.push(invalidRequestId.map((value): Breaker => ({ kind: 'path', value })));
   if (op.param === 'endpoint_id') options.push(invalidEndpointId.map((value): Breaker => ({ kind: 'path', value })));
   if (op.param === 'event_id') options.push(invalidEventId.map((value): Breaker => ({ kind: 'path', value })));
+  if (op.param === 'request_log_id') options.push(invalidRequestLogId.map((value): Breaker => ({ kind: 'path', value })));
   if (op.method === 'POST' && fields.length > 0) {
     options.push(
       fc
@@ -157,6 +161,7 @@ function validParam(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitrary<stri
   // Endpoints and events of the key's own mode: found (a sandbox key's clean request must succeed).
   if (op.param === 'endpoint_id') return fc.constantFrom(...ids.endpointIds[kind]);
   if (op.param === 'event_id') return fc.constantFrom(...ids.eventIds[kind]);
+  if (op.param === 'request_log_id') return fc.constantFrom(...ids.requestLogIds[kind]);
   return fc.constant('');
 }
 

@@ -93,7 +93,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     gates.push(gate);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());
-    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
+    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, flushApiLog: gate.apiLog.flush, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();

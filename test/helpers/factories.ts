@@ -89,3 +89,37 @@ export async function apiKey(prisma: PrismaClient, options: ApiKeyOptions = {}):
   });
   return { key: generated.key, id: row.id, brokerId, mode, scopes };
 }
+
+export interface RequestLogOptions {
+  requestId?: string;
+  at?: Date;
+  method?: string;
+  path?: string;
+  operation?: string | null;
+  status?: number;
+  errorCode?: string | null;
+  idempotencyReplayed?: boolean;
+}
+
+/** One API log entry of `key` (as the gate writes it), for tests of reading the logs; returns its request id. */
+export async function requestLog(prisma: PrismaClient, key: Pick<TestApiKey, 'id' | 'brokerId' | 'mode'>, options: RequestLogOptions = {}): Promise<string> {
+  const requestId = options.requestId ?? `req_${randomBytes(16).toString('hex')}`;
+  await prisma.apiLog.create({
+    data: {
+      at: options.at ?? new Date(),
+      apiKeyId: key.id,
+      brokerId: key.brokerId,
+      mode: key.mode,
+      method: options.method ?? 'GET',
+      path: options.path ?? '/api/v1/services',
+      operation: options.operation === undefined ? 'listServices' : options.operation,
+      status: options.status ?? 200,
+      errorCode: options.errorCode ?? null,
+      idempotencyReplayed: options.idempotencyReplayed ?? false,
+      ip: '203.0.113.10',
+      durationMs: 3,
+      requestId,
+    },
+  });
+  return requestId;
+}

@@ -1,0 +1,66 @@
+/**
+ * A sandbox key's requests are real entries of the API log (stored with mode `test` by the gate),
+ * so live and sandbox share this one implementation, each bound to its mode: there is nothing to
+ * simulate, and a sandbox key must read its own requests as they were.
+ */
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { components } from '../../generated/api.ts';
+import type { Caller } from '../shared/caller.ts';
+import { findRequestLog, listRequestLogs, type RequestLogMode, type RequestLogQuery, type RequestLogRow } from './store.ts';
+
+export type RequestLogData = components['schemas']['RequestLog'];
+export type RequestLogPagination = components['schemas']['RequestLogPagination'];
+
+export interface RequestLogUseCases {
+  list(caller: Caller, query: RequestLogQuery): Promise<{ data: RequestLogData[]; pagination: RequestLogPagination }>;
+  get(caller: Caller, requestId: string): Promise<RequestLogData>;
+}
+
+export interface RequestLogDeps {
+  prisma: PrismaClient;
+  /**
+   * Writes this process's buffered API log entries (src/auth/api-log.ts) before a read, so a key
+   * reads its last requests to this process at once; other processes write theirs on their timer.
+   */
+  flushApiLog: () => Promise<void>;
+}
+
+export function requestLogData(row: RequestLogRow, mode: RequestLogMode): RequestLogData {
+  return {
+    object: 'request_log',
+    request_id: row.requestId,
+    created_at: row.at.toISOString(),
+    method: row.method,
+    path: row.path,
+    operation: row.operation,
+    status: row.status,
+    error_code: row.errorCode,
+    duration_ms: row.durationMs,
+    // The gate writes both for every entry; the columns are nullable for rows of older versions.
+    api_key_id: row.apiKeyId ?? '',
+    mode: row.mode ?? mode,
+    ip: row.ip,
+    idempotency_replayed: row.idempotencyReplayed,
+  };
+}
+
+export function requestLogs(deps: RequestLogDeps, mode: RequestLogMode): RequestLogUseCases {
+  const { prisma } = deps;
+  // A failed flush keeps its entries for the next one; the read that follows says what is wrong.
+  const written = (): Promise<void> => deps.flushApiLog().catch(() => undefined);
+  return {
+    async list(caller, query) {
+      await written();
+      const { rows, hasMore } = await listRequestLogs(prisma, { brokerId: caller.brokerId, mode }, query);
+      const last = rows.at(-1);
+      return {
+        data: rows.map((row) => requestLogData(row, mode)),
+        pagination: { limit: query.limit, has_more: hasMore, next_starting_after: hasMore && last ? last.requestId : null },
+      };
+    },
+    async get(caller, requestId) {
+      await written();
+      return requestLogData(await findRequestLog(prisma, { brokerId: caller.brokerId, mode }, requestId), mode);
+    },
+  };
+}
