@@ -43,6 +43,11 @@ export interface KeyRateLimiter {
   tryConsume(keyId: string, limit: number): RateLimitState | undefined;
   /** Reads the key's window without counting a request (for a request refused before step 3). */
   peek(keyId: string, limit: number): Promise<RateLimitState>;
+  /**
+   * Gives one counted request back to this process's block (a `304`, which costs nothing); the
+   * key's state after it, or undefined when the window it was counted in has ended.
+   */
+  refund(keyId: string, limit: number): RateLimitState | undefined;
 }
 
 /** A claim takes at most this share of a key's limit from Redis at once... */
@@ -152,6 +157,13 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
 
   return {
     tryConsume,
+    refund(keyId, limit) {
+      // Redis holds the block's count already: the unit goes back to the block, for this process's next request.
+      const lease = currentLease(keyId, limit);
+      if (!lease) return undefined;
+      lease.left += 1;
+      return stateOfLease(lease, false);
+    },
     async consume(keyId, limit) {
       for (;;) {
         const served = tryConsume(keyId, limit);
