@@ -3631,6 +3631,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description Not modified: `If-None-Match` named the current `ETag`. No body: keep the copy you hold. Not counted against the rate limit (the rate-limit headers show the window as it was), but logged like any request. See *Conditional requests*. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `authentication_failed`: the bearer token is missing, malformed, unknown, inactive (revoked) or expired. Do not retry unchanged. */
         Unauthorized: {
             headers: {
@@ -4288,6 +4302,11 @@ export interface components {
          */
         ClientRequestId: string;
         /**
+         * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+         * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+         */
+        IfNoneMatch: string;
+        /**
          * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
          * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
          */
@@ -4359,6 +4378,8 @@ export interface components {
         RateLimit: string;
         /** @description Whole seconds to wait before retrying (never earlier than the window reset). */
         "Retry-After": number;
+        /** @description The answer's entity tag (RFC 9110), a strong validator: a digest of the body's exact bytes, so the same body has the same tag on every server and any change to it gives a new one. Send it back in `If-None-Match` to get `304` while nothing changed (see *Conditional requests*). */
+        ETag: string;
         /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (see *Idempotent retries*); absent on an answer made for this request. */
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
@@ -4391,6 +4412,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4400,6 +4426,7 @@ export interface operations {
             /** @description The key is valid. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4412,6 +4439,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthCheckEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetAuthCheckBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4615,6 +4643,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4624,6 +4657,7 @@ export interface operations {
             /** @description A page of services. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4636,6 +4670,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListServicesBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4666,6 +4701,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -4681,6 +4721,7 @@ export interface operations {
             /** @description The service. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4693,6 +4734,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5040,6 +5082,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5049,6 +5096,7 @@ export interface operations {
             /** @description A page of service requests. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5061,6 +5109,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5177,6 +5226,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5192,6 +5246,7 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5204,6 +5259,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReportRunEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5372,6 +5428,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5381,6 +5442,7 @@ export interface operations {
             /** @description A page of webhook endpoints. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5393,6 +5455,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListWebhookEndpointsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5486,6 +5549,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5501,6 +5569,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5513,6 +5582,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetWebhookEndpointBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5828,6 +5898,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5837,6 +5912,7 @@ export interface operations {
             /** @description A page of events, newest first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5849,6 +5925,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListEventsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5879,6 +5956,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5894,6 +5976,7 @@ export interface operations {
             /** @description The event and its deliveries. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5906,6 +5989,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetEventBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

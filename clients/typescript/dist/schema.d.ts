@@ -3630,6 +3630,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description Not modified: `If-None-Match` named the current `ETag`. No body: keep the copy you hold. Not counted against the rate limit (the rate-limit headers show the window as it was), but logged like any request. See *Conditional requests*. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `authentication_failed`: the bearer token is missing, malformed, unknown, inactive (revoked) or expired. Do not retry unchanged. */
         Unauthorized: {
             headers: {
@@ -4287,6 +4301,11 @@ export interface components {
          */
         ClientRequestId: string;
         /**
+         * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+         * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+         */
+        IfNoneMatch: string;
+        /**
          * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
          * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
          */
@@ -4358,6 +4377,8 @@ export interface components {
         RateLimit: string;
         /** @description Whole seconds to wait before retrying (never earlier than the window reset). */
         "Retry-After": number;
+        /** @description The answer's entity tag (RFC 9110), a strong validator: a digest of the body's exact bytes, so the same body has the same tag on every server and any change to it gives a new one. Send it back in `If-None-Match` to get `304` while nothing changed (see *Conditional requests*). */
+        ETag: string;
         /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (see *Idempotent retries*); absent on an answer made for this request. */
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
@@ -4390,6 +4411,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4399,6 +4425,7 @@ export interface operations {
             /** @description The key is valid. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4411,6 +4438,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthCheckEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetAuthCheckBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4614,6 +4642,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4623,6 +4656,7 @@ export interface operations {
             /** @description A page of services. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4635,6 +4669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListServicesBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4665,6 +4700,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -4680,6 +4720,7 @@ export interface operations {
             /** @description The service. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4692,6 +4733,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5039,6 +5081,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5048,6 +5095,7 @@ export interface operations {
             /** @description A page of service requests. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5060,6 +5108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5176,6 +5225,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5191,6 +5245,7 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5203,6 +5258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReportRunEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5371,6 +5427,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5380,6 +5441,7 @@ export interface operations {
             /** @description A page of webhook endpoints. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5392,6 +5454,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListWebhookEndpointsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5485,6 +5548,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5500,6 +5568,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5512,6 +5581,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetWebhookEndpointBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5827,6 +5897,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5836,6 +5911,7 @@ export interface operations {
             /** @description A page of events, newest first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5848,6 +5924,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListEventsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5878,6 +5955,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5893,6 +5975,7 @@ export interface operations {
             /** @description The event and its deliveries. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5905,6 +5988,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetEventBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
