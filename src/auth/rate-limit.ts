@@ -101,6 +101,16 @@ function stateOfLease(lease: Lease, exceeded: boolean): RateLimitState {
   };
 }
 
+/** The key's lease if it is for this limit and its window; a stale one is dropped. */
+function currentLeaseIn(leases: Map<string, Lease>, keyId: string, limit: number): Lease | undefined {
+  const lease = leases.get(keyId);
+  if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
+    leases.delete(keyId);
+    return undefined;
+  }
+  return lease;
+}
+
 /**
  * One count per key in Redis, shared by all API processes; a limiter per distinct limit (a
  * RateLimiterRedis has one `points`) on the same Redis key, so changing a limit keeps the count.
@@ -112,6 +122,7 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
   const limiterFor = limitersOn(redis);
   const leases = new Map<string, Lease>();
   const claims = new Map<string, Promise<void>>();
+  const currentLease = (keyId: string, limit: number) => currentLeaseIn(leases, keyId, limit);
 
   /** Adds `points` to the key's count; `granted` is how many of them fit under the limit. */
   async function count(keyId: string, limit: number, points: number): Promise<{ res: RateLimiterRes; granted: number }> {
@@ -134,16 +145,6 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
       .finally(() => claims.delete(keyId));
     claims.set(keyId, claiming);
     return claiming;
-  }
-
-  /** The key's lease if it is for this limit and its window; a stale one is dropped. */
-  function currentLease(keyId: string, limit: number): Lease | undefined {
-    const lease = leases.get(keyId);
-    if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
-      leases.delete(keyId);
-      return undefined;
-    }
-    return lease;
   }
 
   /** One request from the key's current lease, without Redis, or undefined when that needs Redis. */

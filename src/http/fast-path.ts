@@ -62,10 +62,11 @@ export function parseQueryOnce(req: Request): void {
 
 /**
  * No ETag from Express: res.send's would hash every body, errors and POST answers included; the
- * ETags of the contract's conditional reads are made for `GET` answers only, once per cached page
- * (src/http/conditional.ts, `serialized()`). Every query parameter of the contract is a scalar, so the query string is read as flat key=value
- * pairs (node:querystring): qs's nested syntax bought nothing, cost CPU on every request, and
- * silently dropped keys such as __proto__, which are now refused like any unknown parameter.
+ * conditional reads' ETags are made for a GET's 200 only, once per cached page (`serialized()`,
+ * src/http/conditional.ts). Every query parameter of the contract is a scalar, so the query
+ * string is read as flat key=value pairs (node:querystring): qs's nested syntax bought nothing,
+ * cost CPU on every request, and silently dropped keys such as __proto__, which are now refused
+ * like any unknown parameter.
  */
 export function fastAppSettings(app: Express): void {
   app.set('etag', false);
