@@ -24,16 +24,32 @@ export interface TaggedBody {
   etag?: string;
 }
 
+/** An entity tag of a field value, `W/` or not (its opaque part has no `"`, RFC 9110 `etagc`). */
+const ENTITY_TAG = /(?:W\/)?("[^"]*")/g;
+
+/**
+ * RFC 9110's If-None-Match on a current representation tagged `tag`: `*`, or a list of entity
+ * tags one of which matches by weak comparison (`W/"x"` matches `"x"`). By hand, not Express's
+ * `req.fresh`: that also answers stale to `Cache-Control: no-cache`, which fetch() adds to every
+ * request that carries If-None-Match (the Fetch standard), so no fetch client would get a 304.
+ */
+function noneMatch(header: string, tag: string): boolean {
+  if (header.trim() === '*') return true;
+  const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
+  for (const [, candidate] of header.matchAll(ENTITY_TAG)) if (candidate === opaque) return true;
+  return false;
+}
+
 /**
  * Puts the `ETag` of a `GET`'s `200` answer on the response; true when the request's
- * `If-None-Match` names it, by Express's `req.fresh` (the `fresh` package: a list of tags, `*`,
- * and the weak comparison RFC 9110 asks for), which also gives the request's unit of rate limit
- * back: the caller then answers `304`.
+ * `If-None-Match` names it, and then the request's unit of rate limit is given back: the caller
+ * answers `304`.
  */
 export function notModified(req: Request, res: Response, answer: TaggedBody): boolean {
   const tag = answer.etag ?? entityTag(answer.body);
   setKnownHeader(res, ETAG, tag);
-  if (req.headers['if-none-match'] === undefined || !req.fresh) return false;
+  const header = req.headers['if-none-match'];
+  if (header === undefined || !noneMatch(header, tag)) return false;
   res.locals.refundRateLimit?.(res);
   return true;
 }
