@@ -187,6 +187,21 @@ interface GateParts {
   apiLog: ApiLog;
   /** One context per cached key row (read-only for the handlers), not one per request. */
   contexts: WeakMap<StoredKey, AuthContext>;
+  /** One rate-limit refund per cached key row, as the contexts. */
+  refunds: WeakMap<StoredKey, (res: Response) => void>;
+}
+
+/** What a `304` calls: the request's unit of rate limit back, and the headers saying so. */
+function refundOf(g: GateParts, key: StoredKey): (res: Response) => void {
+  let refund = g.refunds.get(key);
+  if (!refund) {
+    refund = (res) => {
+      const state = g.limiter.refund(key.id, key.rateLimit);
+      if (state) setRateLimitHeaders(res, state);
+    };
+    g.refunds.set(key, refund);
+  }
+  return refund;
 }
 
 /** Steps 3 and 4 once the request is counted; `next` exactly once. */
@@ -210,6 +225,7 @@ function afterCount(g: GateParts, req: Request, res: Response, next: NextFunctio
     if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
     checkScopes(auth, operation);
     res.locals.auth = auth;
+    res.locals.refundRateLimit = refundOf(g, key);
   } catch (err) {
     next(err);
     return;
@@ -335,8 +351,9 @@ export function createGate(deps: GateDeps): Gate {
   const failures = deps.authFailures ? createAuthFailureLimiter(deps.redis, deps.authFailures) : undefined;
   const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
   const contexts = new WeakMap<StoredKey, AuthContext>();
+  const refunds = new WeakMap<StoredKey, (res: Response) => void>();
 
-  const g: GateParts = { logger, limiter, failures, apiLog, contexts };
+  const g: GateParts = { logger, limiter, failures, apiLog, contexts, refunds };
 
   // Not async: a cached key counted from this process's block passes without a microtask turn.
   const gate: RequestHandler = (req, res, next) => {

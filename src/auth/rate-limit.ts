@@ -43,6 +43,11 @@ export interface KeyRateLimiter {
   tryConsume(keyId: string, limit: number): RateLimitState | undefined;
   /** Reads the key's window without counting a request (for a request refused before step 3). */
   peek(keyId: string, limit: number): Promise<RateLimitState>;
+  /**
+   * Gives one counted request back to this process's block (a `304`, which costs nothing); the
+   * key's state after it, or undefined when the window it was counted in has ended.
+   */
+  refund(keyId: string, limit: number): RateLimitState | undefined;
 }
 
 /** A claim takes at most this share of a key's limit from Redis at once... */
@@ -96,6 +101,16 @@ function stateOfLease(lease: Lease, exceeded: boolean): RateLimitState {
   };
 }
 
+/** The key's lease if it is for this limit and its window; a stale one is dropped. */
+function currentLeaseIn(leases: Map<string, Lease>, keyId: string, limit: number): Lease | undefined {
+  const lease = leases.get(keyId);
+  if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
+    leases.delete(keyId);
+    return undefined;
+  }
+  return lease;
+}
+
 /**
  * One count per key in Redis, shared by all API processes; a limiter per distinct limit (a
  * RateLimiterRedis has one `points`) on the same Redis key, so changing a limit keeps the count.
@@ -107,6 +122,7 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
   const limiterFor = limitersOn(redis);
   const leases = new Map<string, Lease>();
   const claims = new Map<string, Promise<void>>();
+  const currentLease = (keyId: string, limit: number) => currentLeaseIn(leases, keyId, limit);
 
   /** Adds `points` to the key's count; `granted` is how many of them fit under the limit. */
   async function count(keyId: string, limit: number, points: number): Promise<{ res: RateLimiterRes; granted: number }> {
@@ -131,16 +147,6 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
     return claiming;
   }
 
-  /** The key's lease if it is for this limit and its window; a stale one is dropped. */
-  function currentLease(keyId: string, limit: number): Lease | undefined {
-    const lease = leases.get(keyId);
-    if (lease && (lease.limit !== limit || lease.resetsAt <= Date.now())) {
-      leases.delete(keyId);
-      return undefined;
-    }
-    return lease;
-  }
-
   /** One request from the key's current lease, without Redis, or undefined when that needs Redis. */
   function tryConsume(keyId: string, limit: number): RateLimitState | undefined {
     if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
@@ -152,6 +158,13 @@ export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
 
   return {
     tryConsume,
+    refund(keyId, limit) {
+      // Redis holds the block's count already: the unit goes back to the block, for this process's next request.
+      const lease = currentLease(keyId, limit);
+      if (!lease) return undefined;
+      lease.left += 1;
+      return stateOfLease(lease, false);
+    },
     async consume(keyId, limit) {
       for (;;) {
         const served = tryConsume(keyId, limit);

@@ -9,6 +9,7 @@
  * auto-pipelining (src/redis.ts) and patches/.
  */
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
+import { entityTag } from './conditional.ts';
 import { knownHeader, setKnownHeader } from './known-headers.ts';
 import type { OperationId, Reply, SuccessStatus } from './operation-types.ts';
 
@@ -60,11 +61,12 @@ export function parseQueryOnce(req: Request): void {
 }
 
 /**
- * No ETag: hashing every body (SHA-1) costs CPU on each request, and the contract offers no
- * conditional requests (every answer is per key, fresh; no If-None-Match / 304 anywhere). Every
- * query parameter of the contract is a scalar, so the query string is read as flat key=value
- * pairs (node:querystring): qs's nested syntax bought nothing, cost CPU on every request, and
- * silently dropped keys such as __proto__, which are now refused like any unknown parameter.
+ * No ETag from Express: res.send's would hash every body, errors and POST answers included; the
+ * conditional reads' ETags are made for a GET's 200 only, once per cached page (`serialized()`,
+ * src/http/conditional.ts). Every query parameter of the contract is a scalar, so the query
+ * string is read as flat key=value pairs (node:querystring): qs's nested syntax bought nothing,
+ * cost CPU on every request, and silently dropped keys such as __proto__, which are now refused
+ * like any unknown parameter.
  */
 export function fastAppSettings(app: Express): void {
   app.set('etag', false);
@@ -86,6 +88,8 @@ export interface SerializedReply<O extends OperationId> {
   body: Buffer;
   /** `body.length`, as the Content-Length header's value. */
   contentLength: string;
+  /** The body's ETag, made with it: a cached page's `304` hashes nothing. */
+  etag: string;
 }
 
 function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
@@ -96,7 +100,7 @@ function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknow
 
 export function serialized<O extends OperationId>(reply: Reply<O>): SerializedReply<O> {
   const body = Buffer.from(JSON.stringify(envelope(reply)), 'utf8');
-  return { status: reply.status, body, contentLength: String(body.length) };
+  return { status: reply.status, body, contentLength: String(body.length), etag: entityTag(body) };
 }
 
 /**
@@ -111,6 +115,8 @@ export interface Answer {
   body: string | Buffer;
   /** The body's length in bytes, when it is known already (a stored page). */
   contentLength?: string;
+  /** The body's ETag, when it is known already (a stored page). */
+  etag?: string;
 }
 
 /** An operation's reply as its answer: a one-off reply serialized now, a pre-serialized one as it is. */
@@ -136,6 +142,12 @@ export function sendAnswer(res: Response, answer: Answer): void {
   setKnownHeader(res, CONTENT_TYPE, JSON_TYPE);
   setKnownHeader(res, CONTENT_LENGTH, answer.contentLength ?? String(Buffer.byteLength(answer.body)));
   res.end(answer.body);
+}
+
+/** A `304` (src/http/conditional.ts): the headers set so far, the ETag among them, and no body. */
+export function sendNotModified(res: Response): void {
+  res.status(304);
+  res.end();
 }
 
 /**

@@ -11,7 +11,8 @@ import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract, OperationInfo } from './contract.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
-import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
+import { notModified } from './conditional.ts';
+import { answerOf, sendAnswer, sendNotModified, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
@@ -19,6 +20,9 @@ import type { AnswerCheck, OperationRules } from './validation.ts';
 
 export { serialized, type SerializedReply } from './fast-path.ts';
 export type { DataOf } from './operation-types.ts';
+
+/** Inside `namespace Express` below, `Response` would name Express's own empty interface. */
+type RateLimitRefund = (res: Response) => void;
 
 /** `res.locals`, typed once for every step that sets or reads it (declaration merging: no casts). */
 declare global {
@@ -35,6 +39,8 @@ declare global {
       errorCode?: string;
       /** The answer is an Idempotency-Key replay, for the API log. */
       idempotencyReplayed?: boolean;
+      /** Set by the gate with `auth`: gives the request's unit of rate limit back (a `304` costs none). */
+      refundRateLimit?: RateLimitRefund;
     }
   }
 }
@@ -117,7 +123,9 @@ function requestHandler<O extends OperationId, Input, U>(
     } catch (err) {
       answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
     }
-    sendAnswer(res, answer);
+    // Only a 200 of a GET is a representation a client can keep and ask about again.
+    if (answer.status === 200 && req.method === 'GET' && notModified(req, res, answer)) sendNotModified(res);
+    else sendAnswer(res, answer);
   };
 }
 

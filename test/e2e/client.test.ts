@@ -136,6 +136,22 @@ for (const mode of ['live', 'test'] as const) {
       assert.equal(listed.pagination.limit, 10);
     });
 
+    test('a conditional GET answered 304 is no error: data and error undefined, the copy kept', async () => {
+      const api = await clientFor(mode);
+      const first = await api.GET('/api/v1/webhook-endpoints');
+      const etag = first.response.headers.get('ETag');
+      assert.ok(etag);
+      const again = await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': etag } });
+      assert.equal(again.response.status, 304);
+      assert.equal(again.response.headers.get('ETag'), etag);
+      // Not assert.equal on each: its type assertion would narrow the result to never.
+      assert.ok(again.data === undefined && again.error === undefined);
+      // Through the parameter the contract declares, too.
+      const typed = await api.GET('/api/v1/webhook-endpoints', { params: { header: { 'If-None-Match': etag } } });
+      assert.equal(typed.response.status, 304);
+      assert.equal((await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': '"other"' } })).data!.success, true);
+    });
+
     test('an error answer is one typed ClientApiError with code, message, details, status and request id', async () => {
       const api = await clientFor(mode);
       const missing = await api.GET('/api/v1/requests', { params: { query: { limit: 1000 } } }).then(

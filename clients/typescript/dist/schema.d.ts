@@ -4080,6 +4080,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description Not modified: `If-None-Match` named the current `ETag`. No body: keep the copy you hold. Not counted against the rate limit (the rate-limit headers show the window as it was), but logged like any request. See *Conditional requests*. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `authentication_failed`: the bearer token is missing, malformed, unknown, inactive (revoked) or expired. Do not retry unchanged. */
         Unauthorized: {
             headers: {
@@ -4816,6 +4830,11 @@ export interface components {
          */
         ClientRequestId: string;
         /**
+         * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+         * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+         */
+        IfNoneMatch: string;
+        /**
          * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
          * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
          */
@@ -4892,6 +4911,8 @@ export interface components {
         RateLimit: string;
         /** @description Whole seconds to wait before retrying (never earlier than the window reset). */
         "Retry-After": number;
+        /** @description The answer's entity tag (RFC 9110), a strong validator: a digest of the body's exact bytes, so the same body has the same tag on every server and any change to it gives a new one. Send it back in `If-None-Match` to get `304` while nothing changed (see *Conditional requests*). */
+        ETag: string;
         /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (see *Idempotent retries*); absent on an answer made for this request. */
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
@@ -4924,6 +4945,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4933,6 +4959,7 @@ export interface operations {
             /** @description The key is valid. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4945,6 +4972,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthCheckEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetAuthCheckBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5148,6 +5176,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5157,6 +5190,7 @@ export interface operations {
             /** @description A page of services. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5169,6 +5203,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListServicesBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5199,6 +5234,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5214,6 +5254,7 @@ export interface operations {
             /** @description The service. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5226,6 +5267,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5573,6 +5615,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5582,6 +5629,7 @@ export interface operations {
             /** @description A page of service requests. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5594,6 +5642,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5710,6 +5759,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5725,6 +5779,7 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5737,6 +5792,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReportRunEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5905,6 +5961,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5914,6 +5975,7 @@ export interface operations {
             /** @description A page of webhook endpoints. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5926,6 +5988,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListWebhookEndpointsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6019,6 +6082,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6034,6 +6102,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6046,6 +6115,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetWebhookEndpointBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6446,6 +6516,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -6455,6 +6530,7 @@ export interface operations {
             /** @description A page of events, newest first (`order=desc`, the default) or oldest first (`order=asc`). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6467,6 +6543,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListEventsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6497,6 +6574,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6512,6 +6594,7 @@ export interface operations {
             /** @description The event and its deliveries. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6524,6 +6607,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetEventBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6668,6 +6752,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -6677,6 +6766,7 @@ export interface operations {
             /** @description A page of request log entries, newest first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6689,6 +6779,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestLogListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestLogsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6719,6 +6810,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6734,6 +6830,7 @@ export interface operations {
             /** @description The request log entry. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6746,6 +6843,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestLogEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetRequestLogBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

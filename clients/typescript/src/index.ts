@@ -136,6 +136,13 @@ async function toError(response: Response): Promise<ClientApiError> {
   }
 }
 
+/** The 304's own headers (its ETag, X-Request-Id, rate-limit figures), with the length of its empty body. */
+function notModifiedHeaders(response: Response): Headers {
+  const headers = new Headers(response.headers);
+  headers.set('Content-Length', '0');
+  return headers;
+}
+
 /** A typed client: `GET`/`POST` of openapi-fetch on the contract's paths; error answers throw `ClientApiError`. */
 export function createClient(options: ClientOptions): Client<paths> {
   const client = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(options) });
@@ -148,6 +155,9 @@ export function createClient(options: ClientOptions): Client<paths> {
       return request;
     },
     async onResponse({ response }) {
+      // A 304 (a conditional GET, If-None-Match) is no error: openapi-fetch reads its empty body as
+      // nothing when it says Content-Length: 0, so `data` and `error` are both undefined.
+      if (response.status === 304) return new Response(null, { status: 304, statusText: response.statusText, headers: notModifiedHeaders(response) });
       if (!response.ok) throw await toError(response);
       return response;
     },

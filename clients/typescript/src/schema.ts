@@ -4081,6 +4081,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description Not modified: `If-None-Match` named the current `ETag`. No body: keep the copy you hold. Not counted against the rate limit (the rate-limit headers show the window as it was), but logged like any request. See *Conditional requests*. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `authentication_failed`: the bearer token is missing, malformed, unknown, inactive (revoked) or expired. Do not retry unchanged. */
         Unauthorized: {
             headers: {
@@ -4817,6 +4831,11 @@ export interface components {
          */
         ClientRequestId: string;
         /**
+         * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+         * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+         */
+        IfNoneMatch: string;
+        /**
          * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
          * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
          */
@@ -4893,6 +4912,8 @@ export interface components {
         RateLimit: string;
         /** @description Whole seconds to wait before retrying (never earlier than the window reset). */
         "Retry-After": number;
+        /** @description The answer's entity tag (RFC 9110), a strong validator: a digest of the body's exact bytes, so the same body has the same tag on every server and any change to it gives a new one. Send it back in `If-None-Match` to get `304` while nothing changed (see *Conditional requests*). */
+        ETag: string;
         /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (see *Idempotent retries*); absent on an answer made for this request. */
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
@@ -4925,6 +4946,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -4934,6 +4960,7 @@ export interface operations {
             /** @description The key is valid. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4946,6 +4973,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthCheckEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetAuthCheckBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5149,6 +5177,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5158,6 +5191,7 @@ export interface operations {
             /** @description A page of services. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5170,6 +5204,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListServicesBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5200,6 +5235,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5215,6 +5255,7 @@ export interface operations {
             /** @description The service. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5227,6 +5268,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetServiceBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5574,6 +5616,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5583,6 +5630,7 @@ export interface operations {
             /** @description A page of service requests. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5595,6 +5643,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5711,6 +5760,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -5726,6 +5780,7 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5738,6 +5793,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReportRunEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetReportBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5906,6 +5962,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -5915,6 +5976,7 @@ export interface operations {
             /** @description A page of webhook endpoints. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5927,6 +5989,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListWebhookEndpointsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6020,6 +6083,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6035,6 +6103,7 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6047,6 +6116,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetWebhookEndpointBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6447,6 +6517,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -6456,6 +6531,7 @@ export interface operations {
             /** @description A page of events, newest first (`order=desc`, the default) or oldest first (`order=asc`). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6468,6 +6544,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListEventsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6498,6 +6575,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6513,6 +6595,7 @@ export interface operations {
             /** @description The event and its deliveries. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6525,6 +6608,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventDetailEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetEventBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6669,6 +6753,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
@@ -6678,6 +6767,7 @@ export interface operations {
             /** @description A page of request log entries, newest first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6690,6 +6780,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestLogListEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestLogsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6720,6 +6811,11 @@ export interface operations {
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
                 /**
@@ -6735,6 +6831,7 @@ export interface operations {
             /** @description The request log entry. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6747,6 +6844,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestLogEnvelope"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["GetRequestLogBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
