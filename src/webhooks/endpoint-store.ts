@@ -175,4 +175,4 @@ export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id:
 }
 
 /** The object of a ping event. */
-export const pingObject = (endpointId: string) => ({ endpoint_id: endpointId });
+export const pingObject = (endpointId: string) => ({ object: 'ping' as const, endpoint_id: endpointId });
