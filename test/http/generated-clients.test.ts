@@ -2,7 +2,8 @@
 // generated from it (openapi-typescript + openapi-fetch, and @hey-api/openapi-ts) and a small
 // program is type-checked against each. The program only compiles while request fields with a
 // default stay optional, modified_since is a string, getService's credentials are always there,
-// createService's 200 and 202 bodies can be told apart, and error details and request ids are typed.
+// createService's 200 and 202 bodies can be told apart by their object, and error details and
+// request ids are typed.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,10 +38,10 @@ export async function run(): Promise<void> {
   });
   if (created.data) {
     const data = created.data.data;
-    // 202 (a create request, no service yet) and 200 (the service). openapi-fetch drops a property
-    // whose type is only null (its Readable<T> helper), so service_number cannot be the
-    // discriminant here; the 202's own fields are, and its request_type is exactly 'create'.
-    if ('request_id' in data) {
+    // 202 (a create request, no service yet) and 200 (the service), told apart by object (issue 33).
+    // openapi-fetch drops a property whose type is only null (its Readable<T> helper), so
+    // service_number cannot be the discriminant here; the 202's request_type is exactly 'create'.
+    if (data.object === 'service_request') {
       same<typeof data.request_type, 'create'>(true);
       const id: string = data.request_id;
       const status: 'pending' | 'provider_review' | 'approved' | 'denied' = data.request_status;
@@ -103,14 +104,16 @@ export async function run(): Promise<void> {
   const created = await createService({ body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com' } });
   if (created.data) {
     const data = created.data.data;
-    // hey-api keeps the null-typed discriminant.
-    if (data.service_number === null) {
+    // object tells them apart (issue 33); hey-api keeps the null-typed service_number too.
+    if (data.object === 'service_request') {
       const id: string = data.request_id;
       same<typeof data.request_type, 'create'>(true);
+      same<typeof data.service_number, null>(true);
       void id;
     } else {
       const hostname: string = data.hostname;
-      void hostname;
+      const number: number = data.service_number;
+      void hostname; void number;
     }
   }
   await cancelService({ path: { service_number: 1 }, body: { reason: 'Moved' } });
