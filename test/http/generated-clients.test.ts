@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from '@hey-api/openapi-ts';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { parse } from 'yaml';
 
 // Inside the work tree, so the program resolves openapi-fetch from its node_modules.
 mkdirSync('var', { recursive: true });
@@ -183,6 +184,17 @@ describe('clients generated from openapi.yaml', () => {
   it('type-check a program that relies on the contract\'s types', () => {
     const { status, output } = typecheck();
     assert.equal(status, 0, output);
+  });
+
+  it('the Client generators guide names the versions checked here and hey-api\'s TypeScript pin', () => {
+    const tags = (parse(readFileSync(contract, 'utf8')) as { tags: Array<{ name: string; description: string }> }).tags;
+    const guide = tags.find((tag) => tag.name === 'Client generators')?.description ?? '';
+    const manifest = (name: string) => JSON.parse(readFileSync(path.resolve('node_modules', name, 'package.json'), 'utf8')) as { version: string; peerDependencies?: Record<string, string> };
+    for (const name of ['@hey-api/openapi-ts', 'openapi-typescript', 'openapi-fetch', 'typescript']) {
+      assert.ok(guide.includes(manifest(name).version), `the guide names ${name} ${manifest(name).version}`);
+    }
+    const pin = /^>=(\d+\.\d+\.\d+)/.exec(manifest('@hey-api/openapi-ts').peerDependencies?.typescript ?? '')?.[1];
+    assert.ok(pin && guide.includes(`TypeScript ${pin} or later`), `the guide names hey-api's TypeScript pin (>=${pin})`);
   });
 
   it('hey-api\'s client defaults to the production server, the first in servers', () => {
