@@ -17,10 +17,11 @@ export interface EventUseCases {
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-/** An event as answers show it and deliveries carry it. */
+/** An event as answers show it and deliveries carry it; what else its payload holds follows its object. */
 export function eventData(row: EventRow): EventData {
-  const object = shownObject(row.type, (row.data as { object?: unknown } | null)?.object) as EventData['data']['object'];
-  return { object: 'event', id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: { object } };
+  const { object: stored, ...rest } = (row.data ?? {}) as { object?: unknown };
+  const object = shownObject(row.type, stored) as EventData['data']['object'];
+  return { object: 'event', id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: { object, ...rest } };
 }
 
 function deliveryData(row: DeliveryRow): EventDetail['deliveries'][number] {
