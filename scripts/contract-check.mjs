@@ -65,11 +65,41 @@ function collapseWholeTypeAnyOf(node) {
 
 const normalized = (text) => collapseWholeTypeAnyOf(allowAddedFields(parse(text)));
 
+/** The node at `keys` in `doc`, following local `$ref`s on the way; undefined when there is none. */
+function nodeAt(doc, keys) {
+  const resolve = (node) => {
+    for (let seen = 0; node && typeof node.$ref === 'string' && seen < 32; seen++) {
+      node = node.$ref.slice(2).split('/').reduce((n, k) => n?.[k.replaceAll('~1', '/').replaceAll('~0', '~')], doc);
+    }
+    return node;
+  };
+  return resolve(keys.reduce((node, key) => resolve(node)?.[key], doc));
+}
+
+const isFreeFormObject = (schema) =>
+  schema && schema.type === 'object' && (schema.additionalProperties ?? true) === true &&
+  Object.keys(schema).every((k) => ANNOTATIONS.has(k) || k === 'additionalProperties');
+
+// Issue 33: an answer's object that was any JSON object (EventObject) is now one of the resource
+// schemas, told apart by `object`. Every value the new schema allows the old one did, so a client
+// loses nothing; the tool calls the oneOf's branches added and the free-form type removed. Only in
+// answers: a request body narrowed that way still breaks the clients that send other objects.
+function narrowedFreeFormAnswer(d, released, current) {
+  const at = d.path.lastIndexOf('oneOf');
+  if (at < 0 || !d.path.slice(0, at).includes('responses')) return false;
+  const prefix = d.path.slice(0, at);
+  const now = nodeAt(current, prefix);
+  const resolvedBranches = (now?.oneOf ?? []).map((_, i) => nodeAt(current, [...prefix, 'oneOf', i]));
+  return isFreeFormObject(nodeAt(released, prefix)) && resolvedBranches.length > 0 && resolvedBranches.every((b) => b?.type === 'object');
+}
+
 /** The breaking differences between two contracts' texts, as api-smart-diff classifies them. */
 export function breakingChanges(releasedText, currentText) {
-  const diffs = apiDiff(normalized(releasedText), normalized(currentText));
+  const [released, current] = [normalized(releasedText), normalized(currentText)];
+  // apiDiff rewrites the documents it is given (a schema compared with a oneOf becomes one).
+  const diffs = apiDiff(globalThis.structuredClone(released), globalThis.structuredClone(current));
   // What a client sees is under `paths` (components are reached through them, already resolved).
-  return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths');
+  return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths' && !narrowedFreeFormAnswer(d, released, current));
 }
 
 /** ok unless there is a breaking difference and the major version was not raised. */

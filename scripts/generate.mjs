@@ -2,6 +2,7 @@
 // Writes what is generated from the sources of truth:
 //   generated/api.ts    <- openapi.yaml (openapi-typescript; committed, checked fresh in CI)
 //   clients/typescript/src/schema.ts <- the same types, for the TypeScript client package (committed, checked)
+//   clients/typescript/package.json's version <- openapi.yaml's info.version (committed, checked)
 //   clients/typescript/dist/ <- the client compiled (tsc: ESM .js + .d.ts) with openapi-fetch and
 //                       standardwebhooks vendored in dist/vendor/, so the package has no dependencies
 //                       (committed, checked fresh)
@@ -14,6 +15,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
+import { parse } from 'yaml';
 
 const args = new Set(process.argv.slice(2));
 const only = args.has('--prisma') ? 'prisma' : args.has('--api') ? 'api' : 'all';
@@ -98,6 +100,15 @@ function tree(dir) {
   }));
 }
 
+const CLIENT_MANIFEST = `${CLIENT_DIR}/package.json`;
+
+/** The client's package.json with its version set to the contract's `info.version`: a client version names the contract it was typed from. */
+function clientManifest() {
+  const { version } = parse(readFileSync('openapi.yaml', 'utf8')).info;
+  const text = readFileSync(CLIENT_MANIFEST, 'utf8');
+  return text.replace(/^( {2}"version": )"[^"]*"/m, `$1${JSON.stringify(version)}`);
+}
+
 function apiTypes(target) {
   // Not the default: a request field with a `default` (billing_cycle, when) stays optional.
   run(bin('openapi-typescript'), ['openapi.yaml', '--output', target, '--silent', '--default-non-nullable', 'false']);
@@ -112,6 +123,10 @@ if (args.has('--check')) {
       console.error(`${file} is stale: run \`npm run generate\` and commit the result`);
       process.exit(1);
     }
+  }
+  if (clientManifest() !== readFileSync(CLIENT_MANIFEST, 'utf8')) {
+    console.error(`${CLIENT_MANIFEST}'s version is not openapi.yaml's info.version: run \`npm run generate\` and commit the result`);
+    process.exit(1);
   }
   const built = path.join(path.dirname(fresh), 'client-dist');
   buildClient(built);
@@ -128,6 +143,7 @@ if (args.has('--check')) {
 if (only !== 'prisma') {
   apiTypes('generated/api.ts');
   copyFileSync('generated/api.ts', CLIENT_SCHEMA);
+  writeFileSync(CLIENT_MANIFEST, clientManifest());
   buildClient(CLIENT_DIST);
 }
 if (only !== 'api') {

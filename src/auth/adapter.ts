@@ -15,6 +15,7 @@ export const registerAuthRoutes: RegisterRoutes<AuthRouteDeps> = (router, deps) 
     useCases: authCheck,
     async handle(_input, { auth, caller, useCases }) {
       const data: DataOf<'getAuthCheck', 200> = {
+        object: 'auth_check',
         key_id: auth.keyId,
         key_name: auth.keyName,
         mode: auth.mode,
@@ -32,7 +33,7 @@ export const registerAuthRoutes: RegisterRoutes<AuthRouteDeps> = (router, deps) 
     async handle(_input, { auth }) {
       return {
         status: 200,
-        data: { write_access: true as const, key_id: auth.keyId, mode: auth.mode, scopes: [...auth.scopes] },
+        data: { object: 'write_access' as const, write_access: true as const, key_id: auth.keyId, mode: auth.mode, scopes: [...auth.scopes] },
       };
     },
   });

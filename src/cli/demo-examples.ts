@@ -276,7 +276,7 @@ const EVENTS: ExampleEvent[] = [
   {
     id: 'evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp', type: 'request.created', minutesAgo: 70,
     object: {
-      request_id: 'REQ-000044', request_type: 'upgrade', request_status: 'pending', source: 'api', service_number: EXAMPLE_SERVICE,
+      object: 'service_request', request_id: 'REQ-000044', request_type: 'upgrade', request_status: 'pending', source: 'api', service_number: EXAMPLE_SERVICE,
       current_plan: 'Standard VPS', requested_plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example',
       reason: null, cancel_when: null, denial_reason: null,
       created_at: '2025-03-02T11:00:00.000Z', updated_at: '2025-03-02T11:00:00.000Z', decided_at: null,
@@ -285,12 +285,12 @@ const EVENTS: ExampleEvent[] = [
   {
     id: 'evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs', type: 'service.created', minutesAgo: 10,
     object: {
-      service_number: EXAMPLE_SERVICE, status: 'active', plan: 'Standard VPS', hostname: 'web01.client.example',
+      object: 'service', service_number: EXAMPLE_SERVICE, status: 'active', plan: 'Standard VPS', hostname: 'web01.client.example',
       customer_email: 'ops@client.example', customer_name: 'Client Ltd', billing_cycle: 'monthly',
       created_at: '2025-03-01T09:30:00.000Z', updated_at: '2025-03-01T09:30:00.000Z', cancel_at: null, cancelled_at: null,
     },
   },
-  { id: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp', type: 'ping', minutesAgo: 5, object: { endpoint_id: EXAMPLE_ENDPOINT } },
+  { id: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp', type: 'ping', minutesAgo: 5, object: { object: 'ping', endpoint_id: EXAMPLE_ENDPOINT } },
 ];
 
 /** getEvent's `delivered` example: evt_2Jf8…'s delivery to the example endpoint, on its third attempt (ms after the event). */

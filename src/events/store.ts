@@ -18,6 +18,28 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** The `object` of what each event type carries (openapi.yaml EventObject's discriminator). */
+const OBJECT_OF_TYPE: Record<EventType, string> = {
+  'service.created': 'service',
+  'service.updated': 'service',
+  'service.cancelled': 'service',
+  'request.created': 'service_request',
+  'request.approved': 'service_request',
+  'request.denied': 'service_request',
+  'report.completed': 'report',
+  'report.failed': 'report',
+  ping: 'ping',
+};
+
+/**
+ * A stored event's object as answers and deliveries show it, `object` first: jsonb keeps no key
+ * order, and the events recorded before objects had `object` lack it (their type names it).
+ */
+export function shownObject(type: string, stored: unknown): Record<string, unknown> {
+  const object = (stored ?? {}) as Record<string, unknown>;
+  return { object: object.object ?? OBJECT_OF_TYPE[type as EventType], ...object };
+}
+
 /** `live` for what live keys and the business's own tools change, `test` for the sandbox's simulations. */
 export type EventMode = 'live' | 'test';
 

@@ -3,7 +3,7 @@ import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
 import { findEvent, listEvents, redeliver, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
-import type { EventMode } from './store.ts';
+import { shownObject, type EventMode } from './store.ts';
 
 export type EventData = components['schemas']['Event'];
 export type EventDetail = components['schemas']['EventDetail'];
@@ -17,8 +17,11 @@ export interface EventUseCases {
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
+/** An event as answers show it and deliveries carry it; what else its payload holds follows its object. */
 export function eventData(row: EventRow): EventData {
-  return { id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: row.data as EventData['data'] };
+  const { object: stored, ...rest } = (row.data ?? {}) as { object?: unknown };
+  const object = shownObject(row.type, stored) as EventData['data']['object'];
+  return { object: 'event', id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: { object, ...rest } };
 }
 
 function deliveryData(row: DeliveryRow): EventDetail['deliveries'][number] {

@@ -51,6 +51,7 @@ export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
       const reportId = randomUUID();
       await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'invoices', recipients, dateRange: { start, end }, statusFilter: null });
       return {
+        object: 'invoices_report',
         report_id: reportId,
         report_type: 'invoices',
         ...SANDBOX_INVOICE_TOTALS,
@@ -66,6 +67,7 @@ export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
       const reportId = randomUUID();
       await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'services', recipients, dateRange: null, statusFilter: status });
       return {
+        object: 'services_report',
         report_id: reportId,
         report_type: 'services',
         ...sandboxServiceTotals(status),
@@ -98,6 +100,7 @@ export function sandboxReportRun(reportId: string, now: Date, run?: SimulatedRun
   const at = now.toISOString();
   const recipients = run?.recipients ?? ['recipient@example.com'];
   return {
+    object: 'report',
     report_id: reportId,
     report_type: run?.reportType ?? 'invoices',
     status: 'completed',

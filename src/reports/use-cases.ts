@@ -66,6 +66,7 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
     async sendInvoicesReport(caller, { recipients, start, end }) {
       const result = await run<InvoiceTotals>(caller, { type: 'invoices', recipients, startDate: start, endDate: end });
       return {
+        object: 'invoices_report',
         report_id: result.runId,
         report_type: 'invoices',
         ...result.totals,
@@ -81,6 +82,7 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
       // A broker without (matching) services still gets its report: an empty workbook.
       const result = await run<ServiceTotals>(caller, { type: 'services', recipients, statusFilter: status, allowEmpty: true });
       return {
+        object: 'services_report',
         report_id: result.runId,
         report_type: 'services',
         total_services: result.totals.total_services,

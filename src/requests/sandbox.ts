@@ -66,6 +66,7 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
       // A denial is answered as a denial even under provider_review (the denial comes first).
       const now = new Date().toISOString();
       const base = {
+        object: 'service_request' as const,
         request_id: canonicalRequestId(requestId),
         request_type: 'create' as const,
         source: 'api' as const,

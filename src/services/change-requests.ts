@@ -16,6 +16,7 @@ export const REQUEST_INCLUDE = { service: true, currentPlan: true, requestedPlan
 
 export function requestData(request: RequestWithRelations): RequestData {
   return {
+    object: 'service_request',
     request_id: formatRequestId(request.id),
     request_type: request.type,
     request_status: request.status,

@@ -20,6 +20,7 @@ const iso = (d: Date | null): string | null => (d === null ? null : d.toISOStrin
 /** `credentials` is added only when given: the caller decides whether the key may see them. */
 export function serviceData(service: ShownService, credentials?: ServiceCredentials): ServiceData {
   const data: ServiceData = {
+    object: 'service',
     service_number: service.serviceNumber,
     status: service.status,
     plan: service.plan.name,

@@ -28,6 +28,7 @@ export const SANDBOX_DOWNGRADE_FROM = 'Professional VPS';
 /** The generated sample service: created and last modified "now" (the time of the request). */
 export function sandboxService(serviceNumber: number, now: Date, credentials?: ServiceCredentials): ServiceData {
   const data: ServiceData = {
+    object: 'service',
     service_number: serviceNumber,
     status: 'active',
     plan: 'Standard VPS',
@@ -67,13 +68,14 @@ export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: 
   return pageOf(matches && offset === 0 && limit >= 1 ? [row] : [], matches ? 1 : 0, limit, offset);
 }
 
-type RequestFields = Partial<RequestData> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
+type RequestFields = Partial<Omit<RequestData, 'object'>> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
 
 /** A generated request row, shaped like a live one: what `fields` does not say is empty, made "now". */
 export function sandboxRequestRow(fields: RequestFields, now = new Date()): RequestData {
   // Keys in the order of a live answer; the rest of `fields` then fills in its values.
   const { request_id, request_type, request_status, ...rest } = fields;
   return {
+    object: 'service_request',
     request_id,
     request_type,
     request_status,
@@ -185,6 +187,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     async changePassword(caller, serviceNumber, chosen) {
       const now = new Date();
       const change: PasswordChange = sandboxed({
+        object: 'password_update',
         service_number: serviceNumber,
         password_generated: chosen === undefined,
         customer_notified: false,

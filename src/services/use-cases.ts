@@ -54,6 +54,7 @@ export interface ServicePageQuery extends ServiceFilters {
 export type { Page };
 
 export interface PasswordChange {
+  object: 'password_update';
   service_number: number;
   password_generated: boolean;
   customer_notified: boolean;
@@ -229,6 +230,7 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
       },
     );
   const change: PasswordChange = {
+    object: 'password_update',
     service_number: service.serviceNumber,
     password_generated: chosen === undefined,
     customer_notified: notified,

@@ -12,6 +12,7 @@ import type { Job } from 'bullmq';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
+import { eventData } from '../events/use-cases.ts';
 import type { Logger } from '../logger.ts';
 import { deliver } from './deliver.ts';
 import {
@@ -90,9 +91,7 @@ export interface WebhookWork {
 
 /** The event as it is POSTed: the same JSON as GET /api/v1/events/{event_id} shows it. */
 export function eventBody(event: DeliveryRecord['event']): string {
-  const { object, previous_attributes } = event.data as { object: unknown; previous_attributes?: unknown };
-  const data = previous_attributes === undefined ? { object } : { object, previous_attributes };
-  return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt.toISOString(), mode: event.mode, data });
+  return JSON.stringify(eventData(event));
 }
 
 /** The secrets to sign with: the current one, and the previous one while it has not expired. */

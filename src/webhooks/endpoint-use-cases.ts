@@ -69,6 +69,7 @@ const iso = (d: Date | null): string | null => (d === null ? null : d.toISOStrin
 /** An endpoint as the API shows it: never its secrets. */
 export function endpointData(row: EndpointRow): EndpointData {
   return {
+    object: 'webhook_endpoint',
     id: row.id,
     url: row.url,
     description: row.description,
@@ -186,7 +187,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
     async ping(caller, id) {
       const now = new Date();
       const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, now);
-      return { id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
+      return { object: 'event', id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
     },
     async recover(caller, id, since) {
       const { queued, hasMore } = await recoverFailedDeliveries(prisma, scope(caller), id, since, caller.unitOfWork);

@@ -40,6 +40,7 @@ describe('GET /api/v1/auth-check', () => {
     const res = await get(k.key);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.data, {
+      object: 'auth_check',
       key_id: k.id,
       key_name: 'Reader',
       mode: 'live',
@@ -88,7 +89,7 @@ describe('POST /api/v1/auth-check', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body, {
       success: true,
-      data: { write_access: true, key_id: k.id, mode: 'test', scopes: ['services:write'] },
+      data: { object: 'write_access', write_access: true, key_id: k.id, mode: 'test', scopes: ['services:write'] },
     });
   });
 

@@ -12,11 +12,12 @@ const NEW = newEndpointSecret();
 const OLD = newEndpointSecret();
 const OTHER = newEndpointSecret();
 const EVENT = {
+  object: 'event',
   id: 'evt_0123456789abcdefghijklmn',
   type: 'service.created',
   created_at: '2026-01-02T03:04:05.678Z',
   mode: 'test',
-  data: { object: { service_number: 123456789, status: 'active', mode: 'test', simulated: true } },
+  data: { object: { object: 'service', service_number: 123456789, status: 'active', mode: 'test', simulated: true } },
 };
 const BODY = JSON.stringify(EVENT);
 

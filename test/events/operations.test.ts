@@ -8,7 +8,7 @@ import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
-import { event, webhookEndpoint } from '../helpers/webhook-factories.ts';
+import { event, sampleObject, webhookEndpoint } from '../helpers/webhook-factories.ts';
 
 let t: TestApp;
 
@@ -99,7 +99,7 @@ describe('getEvent', () => {
   test('shows the event and every attempt of each delivery, with its status', async () => {
     const w = await world();
     const endpointId = await webhookEndpoint(t.prisma, { brokerId: w.brokerId });
-    const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created', object: { service_number: 482913570 } });
+    const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
     const { createdAt } = await t.prisma.event.findUniqueOrThrow({ where: { id } });
     const delivery = await t.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: id } });
     await t.prisma.webhookAttempt.createMany({
@@ -113,11 +113,12 @@ describe('getEvent', () => {
     const res = await get(w.live, `/api/v1/events/${id}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.data, {
+      object: 'event',
       id,
       type: 'service.created',
       created_at: createdAt.toISOString(),
       mode: 'live',
-      data: { object: { service_number: 482913570 } },
+      data: { object: sampleObject('service.created') },
       deliveries: [
         {
           endpoint_id: endpointId,

@@ -64,7 +64,7 @@ async function eventsOf(brokerId: string, change: () => Promise<request.Response
 const NEW_SERVICE = { plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example', customer_name: 'Client Ltd' };
 const SERVICE_NUMBER = 123456789;
 /** The fields of a service as the API shows it (openapi.yaml `Service`), with the sandbox markers. */
-const SERVICE_FIELDS = ['service_number', 'status', 'plan', 'hostname', 'customer_email', 'customer_name', 'billing_cycle', 'created_at', 'updated_at', 'cancel_at', 'cancelled_at', 'mode', 'simulated'].sort();
+const SERVICE_FIELDS = ['object', 'service_number', 'status', 'plan', 'hostname', 'customer_email', 'customer_name', 'billing_cycle', 'created_at', 'updated_at', 'cancel_at', 'cancelled_at', 'mode', 'simulated'].sort();
 
 type Data = Record<string, unknown>;
 

@@ -23,14 +23,41 @@ export async function webhookEndpoint(
   return row.id;
 }
 
+const AT = '2025-03-01T09:30:00.000Z';
+
+/** The object an event of `type` carries (openapi.yaml EventObject: whole, as the answers show it), for events a test writes itself. */
+export function sampleObject(type: EventType): Record<string, unknown> {
+  if (type.startsWith('service.')) {
+    return {
+      object: 'service', service_number: 482913570, status: 'active', plan: 'Standard VPS', hostname: 'web01.client.example',
+      customer_email: 'ops@client.example', customer_name: null, billing_cycle: 'monthly', created_at: AT, updated_at: AT, cancel_at: null, cancelled_at: null,
+    };
+  }
+  if (type.startsWith('request.')) {
+    return {
+      object: 'service_request', request_id: 'REQ-000044', request_type: 'upgrade', request_status: 'pending', source: 'api',
+      service_number: 482913570, current_plan: 'Standard VPS', requested_plan: 'Professional VPS', hostname: 'web01.client.example',
+      customer_email: 'ops@client.example', reason: null, cancel_when: null, denial_reason: null, created_at: AT, updated_at: AT, decided_at: null,
+    };
+  }
+  if (type.startsWith('report.')) {
+    return {
+      object: 'report', report_id: '5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11', report_type: 'services', status: 'completed', date_range: null,
+      status_filter: null, recipients_sent: 0, recipients_failed: 0, recipients_pending: 0, created_at: AT, finished_at: AT, error: null, recipients: [],
+    };
+  }
+  return { object: 'ping', endpoint_id: 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW' };
+}
+
 /** Records one event (and the deliveries it owes) the way a change does; its id. */
 export async function event(
   prisma: PrismaClient,
   options: { brokerId: string; type?: EventType; mode?: EventMode; object?: object; at?: Date },
 ): Promise<string> {
+  const type = options.type ?? 'service.created';
   const [id] = await recordEvents(
     prisma,
-    [{ brokerId: options.brokerId, type: options.type ?? 'service.created', mode: options.mode ?? 'live', object: options.object ?? { service_number: 482913570 } }],
+    [{ brokerId: options.brokerId, type, mode: options.mode ?? 'live', object: options.object ?? sampleObject(type) }],
     options.at,
   );
   return id!;

@@ -66,6 +66,23 @@ describe('contract:check', () => {
     assert.equal(check(narrowed, released).ok, false);
   });
 
+  // Issue 33: an event's object was any JSON object and is now one of the resource schemas,
+  // discriminated by `object`; in an answer that promises less, so it is no break. In a request it is.
+  it('an answer\'s free-form object made a oneOf of objects is no break; a request body\'s is one', () => {
+    const freeForm = { type: 'object', description: 'Anything.', additionalProperties: true };
+    const releasedFreeForm = edited((doc) => {
+      doc.components.schemas.EventObject = freeForm;
+      doc.components.schemas.RedeliverBody.properties.note = freeForm;
+    });
+    assert.ok((parse(current) as Doc).components.schemas.EventObject.oneOf, 'EventObject is a oneOf');
+    const narrowedBoth = edited((doc) => {
+      doc.components.schemas.RedeliverBody.properties.note = { oneOf: [{ $ref: '#/components/schemas/PingObject' }] };
+    });
+    const result = check(narrowedBoth, releasedFreeForm);
+    assert.equal(result.ok, false, 'the request body\'s narrowing breaks');
+    assert.ok(result.breaking.every((d) => (d as { path: string[] }).path.includes('requestBody')), JSON.stringify(result.breaking).slice(0, 2000));
+  });
+
   it('passes additive edits: a response field, an optional header, a new operation, a new error code', () => {
     const additive = edited((doc) => {
       doc.components.schemas.Service.properties.report_id = { type: 'string', description: 'New.' };

@@ -2,7 +2,8 @@
 // generated from it (openapi-typescript + openapi-fetch, and @hey-api/openapi-ts) and a small
 // program is type-checked against each. The program only compiles while request fields with a
 // default stay optional, modified_since is a string, getService's credentials are always there,
-// createService's 200 and 202 bodies can be told apart, and error details and request ids are typed.
+// createService's 200 and 202 bodies can be told apart by their object, and error details and
+// request ids are typed.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from '@hey-api/openapi-ts';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { parse } from 'yaml';
 
 // Inside the work tree, so the program resolves openapi-fetch from its node_modules.
 mkdirSync('var', { recursive: true });
@@ -37,10 +39,10 @@ export async function run(): Promise<void> {
   });
   if (created.data) {
     const data = created.data.data;
-    // 202 (a create request, no service yet) and 200 (the service). openapi-fetch drops a property
-    // whose type is only null (its Readable<T> helper), so service_number cannot be the
-    // discriminant here; the 202's own fields are, and its request_type is exactly 'create'.
-    if ('request_id' in data) {
+    // 202 (a create request, no service yet) and 200 (the service), told apart by object (issue 33).
+    // openapi-fetch drops a property whose type is only null (its Readable<T> helper), so
+    // service_number cannot be the discriminant here; the 202's request_type is exactly 'create'.
+    if (data.object === 'service_request') {
       same<typeof data.request_type, 'create'>(true);
       const id: string = data.request_id;
       const status: 'pending' | 'provider_review' | 'approved' | 'denied' = data.request_status;
@@ -103,14 +105,16 @@ export async function run(): Promise<void> {
   const created = await createService({ body: { plan: 'Basic VPS', hostname: 'a.example.com', customer_email: 'a@example.com' } });
   if (created.data) {
     const data = created.data.data;
-    // hey-api keeps the null-typed discriminant.
-    if (data.service_number === null) {
+    // object tells them apart (issue 33); hey-api keeps the null-typed service_number too.
+    if (data.object === 'service_request') {
       const id: string = data.request_id;
       same<typeof data.request_type, 'create'>(true);
+      same<typeof data.service_number, null>(true);
       void id;
     } else {
       const hostname: string = data.hostname;
-      void hostname;
+      const number: number = data.service_number;
+      void hostname; void number;
     }
   }
   await cancelService({ path: { service_number: 1 }, body: { reason: 'Moved' } });
@@ -180,6 +184,17 @@ describe('clients generated from openapi.yaml', () => {
   it('type-check a program that relies on the contract\'s types', () => {
     const { status, output } = typecheck();
     assert.equal(status, 0, output);
+  });
+
+  it('the Client generators guide names the versions checked here and hey-api\'s TypeScript pin', () => {
+    const tags = (parse(readFileSync(contract, 'utf8')) as { tags: Array<{ name: string; description: string }> }).tags;
+    const guide = tags.find((tag) => tag.name === 'Client generators')?.description ?? '';
+    const manifest = (name: string) => JSON.parse(readFileSync(path.resolve('node_modules', name, 'package.json'), 'utf8')) as { version: string; peerDependencies?: Record<string, string> };
+    for (const name of ['@hey-api/openapi-ts', 'openapi-typescript', 'openapi-fetch', 'typescript']) {
+      assert.ok(guide.includes(manifest(name).version), `the guide names ${name} ${manifest(name).version}`);
+    }
+    const pin = /^>=(\d+\.\d+\.\d+)/.exec(manifest('@hey-api/openapi-ts').peerDependencies?.typescript ?? '')?.[1];
+    assert.ok(pin && guide.includes(`TypeScript ${pin} or later`), `the guide names hey-api's TypeScript pin (>=${pin})`);
   });
 
   it('hey-api\'s client defaults to the production server, the first in servers', () => {

@@ -110,6 +110,7 @@ describe('live report to a real SMTP server', () => {
     assert.match(String(generatedAt), ISO_MS);
     assert.equal(reportId, (await runOf()).id, 'report_id names the recorded run');
     assert.deepEqual(data, {
+      object: 'invoices_report',
       report_type: 'invoices',
       total_invoices: 5,
       paid_invoices: 3,

@@ -195,6 +195,7 @@ describe('sandbox', () => {
     assert.match(String(generatedAt), ISO_MS);
     assert.match(String(reportId), /^[0-9a-f-]{36}$/, 'a simulated report_id');
     assert.deepEqual(data, {
+      object: 'invoices_report',
       report_type: 'invoices',
       total_invoices: 12,
       paid_invoices: 9,

@@ -116,6 +116,7 @@ describe('sandbox', () => {
     assert.deepEqual(
       { ...res.body.data, generated_at: undefined, report_id: undefined },
       {
+        object: 'services_report',
         report_id: undefined,
         report_type: 'services',
         total_services: 4,

@@ -68,6 +68,7 @@ describe('webhook delivery', () => {
     assert.ok(copy!.at - answered < 1500, `first attempt ${copy!.at - answered} ms after the answer`);
     const event = await t.prisma.event.findFirstOrThrow({ where: { brokerId: b.brokerId } });
     assert.deepEqual(verified(b.endpoint.secret, copy!), {
+      object: 'event',
       id: event.id,
       type: 'service.updated',
       created_at: event.createdAt.toISOString(),

@@ -145,7 +145,7 @@ describe('webhook endpoints: happy paths', () => {
     const res = await post(live, `/api/v1/webhook-endpoints/${e.id}/ping`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.match(res.body.data.id, /^evt_[A-Za-z0-9]{24}$/);
-    assert.deepEqual([res.body.data.type, res.body.data.mode, res.body.data.data], ['ping', 'live', { object: { endpoint_id: e.id } }]);
+    assert.deepEqual([res.body.data.type, res.body.data.mode, res.body.data.data], ['ping', 'live', { object: { object: 'ping', endpoint_id: e.id } }]);
     const deliveries = await t.prisma.webhookDelivery.findMany({ where: { eventId: res.body.data.id } });
     assert.deepEqual(deliveries.map((d) => [d.endpointId, d.status]), [[e.id, 'pending']]);
     assert.notEqual(deliveries[0]!.endpointId, bystander.id);

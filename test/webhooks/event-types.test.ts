@@ -118,9 +118,11 @@ async function assertDelivery(copy: Received, x: Expected): Promise<Data> {
   assert.equal(copy.headers['content-type'], 'application/json');
   assert.equal(copy.headers['user-agent'], WEBHOOK_USER_AGENT);
   assert.match(String(copy.headers['user-agent']), /client-api-v1/, 'the user agent names the server');
-  assert.deepEqual(Object.keys(body).sort(), ['created_at', 'data', 'id', 'mode', 'type']);
+  assert.deepEqual(Object.keys(body), ['object', 'id', 'type', 'created_at', 'mode', 'data'], 'the event, `object` first');
+  assert.equal(body.object, 'event');
   // What a change altered rides with it (test/events/previous-attributes.test.ts); a creation or a ping has none.
   assert.deepEqual(Object.keys(body.data), CHANGES.has(x.type) ? ['object', 'previous_attributes'] : ['object']);
+  assert.equal(Object.keys(body.data.object)[0], 'object', 'the event\'s object names its kind first');
   assert.deepEqual([body.type, body.mode, body.data.object.simulated], [x.type, x.mode, x.simulated ? true : undefined]);
   assert.doesNotMatch(copy.body, /"(password|credentials)"\s*:/, 'no credential field');
   for (const secret of x.secrets) assert.equal(copy.body.includes(secret), false, 'no key, secret or password in the body');
@@ -318,7 +320,7 @@ const rows: Row[] = [
     async cause(b) {
       await ok(post(b.keys.live, `/api/v1/webhook-endpoints/${b.endpoints.live.id}/ping`));
     },
-    object: (o, b) => assert.deepEqual(o, { endpoint_id: b.endpoints.live.id }),
+    object: (o, b) => assert.deepEqual(o, { object: 'ping', endpoint_id: b.endpoints.live.id }),
   },
   // ---- sandbox: simulated changes, delivered to test-mode endpoints only ----
   {
@@ -403,7 +405,7 @@ const rows: Row[] = [
     async cause(b) {
       await ok(post(b.keys.test, `/api/v1/webhook-endpoints/${b.endpoints.test.id}/ping`));
     },
-    object: (o, b) => assert.deepEqual(o, { endpoint_id: b.endpoints.test.id }),
+    object: (o, b) => assert.deepEqual(o, { object: 'ping', endpoint_id: b.endpoints.test.id }),
   },
 ];
 

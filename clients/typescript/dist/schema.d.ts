@@ -23,7 +23,7 @@ export interface paths {
          *     GET /api/v1/auth-check
          *     Authorization: Bearer sk_live_...
          *
-         *     200 {"success":true,"data":{"key_id":"key_01hzx3k8w6","key_name":"Billing system","mode":"live",
+         *     200 {"success":true,"data":{"object":"auth_check","key_id":"key_01hzx3k8w6","key_name":"Billing system","mode":"live",
          *          "scopes":["services:read","reports:generate"],"broker_id":"brk_01hzx3f2a1","broker_name":"Acme Hosting Resellers",
          *          "service_count":42}}
          *     ```
@@ -41,7 +41,7 @@ export interface paths {
          *     POST /api/v1/auth-check
          *     Authorization: Bearer sk_test_...
          *
-         *     200 {"success":true,"data":{"write_access":true,"key_id":"key_01hzx3m9q2","mode":"test",
+         *     200 {"success":true,"data":{"object":"write_access","write_access":true,"key_id":"key_01hzx3m9q2","mode":"test",
          *          "scopes":["services:write"]}}
          *     ```
          *
@@ -93,7 +93,7 @@ export interface paths {
          *     {"plan":"Standard VPS","hostname":"web01.client.example","customer_email":"ops@client.example",
          *      "customer_name":"Client Ltd","billing_cycle":"monthly"}
          *
-         *     202 {"success":true,"data":{"request_id":"REQ-000043","request_type":"create","request_status":"pending",
+         *     202 {"success":true,"data":{"object":"service_request","request_id":"REQ-000043","request_type":"create","request_status":"pending",
          *          "source":"api","service_number":null,"current_plan":null,"requested_plan":"Standard VPS", ...}}
          *     ```
          *
@@ -138,7 +138,7 @@ export interface paths {
          *     GET /api/v1/services?status=active&limit=2&offset=0
          *     Authorization: Bearer sk_live_...
          *
-         *     200 {"success":true,"data":[{"service_number":482913570,"status":"active", ...}],
+         *     200 {"success":true,"data":[{"object":"service","service_number":482913570,"status":"active", ...}],
          *          "pagination":{"total":1,"limit":2,"offset":0,"has_more":false}}
          *     ```
          */
@@ -170,7 +170,7 @@ export interface paths {
          *     GET /api/v1/services/482913570
          *     Authorization: Bearer sk_live_...
          *
-         *     200 {"success":true,"data":{"service_number":482913570,"status":"active","plan":"Standard VPS", ...,
+         *     200 {"success":true,"data":{"object":"service","service_number":482913570,"status":"active","plan":"Standard VPS", ...,
          *          "credentials":{"username":"root","password":"q7W!xR2#pL9v"}}}
          *     ```
          */
@@ -211,7 +211,7 @@ export interface paths {
          *
          *     {}
          *
-         *     200 {"success":true,"data":{"service_number":482913570,"password_generated":true,
+         *     200 {"success":true,"data":{"object":"password_update","service_number":482913570,"password_generated":true,
          *          "password":"hV3#kP9!mZ2qR7wX","customer_notified":true,"updated_at":"2025-03-02T11:00:00.000Z"}}
          *     ```
          *
@@ -254,7 +254,7 @@ export interface paths {
          *
          *     {"plan":"Professional VPS"}
          *
-         *     202 {"success":true,"data":{"request_id":"REQ-000044","request_type":"upgrade","request_status":"pending",
+         *     202 {"success":true,"data":{"object":"service_request","request_id":"REQ-000044","request_type":"upgrade","request_status":"pending",
          *          "service_number":482913570,"current_plan":"Standard VPS","requested_plan":"Professional VPS", ...}}
          *     ```
          *
@@ -295,7 +295,7 @@ export interface paths {
          *
          *     {"plan":"Basic VPS"}
          *
-         *     202 {"success":true,"data":{"request_id":"REQ-271906","request_type":"downgrade","request_status":"pending",
+         *     202 {"success":true,"data":{"object":"service_request","request_id":"REQ-271906","request_type":"downgrade","request_status":"pending",
          *          "current_plan":"Professional VPS","requested_plan":"Basic VPS", ...,"mode":"test","simulated":true}}
          *     ```
          *
@@ -336,7 +336,7 @@ export interface paths {
          *
          *     {"reason":"Customer moved to another provider","when":"end_of_billing_period"}
          *
-         *     202 {"success":true,"data":{"request_id":"REQ-000045","request_type":"cancel","request_status":"pending",
+         *     202 {"success":true,"data":{"object":"service_request","request_id":"REQ-000045","request_type":"cancel","request_status":"pending",
          *          "reason":"Customer moved to another provider","cancel_when":"end_of_billing_period", ...}}
          *     ```
          *
@@ -373,7 +373,7 @@ export interface paths {
          *     GET /api/v1/requests?status=pending&type=upgrade
          *     Authorization: Bearer sk_live_...
          *
-         *     200 {"success":true,"data":[{"request_id":"REQ-000044","request_type":"upgrade","request_status":"pending", ...}],
+         *     200 {"success":true,"data":[{"object":"service_request","request_id":"REQ-000044","request_type":"upgrade","request_status":"pending", ...}],
          *          "pagination":{"total":1,"limit":25,"offset":0,"has_more":false}}
          *     ```
          */
@@ -423,7 +423,7 @@ export interface paths {
          *
          *     {"action":"approve"}
          *
-         *     200 {"success":true,"data":{"request_id":"REQ-000043","request_type":"create","request_status":"approved",
+         *     200 {"success":true,"data":{"object":"service_request","request_id":"REQ-000043","request_type":"create","request_status":"approved",
          *          "service_number":482913570, ...,"decided_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
          *
@@ -471,7 +471,7 @@ export interface paths {
          *     GET /api/v1/reports/5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
          *     Authorization: Bearer sk_live_...
          *
-         *     200 {"success":true,"data":{"report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices",
+         *     200 {"success":true,"data":{"object":"report","report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices",
          *          "status":"completed","date_range":{"start":"2025-01-01","end":"2025-01-31"},"status_filter":null,
          *          "recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
          *          "created_at":"2025-03-02T12:00:00.000Z","finished_at":"2025-03-02T12:00:02.250Z","error":null,
@@ -521,7 +521,7 @@ export interface paths {
          *
          *     {"recipients":["finance@broker.example","ops@broker.example"]}
          *
-         *     200 {"success":true,"data":{"report_id":"0f6f3f0e-7f2a-4a53-8c49-58b1a2f0d7c4","report_type":"services","total_services":42,
+         *     200 {"success":true,"data":{"object":"services_report","report_id":"0f6f3f0e-7f2a-4a53-8c49-58b1a2f0d7c4","report_type":"services","total_services":42,
          *          "services_by_status":{"pending":2,"active":35,"suspended":1,"cancelled":4},"status_filter":null,
          *          "recipients_sent":2,"recipients_failed":0,"recipients_pending":0,"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
@@ -581,7 +581,7 @@ export interface paths {
          *
          *     {"recipients":["finance@broker.example"],"start_date":"2025-01-01","end_date":"2025-01-31"}
          *
-         *     200 {"success":true,"data":{"report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices","total_invoices":27,"paid_invoices":21,
+         *     200 {"success":true,"data":{"object":"invoices_report","report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices","total_invoices":27,"paid_invoices":21,
          *          "unpaid_invoices":6,"recipients_sent":1,"recipients_failed":0,"recipients_pending":0,
          *          "date_range":{"start":"2025-01-01","end":"2025-01-31"},"generated_at":"2025-03-02T12:00:00.000Z"}}
          *     ```
@@ -1270,6 +1270,7 @@ export interface components {
          *     operation returns it: always on `getService`, and on `listServices` with
          *     `include_credentials=true` for an `admin:full` key.
          * @example {
+         *       "object": "service",
          *       "service_number": 482913570,
          *       "status": "active",
          *       "plan": "Standard VPS",
@@ -1284,6 +1285,11 @@ export interface components {
          *     }
          */
         Service: {
+            /**
+             * @description Always `service`: this object is a service. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "service";
             /**
              * @description The service's number (generated ones have nine digits).
              * @example 482913570
@@ -1321,6 +1327,7 @@ export interface components {
          *     that do not apply to the request type are `null`. In the sandbox the object is generated
          *     (id `REQ-` plus six digits) and carries `mode: "test"` and `simulated: true`.
          * @example {
+         *       "object": "service_request",
          *       "request_id": "REQ-000044",
          *       "request_type": "upgrade",
          *       "request_status": "pending",
@@ -1339,6 +1346,11 @@ export interface components {
          *     }
          */
         ServiceRequest: {
+            /**
+             * @description Always `service_request`: this object is a service request. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "service_request";
             /**
              * @description `REQ-` followed by the request number padded to at least six digits.
              * @example REQ-000044
@@ -1390,6 +1402,7 @@ export interface components {
         /**
          * @description The calling key and its broker. No sandbox markers; `mode` is the key's own mode.
          * @example {
+         *       "object": "auth_check",
          *       "key_id": "key_01hzx3k8w6",
          *       "key_name": "Billing system",
          *       "mode": "live",
@@ -1403,6 +1416,12 @@ export interface components {
          *     }
          */
         AuthCheck: {
+            /**
+             * @description Always `auth_check`: this object is the answer of an auth check.
+             * @example auth_check
+             * @enum {string}
+             */
+            object: "auth_check";
             /**
              * @description The key's id.
              * @example key_01hzx3k8w6
@@ -1441,6 +1460,7 @@ export interface components {
         /**
          * @description Confirmation that the calling key may write.
          * @example {
+         *       "object": "write_access",
          *       "write_access": true,
          *       "key_id": "key_01hzx3m9q2",
          *       "mode": "test",
@@ -1450,6 +1470,12 @@ export interface components {
          *     }
          */
         WriteAccess: {
+            /**
+             * @description Always `write_access`: this object is a confirmation of write access.
+             * @example write_access
+             * @enum {string}
+             */
+            object: "write_access";
             /**
              * @description Always `true` (a key without write access gets `403`).
              * @example true
@@ -1473,6 +1499,7 @@ export interface components {
         /**
          * @description Outcome of a password update. Sandbox answers carry `mode` and `simulated`.
          * @example {
+         *       "object": "password_update",
          *       "service_number": 482913570,
          *       "password_generated": true,
          *       "password": "hV3#kP9!mZ2qR7wX",
@@ -1481,6 +1508,12 @@ export interface components {
          *     }
          */
         PasswordUpdate: {
+            /**
+             * @description Always `password_update`: this object is the outcome of a password update.
+             * @example password_update
+             * @enum {string}
+             */
+            object: "password_update";
             /**
              * @description The service whose password was set.
              * @example 482913570
@@ -1534,6 +1567,7 @@ export interface components {
          *     `report_id`, every count 0). The counts are read from the run's records when the answer is
          *     made (see *Delivery and what the counts mean* under the *Reports* tag).
          * @example {
+         *       "object": "invoices_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
          *       "report_type": "invoices",
          *       "total_invoices": 27,
@@ -1550,6 +1584,12 @@ export interface components {
          *     }
          */
         InvoicesReport: {
+            /**
+             * @description Always `invoices_report`: this object is the outcome of an invoices report request.
+             * @example invoices_report
+             * @enum {string}
+             */
+            object: "invoices_report";
             report_id: components["schemas"]["ReportIdValue"];
             /**
              * @description Always `invoices`.
@@ -1627,6 +1667,7 @@ export interface components {
         /**
          * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, a simulated `report_id`, every count 0). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* under the *Reports* tag).
          * @example {
+         *       "object": "services_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
          *       "report_type": "services",
          *       "total_services": 42,
@@ -1644,6 +1685,12 @@ export interface components {
          *     }
          */
         ServicesReport: {
+            /**
+             * @description Always `services_report`: this object is the outcome of a services report request.
+             * @example services_report
+             * @enum {string}
+             */
+            object: "services_report";
             report_id: components["schemas"]["ReportIdValue"];
             /**
              * @description Always `services`.
@@ -1748,6 +1795,11 @@ export interface components {
         };
         /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
         ReportRun: {
+            /**
+             * @description Always `report`: this object is a report run. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "report";
             report_id: components["schemas"]["ReportIdValue"];
             /**
              * @description Which report.
@@ -1978,8 +2030,9 @@ export interface components {
         };
         /**
          * @description Success envelope with the `create` request that waits for a decision (`createService`'s
-         *     `202`). Its `data.service_number` is always `null`, where the `200` answer's is the new
-         *     service's number: a client tells the two answers apart by that field.
+         *     `202`). Its `data.object` is `service_request`, where the `200` answer's is `service`: a
+         *     client tells the two answers apart by that field (its `data.service_number` is always
+         *     `null`, where the `200` answer's is the new service's number).
          */
         CreateRequestEnvelope: {
             success: components["schemas"]["SuccessFlag"];
@@ -3075,6 +3128,7 @@ export interface components {
         /**
          * @description Where the broker's events of one mode are POSTed, and how its deliveries go: `last_success_at` and `last_failure_at` (the last delivery attempt that succeeded or failed), `failing_since` (the first failure since the last success; once it is `WEBHOOK_DISABLE_AFTER_HOURS` old the endpoint is disabled), `consecutive_failures`; after a rotation `previous_secret_expires_at` says until when the old secret signs too. `mode` is `live` for a live key's endpoints and `test` for a sandbox key's.
          * @example {
+         *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
          *       "url": "https://hooks.broker.example/capi",
          *       "description": "Order system",
@@ -3092,6 +3146,12 @@ export interface components {
          *     }
          */
         WebhookEndpoint: {
+            /**
+             * @description Always `webhook_endpoint`: this object is a webhook endpoint.
+             * @example webhook_endpoint
+             * @enum {string}
+             */
+            object: "webhook_endpoint";
             id: components["schemas"]["WebhookEndpointIdValue"];
             /**
              * Format: uri
@@ -3139,6 +3199,7 @@ export interface components {
         /**
          * @description A webhook endpoint with its signing secret: the answer of `createWebhookEndpoint` and `rotateWebhookEndpointSecret`, the only ones that show it.
          * @example {
+         *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
          *       "url": "https://hooks.broker.example/capi",
          *       "description": "Order system",
@@ -3157,6 +3218,12 @@ export interface components {
          *     }
          */
         WebhookEndpointWithSecret: {
+            /**
+             * @description Always `webhook_endpoint`: this object is a webhook endpoint.
+             * @example webhook_endpoint
+             * @enum {string}
+             */
+            object: "webhook_endpoint";
             id: components["schemas"]["WebhookEndpointIdValue"];
             /**
              * Format: uri
@@ -3204,6 +3271,12 @@ export interface components {
         };
         /** @description A deleted webhook endpoint as it was, with `deleted: true`. */
         WebhookEndpointDeleted: {
+            /**
+             * @description Always `webhook_endpoint`: this object is a webhook endpoint.
+             * @example webhook_endpoint
+             * @enum {string}
+             */
+            object: "webhook_endpoint";
             id: components["schemas"]["WebhookEndpointIdValue"];
             /**
              * Format: uri
@@ -3362,17 +3435,21 @@ export interface components {
             /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
             error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
         };
-        /** @description The object the event is about, as the API's own answers show it (never credentials): a `Service` for `service.*`, a `ServiceRequest` for `request.*`, a `ReportRun` (as `getReport` shows it) for `report.*`, a `PingObject` for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
-        EventObject: {
-            [key: string]: unknown;
-        };
+        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `PingObject` (`ping`) for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
+        EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["PingObject"];
         /**
          * @description The object of a `ping` event: the endpoint it was sent to.
          * @example {
+         *       "object": "ping",
          *       "endpoint_id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW"
          *     }
          */
         PingObject: {
+            /**
+             * @description Always `ping`: the object of a `ping` event. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "ping";
             endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
         };
         /**
@@ -3567,12 +3644,14 @@ export interface components {
         /**
          * @description Something that changed (a service, a service request) or ended (a report run), recorded in the same transaction as the change; the body of its webhook deliveries. `mode`: `live` for live changes, `test` for the sandbox's simulations.
          * @example {
+         *       "object": "event",
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
          *       "type": "service.created",
          *       "created_at": "2025-03-02T12:00:00.000Z",
          *       "mode": "live",
          *       "data": {
          *         "object": {
+         *           "object": "service",
          *           "service_number": 482913570,
          *           "status": "active",
          *           "plan": "Standard VPS",
@@ -3589,6 +3668,12 @@ export interface components {
          *     }
          */
         Event: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
@@ -3644,6 +3729,12 @@ export interface components {
         };
         /** @description An event with its deliveries. */
         EventDetail: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
@@ -3930,6 +4021,12 @@ export interface components {
         };
         /** @description The body of a `service.created` delivery. */
         WebhookPayloadServiceCreated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -3946,6 +4043,12 @@ export interface components {
         };
         /** @description The body of a `service.updated` delivery. */
         WebhookPayloadServiceUpdated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -3963,6 +4066,12 @@ export interface components {
         };
         /** @description The body of a `service.cancelled` delivery. */
         WebhookPayloadServiceCancelled: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -3980,6 +4089,12 @@ export interface components {
         };
         /** @description The body of a `request.created` delivery. */
         WebhookPayloadRequestCreated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -3996,6 +4111,12 @@ export interface components {
         };
         /** @description The body of a `request.approved` delivery. */
         WebhookPayloadRequestApproved: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -4013,6 +4134,12 @@ export interface components {
         };
         /** @description The body of a `request.denied` delivery. */
         WebhookPayloadRequestDenied: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -4030,6 +4157,12 @@ export interface components {
         };
         /** @description The body of a `report.completed` delivery. */
         WebhookPayloadReportCompleted: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -4047,6 +4180,12 @@ export interface components {
         };
         /** @description The body of a `report.failed` delivery. */
         WebhookPayloadReportFailed: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.
@@ -4064,6 +4203,12 @@ export interface components {
         };
         /** @description The body of a `ping` delivery. */
         WebhookPayloadPing: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
             id: components["schemas"]["EventIdValue"];
             /**
              * @description The event type.

@@ -1,6 +1,6 @@
 import type { components } from './schema.js';
 type Schemas = components['schemas'];
-/** The object each event type carries, as the API's own answers show it (never credentials). */
+/** The object each event type carries, as the API's own answers show it (never credentials); its `object` names its kind. */
 export interface WebhookEventObjects {
     'service.created': Schemas['Service'];
     'service.updated': Schemas['Service'];
@@ -10,7 +10,7 @@ export interface WebhookEventObjects {
     'request.denied': Schemas['ServiceRequest'];
     'report.completed': Schemas['ReportRun'];
     'report.failed': Schemas['ReportRun'];
-    ping: Record<string, unknown>;
+    ping: Schemas['PingObject'];
 }
 export type WebhookEventType = keyof WebhookEventObjects;
 /**
@@ -19,6 +19,7 @@ export type WebhookEventType = keyof WebhookEventObjects;
  */
 export type WebhookEvent = {
     [T in WebhookEventType]: {
+        object: 'event';
         /** `evt_…`, also the `webhook-id` header: the same on every retry of the event. */
         id: string;
         type: T;

@@ -12,7 +12,7 @@ import type { components } from './schema.ts';
 
 type Schemas = components['schemas'];
 
-/** The object each event type carries, as the API's own answers show it (never credentials). */
+/** The object each event type carries, as the API's own answers show it (never credentials); its `object` names its kind. */
 export interface WebhookEventObjects {
   'service.created': Schemas['Service'];
   'service.updated': Schemas['Service'];
@@ -22,7 +22,7 @@ export interface WebhookEventObjects {
   'request.denied': Schemas['ServiceRequest'];
   'report.completed': Schemas['ReportRun'];
   'report.failed': Schemas['ReportRun'];
-  ping: Record<string, unknown>;
+  ping: Schemas['PingObject'];
 }
 
 export type WebhookEventType = keyof WebhookEventObjects;
@@ -33,6 +33,7 @@ export type WebhookEventType = keyof WebhookEventObjects;
  */
 export type WebhookEvent = {
   [T in WebhookEventType]: {
+    object: 'event';
     /** `evt_…`, also the `webhook-id` header: the same on every retry of the event. */
     id: string;
     type: T;

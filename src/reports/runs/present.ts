@@ -68,6 +68,7 @@ function runData(run: NonNullable<Awaited<ReturnType<typeof loadRun>>>): ReportR
   const start = day(run.startDate);
   const end = day(run.endDate);
   return {
+    object: 'report',
     report_id: run.id,
     report_type: run.reportType,
     status: run.status,
