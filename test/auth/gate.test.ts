@@ -90,6 +90,7 @@ describe('authentication (401 authentication_failed)', () => {
     assert.deepEqual(res.body, {
       success: true,
       data: {
+        object: 'auth_check',
         key_id: k.id,
         key_name: 'Billing',
         mode: 'live',

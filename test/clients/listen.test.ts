@@ -174,7 +174,7 @@ describe('npx client-api-v1 listen, installed from the packed client', () => {
 
 describe('listen() against a stand-in API: waits, retries and failed local posts', () => {
   const oldEvent = 'evt_000000000000000000000000';
-  const ping = { id: 'evt_aaaaaaaaaaaaaaaaaaaaaaaa', type: 'ping', created_at: '2026-11-27T09:00:01.000Z', mode: 'test', data: { object: { endpoint_id: 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW' } } };
+  const ping = { object: 'event', id: 'evt_aaaaaaaaaaaaaaaaaaaaaaaa', type: 'ping', created_at: '2026-11-27T09:00:01.000Z', mode: 'test', data: { object: { object: 'ping', endpoint_id: 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW' } } };
   const created = { ...ping, id: 'evt_bbbbbbbbbbbbbbbbbbbbbbbb', type: 'service.created', data: { object: { service_number: 482913570 } } };
 
   test('a 429 waits its Retry-After, a 503 a growing delay; each event is posted once and its answer printed, a 500 included', async () => {

@@ -13,7 +13,7 @@ import { randomId } from '../../src/shared/ids.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
-import { event, webhookEndpoint } from '../helpers/webhook-factories.ts';
+import { event, sampleObject, webhookEndpoint } from '../helpers/webhook-factories.ts';
 
 let t: TestApp;
 
@@ -179,7 +179,7 @@ describe('a poller walking the ascending feed while concurrent writers change th
               const modes: EventMode[] = Array.from({ length: size }, (_, k) => ((n + k) % 2 === 0 ? 'test' : 'live'));
               const made = await t.prisma.$transaction(async (tx) => {
                 await tx.broker.findUniqueOrThrow({ where: { id: w.brokerId } });
-                return recordEvents(tx, modes.map((m) => ({ brokerId: w.brokerId, mode: m, type: 'service.updated' as const, object: { n, i } })));
+                return recordEvents(tx, modes.map((m) => ({ brokerId: w.brokerId, mode: m, type: 'service.updated' as const, object: sampleObject('service.updated') })));
               });
               made.forEach((id, k) => written[modes[k]!].add(id));
             }
@@ -202,7 +202,7 @@ describe('a poller walking the ascending feed while concurrent writers change th
 /** A feed as it was before: each event stamped by its caller, read by `created_at > cursor`. */
 const naive = {
   write: (tx: Prisma.TransactionClient, brokerId: string, at: Date) =>
-    tx.event.create({ data: { id: randomId('evt_', 24), brokerId, mode: 'live', type: 'service.updated', data: { object: {} }, createdAt: at } }),
+    tx.event.create({ data: { id: randomId('evt_', 24), brokerId, mode: 'live', type: 'service.updated', data: { object: sampleObject('service.updated') } as Prisma.InputJsonObject, createdAt: at } }),
   async after(brokerId: string, cursor: Date) {
     return t.prisma.event.findMany({ where: { brokerId, mode: 'live', createdAt: { gt: cursor } }, orderBy: { createdAt: 'asc' }, select: { id: true, createdAt: true } });
   },
@@ -225,9 +225,9 @@ describe('a naive feed loses events that the real one keeps', () => {
 
     // The same two changes through recordEvents: the event committed last sorts last, so the walk gets both.
     const other = await world();
-    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: {} }], stampedLast);
+    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
     const walked = ids(await get(other.live, '/api/v1/events?order=asc'));
-    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: {} }], stampedFirst);
+    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
     assert.deepEqual(walked, first);
     assert.deepEqual(ids(await get(other.live, `/api/v1/events?order=asc&starting_after=${walked.at(-1)}`)), second);
   });
@@ -268,7 +268,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     const t1Recorded = gate();
     const t1Commit = gate();
     const t1 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: { t: 1 } }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
       t1Recorded.open();
       await t1Commit.opened;
       log.push('t1 commits');
@@ -276,7 +276,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     });
     await t1Recorded.opened;
     const t2 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: { t: 2 } }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
       log.push('t2 recorded');
       return made;
     });
