@@ -72,7 +72,7 @@ export async function endedDeliveries(
   options: { brokerId: string; endpointId: string; mode?: EventMode; count?: number; status?: 'failed' | 'delivered'; endedAt?: Date; attempts?: number },
 ): Promise<string[]> {
   const { endpointId, count = 1, status = 'failed', endedAt = new Date(), attempts = 3 } = options;
-  const object = { service_number: 482913570 };
+  const object = sampleObject('service.updated');
   const events = Array.from({ length: count }, () => ({ brokerId: options.brokerId, type: 'service.updated' as const, mode: options.mode ?? 'live', endpointId, object }));
   const ids = await recordEvents(prisma, events, new Date(endedAt.getTime() - 60_000));
   const where = { eventId: { in: ids }, endpointId };
