@@ -9,6 +9,8 @@
  *   b. auth     GET /api/v1/auth-check with a live key
  *   c. list     GET /api/v1/services?limit=25 with a live key, over 10,000 services
  *   d. 304      the same with the page's ETag in If-None-Match: a conditional read answered 304
+ *   e. page     GET /api/v1/services?limit=100, the page the Conditional requests guide polls, then
+ *               the same with its ETag in If-None-Match (304)
  *
  * The API runs as production does: the compiled server (dist/, built first) with `npm start`'s node
  * flags, startRuntime('all') (API and job worker in one process, private
@@ -44,8 +46,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 6);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const SERVICES = 10_000;
 const READY = 'BENCH_READY ';
-/** Comma-separated subset of bare,auth,list,304 (e.g. to profile one route); default all. */
-const ONLY = new Set((process.env.BENCH_ONLY ?? 'bare,auth,list,304').split(',').map((s) => s.trim()));
+/** Comma-separated subset of bare,auth,list,304,page (e.g. to profile one route); default all. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'bare,auth,list,304,page').split(',').map((s) => s.trim()));
 /** Extra diagnostic rows: auth-check without the service count. */
 const DIAG = process.env.BENCH_DIAG === '1';
 
@@ -343,6 +345,8 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
       { name: `services?limit=25`, path: '/api/v1/services?limit=25', only: 'list' },
       // Side A before conditional reads sends no ETag: its row is then that build's 200 again.
       { name: `services?limit=25 If-None-Match`, path: '/api/v1/services?limit=25', only: '304', conditional: true },
+      { name: `services?limit=100`, path: '/api/v1/services?limit=100', only: 'page' },
+      { name: `services?limit=100 If-None-Match`, path: '/api/v1/services?limit=100', only: 'page', conditional: true },
     ].filter((r) => ONLY.has(r.only));
     const figures = new Map<string, Figures[]>();
     for (let round = 0; round < rounds; round++) {
@@ -430,7 +434,7 @@ async function main(): Promise<void> {
       if (bareListen) results.push(await measure(`same, on the API's server${again}`, `${bareListen.ready.url}/bare`, {}, bareListen.child.pid, 'bare-listen'));
     };
     await ceilings('');
-    if (ONLY.has('auth') || ONLY.has('list') || ONLY.has('304') || DIAG) {
+    if (ONLY.has('auth') || ONLY.has('list') || ONLY.has('304') || ONLY.has('page') || DIAG) {
       const api = await startServer('api', env);
       children.push(api.child);
       const auth = { Authorization: `Bearer ${api.ready.key}` };
@@ -442,6 +446,11 @@ async function main(): Promise<void> {
       const list = `${api.ready.url}/api/v1/services?limit=25`;
       if (ONLY.has('list')) results.push(await measure(`GET services?limit=25 over ${SERVICES}`, list, auth, api.child.pid));
       if (ONLY.has('304')) results.push(await measure('the same, If-None-Match: its ETag (304)', list, await conditional(list, auth), api.child.pid));
+      const page = `${api.ready.url}/api/v1/services?limit=100`;
+      if (ONLY.has('page')) {
+        results.push(await measure(`GET services?limit=100 over ${SERVICES}`, page, auth, api.child.pid));
+        results.push(await measure('the same, If-None-Match: its ETag (304)', page, await conditional(page, auth), api.child.pid));
+      }
       await stopServer(api.child);
     }
     await ceilings(' (again)');
