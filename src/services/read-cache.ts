@@ -123,7 +123,9 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     async changed(brokerId) {
       answers.drop(brokerId);
       if (!subscriber) return;
-      // Redis writes to every subscriber before answering PUBLISH: ahead of the client's next request.
+      // Redis writes the subscribers in the same pass as this answer, so almost always ahead of the
+      // client's next request; a Redis descheduled between those writes lets another process serve
+      // the old page once (seen in CI, Node 24): an acknowledgement from each subscriber would close it.
       await redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
         logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
       });
