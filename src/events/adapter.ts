@@ -1,23 +1,13 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Contract } from '../http/contract.ts';
-import { invalidParameter } from '../http/errors.ts';
-import { intParam, DEFAULT_LIMIT } from '../http/params.ts';
+import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
-import { isoInstant } from '../shared/dates.ts';
 import { events, type EventUseCases } from './use-cases.ts';
 
 export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
   return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
-}
-
-/** The validator has checked the RFC 3339 form (years 0001 to 9999, what the database stores). */
-function instantParam(value: string | undefined, field: string): Date | undefined {
-  if (value === undefined) return undefined;
-  const instant = isoInstant(value);
-  if (!instant) throw invalidParameter(field, 'query', 'format', 'must match format "date-time"');
-  return instant;
 }
 
 export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {

@@ -1,5 +1,6 @@
 /** One broker and one mode at a time: a sandbox key sees its test-mode events only. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { instantRange } from '../shared/dates.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import type { EventMode, EventType } from './store.ts';
@@ -61,16 +62,13 @@ export async function listEvents(prisma: PrismaClient, scope: EventScope, query:
     }
     cursor = row.seq;
   }
-  const created = {
-    ...(query.createdGte !== undefined && { gte: query.createdGte }),
-    ...(query.createdLt !== undefined && { lt: query.createdLt }),
-  };
+  const created = instantRange(query.createdGte, query.createdLt);
   const rows = await prisma.event.findMany({
     where: {
       ...scope,
       ...(query.type !== undefined && { type: query.type }),
       ...(cursor !== undefined && { seq: ascending ? { gt: cursor } : { lt: cursor } }),
-      ...(Object.keys(created).length > 0 && { createdAt: created }),
+      ...(created && { createdAt: created }),
     },
     orderBy: { seq: ascending ? 'asc' : 'desc' },
     take: query.limit + 1,

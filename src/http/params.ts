@@ -5,6 +5,7 @@
  * maximum), so these helpers read what is known to be valid; they run in `validate`, before any
  * sandbox test scenario.
  */
+import { isoInstant } from '../shared/dates.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
 import { invalidParameter } from './errors.ts';
 
@@ -14,6 +15,14 @@ export const DEFAULT_LIMIT = 25;
 export function intParam(value: unknown, fallback: number): number {
   if (value === undefined || value === null || value === '') return fallback;
   return Number(value);
+}
+
+/** A `date-time` query parameter (the validator has checked its RFC 3339 form, years 0001 to 9999), or undefined when absent. */
+export function instantParam(value: string | undefined, field: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const instant = isoInstant(value);
+  if (!instant) throw invalidParameter(field, 'query', 'format', 'must match format "date-time"');
+  return instant;
 }
 
 export function pageParams(query: { limit?: unknown; offset?: unknown }): { limit: number; offset: number } {

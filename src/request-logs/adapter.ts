@@ -1,10 +1,9 @@
 import type { Contract } from '../http/contract.ts';
 import { invalidParameter } from '../http/errors.ts';
-import { intParam, DEFAULT_LIMIT } from '../http/params.ts';
+import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
-import { isoInstant } from '../shared/dates.ts';
 import type { RequestLogQuery } from './store.ts';
 import { requestLogs, type RequestLogDeps, type RequestLogUseCases } from './use-cases.ts';
 
@@ -19,9 +18,6 @@ function statusRange(status: string | undefined): RequestLogQuery['status'] {
   if (status.endsWith('xx')) return { min: first * 100, below: (first + 1) * 100 };
   return { min: Number(status), below: Number(status) + 1 };
 }
-
-/** An instant the schema's date-time format accepted. */
-const instant = (text: string | undefined): Date | undefined => (text === undefined ? undefined : isoInstant(text));
 
 export const registerRequestLogRoutes: RegisterRoutes<RequestLogDeps & { contract: Contract }> = (router, deps) => {
   const useCases = requestLogUseCases(deps);
@@ -40,8 +36,8 @@ export const registerRequestLogRoutes: RegisterRoutes<RequestLogDeps & { contrac
         method: query.method?.toUpperCase(),
         operation: query.operation,
         apiKeyId: query.api_key_id,
-        createdGte: instant(query.created_gte),
-        createdLt: instant(query.created_lt),
+        createdGte: instantParam(query.created_gte, 'created_gte'),
+        createdLt: instantParam(query.created_lt, 'created_lt'),
         limit: intParam(query.limit, DEFAULT_LIMIT),
         startingAfter: query.starting_after,
       };

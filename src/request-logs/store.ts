@@ -3,6 +3,7 @@
  * and one mode at a time, newest first by the request's arrival (`at`, then the row's id).
  */
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import { instantRange } from '../shared/dates.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { InvalidValueError, NotFoundError } from '../shared/errors.ts';
 
@@ -63,6 +64,7 @@ const FIELDS = {
 const NEWEST_FIRST = [{ at: 'desc' }, { id: 'desc' }] as const satisfies Prisma.ApiLogOrderByWithRelationInput[];
 
 function filters(scope: RequestLogScope, query: RequestLogQuery): Prisma.ApiLogWhereInput {
+  const at = instantRange(query.createdGte, query.createdLt);
   return {
     ...scope,
     ...(query.requestId !== undefined && { requestId: query.requestId }),
@@ -70,9 +72,7 @@ function filters(scope: RequestLogScope, query: RequestLogQuery): Prisma.ApiLogW
     ...(query.method !== undefined && { method: query.method }),
     ...(query.operation !== undefined && { operation: query.operation }),
     ...(query.apiKeyId !== undefined && { apiKeyId: query.apiKeyId }),
-    ...((query.createdGte !== undefined || query.createdLt !== undefined) && {
-      at: { ...(query.createdGte !== undefined && { gte: query.createdGte }), ...(query.createdLt !== undefined && { lt: query.createdLt }) },
-    }),
+    ...(at && { at }),
   };
 }
 

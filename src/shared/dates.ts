@@ -66,6 +66,12 @@ export function clampInstant(date: Date): Date {
   return new Date(Math.min(Math.max(date.getTime(), FIRST_INSTANT), LAST_INSTANT));
 }
 
+/** A `created_gte`/`created_lt` pair as a range filter, or undefined when neither bound is given. */
+export function instantRange(gte: Date | undefined, lt: Date | undefined): { gte?: Date; lt?: Date } | undefined {
+  if (gte === undefined && lt === undefined) return undefined;
+  return { ...(gte !== undefined && { gte }), ...(lt !== undefined && { lt }) };
+}
+
 /** A date (midnight UTC) or an ISO 8601 date-time (`isoInstant`), or undefined when it is neither. */
 export function dateOrInstant(text: string): Date | undefined {
   return /^\d{4}-\d{2}-\d{2}$/.test(text) ? calendarDate(text) : isoInstant(text);
