@@ -232,6 +232,13 @@ interface Figures {
   rps: number;
   /** CPU time (user + system) of the server process per request answered, in µs. */
   cpuUs: number;
+  /**
+   * The load generator's (this process's) CPU a request, in µs. On a 2-core host a client near a
+   * whole core caps req/s whatever the server does: then CPU a request is the server's figure.
+   */
+  clientCpuUs: number;
+  /** Bytes a response (status line, headers and body) as autocannon read them. */
+  bytesPerAnswer: number;
   /** The server process's resident memory when the route's run ended, and its peak so far (MB). */
   rssMb: number;
   peakRssMb: number;
@@ -283,8 +290,12 @@ async function measure(
   const run = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, headers });
   if (WARMUP > 0) await run(WARMUP);
   const cpuBefore = cpuTimeUs(pid);
+  const clientBefore = process.cpuUsage();
   const r = await run(DURATION);
-  const cpuUs = (cpuTimeUs(pid) - cpuBefore) / Math.max(1, r.requests.total);
+  const answered = Math.max(1, r.requests.total);
+  const cpuUs = (cpuTimeUs(pid) - cpuBefore) / answered;
+  const client = process.cpuUsage(clientBefore);
+  const clientCpuUs = (client.user + client.system) / answered;
   const memory = memoryMb(pid);
   return {
     name,
@@ -292,6 +303,8 @@ async function measure(
     path: new URL(url).pathname + new URL(url).search,
     rps: r.requests.average,
     cpuUs,
+    clientCpuUs,
+    bytesPerAnswer: r.throughput.total / answered,
     rssMb: memory.rss,
     peakRssMb: memory.peak,
     p50: r.latency.p50,
@@ -357,7 +370,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
           const auth = { Authorization: `Bearer ${side.ready.key}` };
           const headers = route.conditional ? await conditional(side.ready.url + route.path, auth) : auth;
           const f = await measure(`${route.name} ${side.name}`, side.ready.url + route.path, headers, side.child.pid);
-          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req, RSS ${Math.round(f.rssMb)} MB`);
+          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req (client ${Math.round(f.clientCpuUs)}), ${Math.round(f.bytesPerAnswer)} B/answer, RSS ${Math.round(f.rssMb)} MB`);
           figures.set(f.name, [...(figures.get(f.name) ?? []), f]);
         }
       }
@@ -370,7 +383,12 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
     const rows = [];
     for (const route of routes) {
       const [a, b] = started.map((side) => figures.get(`${route.name} ${side.name}`)!);
-      const medians = (fs: Figures[]) => ({ rps: median(fs.map((f) => f.rps)), cpu: median(fs.map((f) => f.cpuUs)), p99: median(fs.map((f) => f.p99)) });
+      const medians = (fs: Figures[]) => ({
+        rps: median(fs.map((f) => f.rps)),
+        cpu: median(fs.map((f) => f.cpuUs)),
+        client: median(fs.map((f) => f.clientCpuUs)),
+        p99: median(fs.map((f) => f.p99)),
+      });
       const [ma, mb] = [medians(a!), medians(b!)];
       rows.push({
         route: route.name,
@@ -380,6 +398,10 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         'A µs CPU/req': Math.round(ma.cpu),
         'B µs CPU/req': Math.round(mb.cpu),
         'B/A CPU': (mb.cpu / ma.cpu).toFixed(3),
+        'A client µs': Math.round(ma.client),
+        'B client µs': Math.round(mb.client),
+        'A bytes': Math.round(a![0]!.bytesPerAnswer),
+        'B bytes': Math.round(b![0]!.bytesPerAnswer),
         'A p99': ma.p99,
         'B p99': mb.p99,
         'A peak RSS MB': Math.round(Math.max(...a!.map((f) => f.peakRssMb))),

@@ -34,6 +34,8 @@ const ENTITY_TAG = /(?:W\/)?("[^"]*")/g;
  * request that carries If-None-Match (the Fetch standard), so no fetch client would get a 304.
  */
 function noneMatch(header: string, tag: string): boolean {
+  // What a polling client sends back: the one tag it was given.
+  if (header === tag) return true;
   if (header.trim() === '*') return true;
   const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
   for (const [, candidate] of header.matchAll(ENTITY_TAG)) if (candidate === opaque) return true;

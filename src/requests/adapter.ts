@@ -21,14 +21,18 @@ export const registerRequestRoutes: RegisterRoutes<RequestDeps & { contract: Con
   // GET /api/v1/requests
   operation(router, contract, 'listRequests', {
     useCases: requests,
-    validate: ({ query }) => ({
-      ...pageParams(query),
-      status: textParam(query.status, 'status', 'query') as RequestStatus | undefined,
-      type: textParam(query.type, 'type', 'query') as RequestType | undefined,
-      source: textParam(query.source, 'source', 'query') as RequestSource | undefined,
-      date: textParam(query.date, 'date', 'query'),
-      search: textParam(query.search, 'search', 'query'),
-    }),
+    validate({ query }) {
+      const { limit, offset } = pageParams(query);
+      return {
+        limit,
+        offset,
+        status: textParam(query.status, 'status', 'query') as RequestStatus | undefined,
+        type: textParam(query.type, 'type', 'query') as RequestType | undefined,
+        source: textParam(query.source, 'source', 'query') as RequestSource | undefined,
+        date: textParam(query.date, 'date', 'query'),
+        search: textParam(query.search, 'search', 'query'),
+      };
+    },
     async handle(query, { caller, useCases }) {
       const page = await useCases.listRequests(caller, query);
       return { status: 200, data: page.data, pagination: page.pagination };
