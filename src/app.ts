@@ -15,6 +15,7 @@ import { requestLog } from './http/request-log.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
 import { createValidator } from './http/validation.ts';
 import { createIdempotency } from './http/idempotency.ts';
+import { createConditionalReads } from './http/conditional.ts';
 import { idempotencyStore } from './idempotency/store.ts';
 import type { IdempotencyKeys } from './shared/idempotency-keys.ts';
 import { registerOps } from './ops/health.ts';
@@ -116,6 +117,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerNotImplemented(router, contract);
   const validator = createValidator(contract, config.validateResponses);
   const errorAnswer = errorAnswers(contract, logger, operationRules(router));
+  const conditionalReads = createConditionalReads();
   // A report may hold its key for as long as it waits for its e-mails.
   const idempotency = createIdempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {
     leaseMs: options.idempotency?.leaseMs ?? config.reportWaitMs + 60_000,
@@ -130,11 +132,12 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
         noStore,
         resolveOperation(contract),
         deps.gate,
+        conditionalReads.shortcut,
         postOnly(jsonBody()),
         emptyBodyAsObject,
         inputHygiene,
         ...validator.steps,
-        dispatchOperations(operationHandlers(router, { idempotency, errorAnswer, checkAnswer: validator.checkAnswer })),
+        dispatchOperations(operationHandlers(router, { idempotency, errorAnswer, checkAnswer: validator.checkAnswer, conditionalReads })),
       ],
       // What app.use('/api', …) matched: /api and below, in any letter case.
       (req) => API_PATH.test(req.path),

@@ -4,7 +4,7 @@
  * `304` spares them the body and, as GitHub's does, a unit of the key's rate limit.
  */
 import { hash } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { knownHeader, setKnownHeader } from './known-headers.ts';
 
 const ETAG = knownHeader('ETag');
@@ -22,6 +22,8 @@ export function entityTag(body: string | Buffer): string {
 export interface TaggedBody {
   body: string | Buffer;
   etag?: string;
+  /** A cached page's: true while the page is still what this request would be answered. */
+  fresh?: () => boolean;
 }
 
 /** An entity tag of a field value, `W/` or not (its opaque part has no `"`, RFC 9110 `etagc`). */
@@ -42,16 +44,77 @@ function noneMatch(header: string, tag: string): boolean {
   return false;
 }
 
-/**
- * Puts the `ETag` of a `GET`'s `200` answer on the response; true when the request's
- * `If-None-Match` names it, and then the request's unit of rate limit is given back: the caller
- * answers `304`.
- */
-export function notModified(req: Request, res: Response, answer: TaggedBody): boolean {
-  const tag = answer.etag ?? entityTag(answer.body);
-  setKnownHeader(res, ETAG, tag);
-  const header = req.headers['if-none-match'];
-  if (header === undefined || !noneMatch(header, tag)) return false;
-  res.locals.refundRateLimit?.(res);
-  return true;
+/** A `304`: the headers set so far, the ETag among them, and no body. */
+export function sendNotModified(res: Response): void {
+  res.status(304);
+  res.end();
+}
+
+/** Tags remembered before the memory is started over (a bound, not a working-set size). */
+const REMEMBERED_TAGS = 5000;
+
+interface Remembered {
+  etag: string;
+  fresh: () => boolean;
+}
+
+export interface ConditionalReads {
+  /**
+   * The /api chain's step after the gate. A `GET` that repeats, with the same key, the exact URL of
+   * a cached page's `200` and names its tag, while the page is fresh, is answered `304` here: that
+   * URL passed validation when the page was made, and the page is what the operation would answer.
+   */
+  shortcut: RequestHandler;
+  /**
+   * Puts the `ETag` of a `GET`'s `200` on the response; true when the request's `If-None-Match`
+   * names it, and then the request's unit of rate limit is given back: the caller answers `304`.
+   */
+  notModified(req: Request, res: Response, answer: TaggedBody): boolean;
+}
+
+/** What a request's answer depends on besides the key: its exact URL (path and query string). */
+function rememberedAs(req: Request, keyId: string): string | undefined {
+  // A sandbox test scenario changes the answer, and is for trying errors, not polling.
+  return req.headers['x-test-scenario'] === undefined ? `${keyId} ${req.originalUrl}` : undefined;
+}
+
+export function createConditionalReads(): ConditionalReads {
+  const remembered = new Map<string, Remembered>();
+
+  const answer304 = (res: Response, etag: string): void => {
+    setKnownHeader(res, ETAG, etag);
+    res.locals.refundRateLimit?.(res);
+  };
+
+  return {
+    shortcut(req, res, next) {
+      const header = req.headers['if-none-match'];
+      const auth = res.locals.auth;
+      if (req.method !== 'GET' || header === undefined || !auth) return next();
+      const key = rememberedAs(req, auth.keyId);
+      const tag = key === undefined ? undefined : remembered.get(key);
+      if (!tag || !tag.fresh() || !noneMatch(header, tag.etag)) return next();
+      answer304(res, tag.etag);
+      sendNotModified(res);
+    },
+
+    notModified(req, res, answer) {
+      const etag = answer.etag ?? entityTag(answer.body);
+      const auth = res.locals.auth;
+      if (answer.fresh && auth) {
+        const key = rememberedAs(req, auth.keyId);
+        if (key !== undefined && remembered.get(key)?.fresh !== answer.fresh) {
+          if (remembered.size >= REMEMBERED_TAGS) remembered.clear();
+          remembered.set(key, { etag, fresh: answer.fresh });
+        }
+      }
+      const header = req.headers['if-none-match'];
+      if (header === undefined || !noneMatch(header, etag)) {
+        setKnownHeader(res, ETAG, etag);
+        return false;
+      }
+      answer304(res, etag);
+      return true;
+    },
+  };
 }

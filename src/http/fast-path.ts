@@ -90,6 +90,8 @@ export interface SerializedReply<O extends OperationId> {
   contentLength: string;
   /** The body's ETag, made with it: a cached page's `304` hashes nothing. */
   etag: string;
+  /** A cached page's: true while it is still the answer (src/http/conditional.ts answers its 304s early). */
+  fresh?: () => boolean;
 }
 
 function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknown> {
@@ -98,9 +100,9 @@ function envelope<O extends OperationId>(reply: Reply<O>): Record<string, unknow
   return body;
 }
 
-export function serialized<O extends OperationId>(reply: Reply<O>): SerializedReply<O> {
+export function serialized<O extends OperationId>(reply: Reply<O>, fresh?: () => boolean): SerializedReply<O> {
   const body = Buffer.from(JSON.stringify(envelope(reply)), 'utf8');
-  return { status: reply.status, body, contentLength: String(body.length), etag: entityTag(body) };
+  return { status: reply.status, body, contentLength: String(body.length), etag: entityTag(body), fresh };
 }
 
 /**
@@ -117,6 +119,8 @@ export interface Answer {
   contentLength?: string;
   /** The body's ETag, when it is known already (a stored page). */
   etag?: string;
+  /** A cached page's freshness (SerializedReply). */
+  fresh?: () => boolean;
 }
 
 /** An operation's reply as its answer: a one-off reply serialized now, a pre-serialized one as it is. */
@@ -142,12 +146,6 @@ export function sendAnswer(res: Response, answer: Answer): void {
   setKnownHeader(res, CONTENT_TYPE, JSON_TYPE);
   setKnownHeader(res, CONTENT_LENGTH, answer.contentLength ?? String(Buffer.byteLength(answer.body)));
   res.end(answer.body);
-}
-
-/** A `304` (src/http/conditional.ts): the headers set so far, the ETag among them, and no body. */
-export function sendNotModified(res: Response): void {
-  res.status(304);
-  res.end();
 }
 
 /**

@@ -11,8 +11,8 @@ import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract, OperationInfo } from './contract.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
-import { notModified } from './conditional.ts';
-import { answerOf, sendAnswer, sendNotModified, type Answer, type SerializedReply } from './fast-path.ts';
+import { sendNotModified, type ConditionalReads } from './conditional.ts';
+import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
 import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
@@ -76,6 +76,8 @@ export interface OperationRuntime {
   errorAnswer: ErrorAnswers;
   /** With response validation on (tests): the contract's check of each answer's bytes before they are sent. */
   checkAnswer: AnswerCheck | undefined;
+  /** ETags and `304`s (src/http/conditional.ts). */
+  conditionalReads: ConditionalReads;
 }
 
 interface Mounted {
@@ -124,7 +126,7 @@ function requestHandler<O extends OperationId, Input, U>(
       answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
     }
     // Only a 200 of a GET is a representation a client can keep and ask about again.
-    if (answer.status === 200 && req.method === 'GET' && notModified(req, res, answer)) sendNotModified(res);
+    if (answer.status === 200 && req.method === 'GET' && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
     else sendAnswer(res, answer);
   };
 }

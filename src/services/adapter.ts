@@ -39,13 +39,16 @@ export const registerServiceRoutes: RegisterRoutes<ServiceRouteDeps> = (router, 
   registerServiceChanges(router, deps.contract, services);
 };
 
-/** A list page the read cache serves many times is written as JSON once (see `serialized`). */
-function listReplies(): (page: Page<ServiceData>) => SerializedReply<'listServices'> {
+/**
+ * A list page the read cache serves many times is written as JSON once (see `serialized`), with
+ * its freshness, so a conditional read of it can be answered before validation (src/http/conditional.ts).
+ */
+function listReplies(): (page: Page<ServiceData>, useCases: ServiceUseCases) => SerializedReply<'listServices'> {
   const pageBytes = new WeakMap<Page<ServiceData>, SerializedReply<'listServices'>>();
-  return (page) => {
+  return (page, useCases) => {
     let bytes = pageBytes.get(page);
     if (!bytes) {
-      bytes = serialized<'listServices'>({ status: 200, data: page.data, pagination: page.pagination });
+      bytes = serialized<'listServices'>({ status: 200, data: page.data, pagination: page.pagination }, useCases.pageFreshness(page));
       pageBytes.set(page, bytes);
     }
     return bytes;
@@ -92,7 +95,7 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
       };
     },
     async handle(query, { caller, useCases }) {
-      return listReply(await useCases.listServices(caller, query));
+      return listReply(await useCases.listServices(caller, query), useCases);
     },
   });
 

@@ -20,9 +20,17 @@ export interface Loaded<T> {
   until?: Date | null;
 }
 
+/** True while a value `read()` returned would still be served from the cache as it is. */
+export type Freshness = () => boolean;
+
 export interface ServiceReadCache {
   /** The cached answer for this broker and key, or `load()`'s (one load in flight per key). */
   read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T>;
+  /**
+   * For an object `read()` returned from the cache: until when it stays the answer (no change of
+   * the broker's services, its time not up). Undefined for anything not cached.
+   */
+  freshness(value: object): Freshness | undefined;
   /** Call after the commit, await before answering. Never rejects: an unpublished change shows within the TTL. */
   changed(brokerId: string): Promise<void>;
   close(): Promise<void>;
@@ -45,6 +53,19 @@ export interface ServiceReadCacheOptions {
 class Answers {
   private readonly brokers = new Map<string, Map<string, Entry>>();
   private size = 0;
+  /** Counts drops of each broker's answers and of all of them: a freshness check compares two numbers. */
+  private readonly drops = new Map<string, number>();
+  private clears = 0;
+
+  /**
+   * Taken before a load: a check that holds until `until` unless this broker's answers are dropped
+   * from now on, a drop during the load included. It holds no answer, so it may outlive one.
+   */
+  freshUntilDropped(brokerId: string): (until: number) => Freshness {
+    const drops = this.drops.get(brokerId) ?? 0;
+    const clears = this.clears;
+    return (until) => () => this.clears === clears && (this.drops.get(brokerId) ?? 0) === drops && Date.now() < until;
+  }
 
   get(brokerId: string, key: string): Entry | undefined {
     return this.brokers.get(brokerId)?.get(key);
@@ -65,6 +86,7 @@ class Answers {
   }
 
   drop(brokerId: string): void {
+    this.drops.set(brokerId, (this.drops.get(brokerId) ?? 0) + 1);
     const entries = this.brokers.get(brokerId);
     if (!entries) return;
     this.size -= entries.size;
@@ -72,6 +94,8 @@ class Answers {
   }
 
   clear(): void {
+    this.clears += 1;
+    this.drops.clear();
     this.brokers.clear();
     this.size = 0;
   }
@@ -80,6 +104,7 @@ class Answers {
 export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
   const { ttlMs, redis, logger } = options;
   const answers = new Answers();
+  const freshness = new WeakMap<object, Freshness>();
   let subscribed = false;
   let closed = false;
 
@@ -103,6 +128,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       const started = Date.now();
       const hit = answers.get(brokerId, key);
       if (hit && hit.until > started) return hit.value as Promise<T>;
+      const fresh = answers.freshUntilDropped(brokerId);
       const loaded = load();
       const entry: Entry = { value: loaded.then((r) => r.value), until: started + ttlMs };
       // Requests that share this load see its failure; nobody else must (no unhandled rejection).
@@ -112,6 +138,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
         const { value, until } = await loaded;
         if (until) entry.until = Math.min(entry.until, until.getTime());
         if (entry.until <= Date.now()) forget();
+        else if (typeof value === 'object' && value !== null) freshness.set(value, fresh(entry.until));
         return value;
       } catch (err) {
         // A failed read is not kept: the next request asks again.
@@ -119,6 +146,8 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
         throw err;
       }
     },
+
+    freshness: (value) => freshness.get(value),
 
     async changed(brokerId) {
       answers.drop(brokerId);

@@ -178,6 +178,9 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
       return sandboxPage(sandboxed(row), serviceMatches(row, query), query.limit, query.offset);
     },
 
+    // Dated at each read: never the same page twice.
+    pageFreshness: () => undefined,
+
     async getService(_caller, serviceNumber) {
       // Echoes the number without looking anything up.
       const service = sandboxed(sandboxService(serviceNumber, new Date(), SANDBOX_CREDENTIALS));

@@ -12,7 +12,7 @@ import { REQUEST_INCLUDE, requestData, type RequestData } from './change-request
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange, type Catalogue } from './plans.ts';
 import { serviceData, type BillingCycle, type ServiceCredentials, type ServiceData, type ServiceStatus } from './present.ts';
-import type { ServiceReadCache } from './read-cache.ts';
+import type { Freshness, ServiceReadCache } from './read-cache.ts';
 import {
   applyDueCancellations,
   createChangeRequest,
@@ -74,6 +74,8 @@ export interface ServiceUseCases {
   checkPlanChange(change: PlanChange, plan: string): Promise<void>;
   createService(caller: Caller, service: NewService): Promise<CreateOutcome>;
   listServices(caller: Caller, query: ServicePageQuery): Promise<Page<ServiceData>>;
+  /** For a page listServices returned from the read cache: true while it is still the answer. */
+  pageFreshness(page: Page<ServiceData>): Freshness | undefined;
   getService(caller: Caller, serviceNumber: number): Promise<ServiceData & { credentials: ServiceCredentials }>;
   changePassword(caller: Caller, serviceNumber: number, chosen: string | undefined): Promise<PasswordChange>;
   requestPlanChange(caller: Caller, serviceNumber: number, change: PlanChange, plan: string): Promise<RequestData>;
@@ -102,6 +104,7 @@ export function liveServices(deps: ServiceDeps): ServiceUseCases {
     },
     createService: (caller, input) => createService(deps, caller, input),
     listServices: (caller, query) => listServicePage(deps, caller, query),
+    pageFreshness: (page) => deps.serviceReads.freshness(page),
     getService: (caller, serviceNumber) => getService(deps, caller, serviceNumber),
     changePassword: (caller, serviceNumber, chosen) => changePassword(deps, caller, serviceNumber, chosen),
     requestPlanChange: (caller, serviceNumber, change, plan) => requestPlanChange(deps, caller, serviceNumber, change, plan),
