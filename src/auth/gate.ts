@@ -7,7 +7,7 @@ import { hasScope } from '../http/auth-context.ts';
 import type { OperationInfo } from '../http/contract.ts';
 import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
-import { scrubPath } from '../ops/redact.ts';
+import { cachedScrub, scrubPath } from '../ops/redact.ts';
 import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
@@ -63,24 +63,19 @@ const authFailed = (message: string, error?: 'invalid_request' | 'invalid_token'
     'WWW-Authenticate': error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"',
   });
 
-/** Paths that pathOf leaves as they are (a busy key asks for the same few); one that held a key is not kept. */
-const cleanPaths = new Set<string>();
-const CLEAN_PATHS_KEPT = 256;
+/** The API log's path column holds at most this many characters. */
+const MAX_STORED_PATH = 2048;
 
 /**
- * No query string (it can hold customer data); the path redacted by the same scrubPath as the log
- * lines' (src/ops/redact.ts scrubUrl), as getRequestLog shows it.
+ * A path as the API log stores it: scrubbed by the same scrubPath as the log lines' URL
+ * (src/ops/redact.ts scrubUrl), as getRequestLog shows it.
  */
+const storedPath = cachedScrub((path) => scrubPath(path).slice(0, MAX_STORED_PATH));
+
+/** No query string: it can hold customer data. */
 function pathOf(url: string): string {
   const query = url.indexOf('?');
-  const path = query === -1 ? url : url.slice(0, query);
-  if (cleanPaths.has(path)) return path;
-  const stored = scrubPath(path).slice(0, 2048);
-  if (stored === path) {
-    if (cleanPaths.size >= CLEAN_PATHS_KEPT) cleanPaths.clear();
-    cleanPaths.add(path);
-  }
-  return stored;
+  return storedPath(query === -1 ? url : url.slice(0, query));
 }
 
 /** The key a request presents: its hash and the mode its prefix claims. */

@@ -1,31 +1,22 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { scrubUrl } from '../ops/redact.ts';
-
-/** URLs kept per operation's parameter set; past this many the set starts again. */
-const CLEAN_URLS_KEPT = 256;
+import { cachedScrub, scrubUrl } from '../ops/redact.ts';
 
 /**
- * scrubUrl, with the URLs it leaves as they are remembered per operation: a busy client asks for
- * the same few URLs over and over, and each would be split, decoded and matched again. A URL that
- * needed scrubbing is not kept (nor is what it held).
+ * scrubUrl, with the clean URLs remembered per operation (its known query parameters decide what
+ * is clean): one cachedScrub per operation, made on its first request.
  */
 function scrubbedUrls(): (url: string, known: ReadonlySet<string> | undefined) => string {
-  const offApi = new Set<string>();
-  const byOperation = new WeakMap<ReadonlySet<string>, Set<string>>();
+  const offApi = cachedScrub((url) => scrubUrl(url));
+  const byOperation = new WeakMap<ReadonlySet<string>, (url: string) => string>();
   return (url, known) => {
-    let clean = known ? byOperation.get(known) : offApi;
-    if (!clean) {
-      clean = new Set();
-      byOperation.set(known!, clean);
+    if (!known) return offApi(url);
+    let scrubbed = byOperation.get(known);
+    if (!scrubbed) {
+      scrubbed = cachedScrub((text) => scrubUrl(text, known));
+      byOperation.set(known, scrubbed);
     }
-    if (clean.has(url)) return url;
-    const scrubbed = scrubUrl(url, known);
-    if (scrubbed === url) {
-      if (clean.size >= CLEAN_URLS_KEPT) clean.clear();
-      clean.add(url);
-    }
-    return scrubbed;
+    return scrubbed(url);
   };
 }
 

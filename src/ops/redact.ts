@@ -136,3 +136,24 @@ export function scrubUrl(url: string, known: ReadonlySet<string> = new Set()): s
     .join('&');
   return `${scrubPath(url.slice(0, q))}?${scrubSecrets(query)}`;
 }
+
+/** Clean texts a cachedScrub keeps; past this many it starts again (a busy client asks for the same few). */
+const CLEAN_KEPT = 256;
+
+/**
+ * `scrub`, with the texts it returned unchanged remembered, so the same clean path or URL on the
+ * next request skips the decoding and the regexes. A text that needed scrubbing is never kept (nor
+ * is what it held), so every request that carries a secret is scrubbed again.
+ */
+export function cachedScrub(scrub: (text: string) => string): (text: string) => string {
+  const clean = new Set<string>();
+  return (text) => {
+    if (clean.has(text)) return text;
+    const scrubbed = scrub(text);
+    if (scrubbed === text) {
+      if (clean.size >= CLEAN_KEPT) clean.clear();
+      clean.add(text);
+    }
+    return scrubbed;
+  };
+}

@@ -12,7 +12,7 @@ import { recordEvents, type EventMode } from '../../src/events/store.ts';
 import { randomId } from '../../src/shared/ids.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
-import { apiKey, broker } from '../helpers/factories.ts';
+import { brokerWithKeys } from '../helpers/factories.ts';
 import { event, sampleObject, webhookEndpoint } from '../helpers/webhook-factories.ts';
 
 let t: TestApp;
@@ -26,16 +26,6 @@ after(async () => {
 
 const get = (key: string, path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
 
-/** A broker with a live and a sandbox key. */
-async function world() {
-  const { id: brokerId } = await broker(t.prisma);
-  return {
-    brokerId,
-    live: (await apiKey(t.prisma, { brokerId, mode: 'live', rateLimit: 100_000 })).key,
-    sandbox: (await apiKey(t.prisma, { brokerId, mode: 'test', rateLimit: 100_000 })).key,
-  };
-}
-
 const ids = (res: request.Response): string[] => res.body.data.map((e: { id: string }) => e.id);
 
 /** The events of one broker and mode as stored, in the feed's order. */
@@ -44,70 +34,70 @@ const stored = (brokerId: string, mode: EventMode) =>
 
 describe('listEvents order=asc', () => {
   test('oldest first from the oldest kept; starting_after lists what follows; has_more and next_starting_after', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const made: string[] = [];
     for (let i = 0; i < 5; i++) made.push(await event(t.prisma, { brokerId: w.brokerId }));
-    const first = await get(w.live, '/api/v1/events?order=asc&limit=2');
+    const first = await get(w.live.key, '/api/v1/events?order=asc&limit=2');
     assert.equal(first.status, 200, JSON.stringify(first.body));
     assert.deepEqual(ids(first), made.slice(0, 2));
     assert.deepEqual(first.body.pagination, { limit: 2, has_more: true, next_starting_after: made[1] });
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=asc&limit=2&starting_after=${made[1]}`)), made.slice(2, 4));
-    const last = await get(w.live, `/api/v1/events?order=asc&limit=2&starting_after=${made[3]}`);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&limit=2&starting_after=${made[1]}`)), made.slice(2, 4));
+    const last = await get(w.live.key, `/api/v1/events?order=asc&limit=2&starting_after=${made[3]}`);
     assert.deepEqual(ids(last), made.slice(4));
     assert.deepEqual(last.body.pagination, { limit: 2, has_more: false, next_starting_after: null });
-    const caughtUp = await get(w.live, `/api/v1/events?order=asc&starting_after=${made[4]}`);
+    const caughtUp = await get(w.live.key, `/api/v1/events?order=asc&starting_after=${made[4]}`);
     assert.deepEqual(caughtUp.body, { success: true, data: [], pagination: { limit: 25, has_more: false, next_starting_after: null } });
   });
 
   test('order=desc and no order are the same newest-first pages', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const made: string[] = [];
     for (let i = 0; i < 3; i++) made.push(await event(t.prisma, { brokerId: w.brokerId }));
     const newest = [...made].reverse();
-    assert.deepEqual(ids(await get(w.live, '/api/v1/events?order=desc')), newest);
-    assert.deepEqual(ids(await get(w.live, '/api/v1/events')), newest);
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=desc&starting_after=${made[2]}`)), newest.slice(1));
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?order=desc')), newest);
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events')), newest);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=desc&starting_after=${made[2]}`)), newest.slice(1));
   });
 
   test('created_at never goes back along the feed, and each event is stamped when it takes its place', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     for (let i = 0; i < 4; i++) await event(t.prisma, { brokerId: w.brokerId, at: new Date('2020-01-01T00:00:00Z') });
-    const times = (await get(w.live, '/api/v1/events?order=asc')).body.data.map((e: { created_at: string }) => Date.parse(e.created_at));
+    const times = (await get(w.live.key, '/api/v1/events?order=asc')).body.data.map((e: { created_at: string }) => Date.parse(e.created_at));
     assert.equal(times.length, 4);
     for (let i = 1; i < times.length; i++) assert.ok(times[i] >= times[i - 1], `created_at went back at ${i}: ${times}`);
     assert.ok(times[0] > Date.parse('2025-01-01T00:00:00Z'), 'stamped by the feed, not by the caller');
   });
 
   test('created_gte and created_lt bound both orders, with and without a cursor', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const made: string[] = [];
     for (let i = 0; i < 4; i++) made.push(await event(t.prisma, { brokerId: w.brokerId }));
     // Spread the stored times a minute apart, in the feed's order, so the bounds fall between them.
     for (const [i, id] of made.entries()) await t.prisma.event.update({ where: { id }, data: { createdAt: new Date(Date.UTC(2026, 0, 1, 0, i)) } });
     const gte = '2026-01-01T00:01:00Z';
     const lt = '2026-01-01T00:03:00.000%2B00:00';
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=asc&created_gte=${gte}`)), made.slice(1));
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=asc&created_lt=${lt}`)), made.slice(0, 3));
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=asc&created_gte=${gte}&created_lt=${lt}`)), made.slice(1, 3));
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?order=asc&created_gte=${gte}&starting_after=${made[1]}`)), made.slice(2));
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?created_gte=${gte}&created_lt=${lt}`)), [made[2], made[1]]);
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?created_lt=${lt}&starting_after=${made[2]}`)), [made[1], made[0]]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&created_gte=${gte}`)), made.slice(1));
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&created_lt=${lt}`)), made.slice(0, 3));
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&created_gte=${gte}&created_lt=${lt}`)), made.slice(1, 3));
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&created_gte=${gte}&starting_after=${made[1]}`)), made.slice(2));
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?created_gte=${gte}&created_lt=${lt}`)), [made[2], made[1]]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?created_lt=${lt}&starting_after=${made[2]}`)), [made[1], made[0]]);
   });
 
   test('a sandbox key walks its test-mode events, a live key its live ones', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const live = await event(t.prisma, { brokerId: w.brokerId, mode: 'live' });
     const sandbox = [await event(t.prisma, { brokerId: w.brokerId, mode: 'test' }), await event(t.prisma, { brokerId: w.brokerId, mode: 'test' })];
-    assert.deepEqual(ids(await get(w.sandbox, '/api/v1/events?order=asc')), sandbox);
-    assert.deepEqual(ids(await get(w.live, '/api/v1/events?order=asc')), [live]);
-    assertError(await get(w.live, `/api/v1/events?order=asc&starting_after=${sandbox[0]}`), 400, 'invalid_parameter');
+    assert.deepEqual(ids(await get(w.sandbox.key, '/api/v1/events?order=asc')), sandbox);
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?order=asc')), [live]);
+    assertError(await get(w.live.key, `/api/v1/events?order=asc&starting_after=${sandbox[0]}`), 400, 'invalid_parameter');
   });
 
   test("another broker's event as starting_after: 400 invalid_parameter naming starting_after", async () => {
-    const w = await world();
-    const other = await world();
+    const w = await brokerWithKeys(t.prisma);
+    const other = await brokerWithKeys(t.prisma);
     const theirs = await event(t.prisma, { brokerId: other.brokerId });
-    assert.equal(assertError(await get(w.live, `/api/v1/events?order=asc&starting_after=${theirs}`), 400, 'invalid_parameter').field, 'starting_after');
+    assert.equal(assertError(await get(w.live.key, `/api/v1/events?order=asc&starting_after=${theirs}`), 400, 'invalid_parameter').field, 'starting_after');
   });
 
   const bad: Array<[query: string, field: string]> = [
@@ -122,8 +112,8 @@ describe('listEvents order=asc', () => {
   ];
   for (const [query, field] of bad) {
     test(`${query}: 400 invalid_parameter naming ${field}`, async () => {
-      const w = await world();
-      assert.equal(assertError(await get(w.live, `/api/v1/events?${query}`), 400, 'invalid_parameter').field, field);
+      const w = await brokerWithKeys(t.prisma);
+      assert.equal(assertError(await get(w.live.key, `/api/v1/events?${query}`), 400, 'invalid_parameter').field, field);
     });
   }
 });
@@ -159,7 +149,7 @@ describe('a poller walking the ascending feed while concurrent writers change th
         fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 2, maxLength: 6 }),
         fc.integer({ min: 1, max: 4 }),
         async (writers, batches, limit) => {
-          const w = await world();
+          const w = await brokerWithKeys(t.prisma);
           const endpoints = {
             live: await webhookEndpoint(t.prisma, { brokerId: w.brokerId, mode: 'live' }),
             test: await webhookEndpoint(t.prisma, { brokerId: w.brokerId, mode: 'test' }),
@@ -173,7 +163,7 @@ describe('a poller walking the ascending feed while concurrent writers change th
               const mode: EventMode = (n + i) % 2 === 0 ? 'live' : 'test';
               const res = await request(t.app)
                 .post(`/api/v1/webhook-endpoints/${endpoints[mode]}/ping`)
-                .set('Authorization', `Bearer ${mode === 'live' ? w.live : w.sandbox}`);
+                .set('Authorization', `Bearer ${mode === 'live' ? w.live.key : w.sandbox.key}`);
               assert.equal(res.status, 200, JSON.stringify(res.body));
               written[mode].add(res.body.data.id);
               const modes: EventMode[] = Array.from({ length: size }, (_, k) => ((n + k) % 2 === 0 ? 'test' : 'live'));
@@ -186,8 +176,8 @@ describe('a poller walking the ascending feed while concurrent writers change th
             running -= 1;
           };
           const [live, sandbox] = await Promise.all([
-            poll(w.live, () => running === 0, limit),
-            poll(w.sandbox, () => running === 0, limit),
+            poll(w.live.key, () => running === 0, limit),
+            poll(w.sandbox.key, () => running === 0, limit),
             ...Array.from({ length: writers }, (_, n) => writer(n)),
           ]);
           assertWalked(live!, written.live, await stored(w.brokerId, 'live'));
@@ -210,7 +200,7 @@ const naive = {
 
 describe('a naive feed loses events that the real one keeps', () => {
   test('created_at stamped before the transaction, read by created_at > cursor: the first-stamped event, committed last, is a gap', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const stampedFirst = new Date();
     const stampedLast = new Date(stampedFirst.getTime() + 5);
     // The later-stamped change commits first; the poller reads; then the first-stamped one commits.
@@ -224,16 +214,16 @@ describe('a naive feed loses events that the real one keeps', () => {
     assert.ok(everything.some((e) => e.id === early.id), 'a gap: written but never received');
 
     // The same two changes through recordEvents: the event committed last sorts last, so the walk gets both.
-    const other = await world();
+    const other = await brokerWithKeys(t.prisma);
     const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
-    const walked = ids(await get(other.live, '/api/v1/events?order=asc'));
+    const walked = ids(await get(other.live.key, '/api/v1/events?order=asc'));
     const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
     assert.deepEqual(walked, first);
-    assert.deepEqual(ids(await get(other.live, `/api/v1/events?order=asc&starting_after=${walked.at(-1)}`)), second);
+    assert.deepEqual(ids(await get(other.live.key, `/api/v1/events?order=asc&starting_after=${walked.at(-1)}`)), second);
   });
 
   test('two open transactions: without the feed lock, the first to take its seq commits last and seq > cursor skips it; with it, the second waits', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const onPostgres = t.database.kind === 'postgres';
     const log: string[] = [];
     const gate = () => {
@@ -264,7 +254,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     }
 
     // The real feed: T2's recordEvents cannot take its place until T1 (holding the lock) has committed.
-    const other = await world();
+    const other = await brokerWithKeys(t.prisma);
     const t1Recorded = gate();
     const t1Commit = gate();
     const t1 = t.prisma.$transaction(async (tx) => {
@@ -291,6 +281,6 @@ describe('a naive feed loses events that the real one keeps', () => {
     t1Commit.open();
     const [first, second] = await Promise.all([t1, t2]);
     assert.deepEqual(log, ['t1 commits', 't2 recorded']);
-    assert.deepEqual(ids(await get(other.live, '/api/v1/events?order=asc')), [...first, ...second]);
+    assert.deepEqual(ids(await get(other.live.key, '/api/v1/events?order=asc')), [...first, ...second]);
   });
 });

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
-import { apiKey, broker } from '../helpers/factories.ts';
+import { brokerWithKeys } from '../helpers/factories.ts';
 import { event, sampleObject, webhookEndpoint } from '../helpers/webhook-factories.ts';
 
 let t: TestApp;
@@ -25,53 +25,43 @@ const post = (key: string, path: string, body?: object) => {
   return body === undefined ? req : req.send(body);
 };
 
-/** A broker with a live and a sandbox key. */
-async function world() {
-  const { id: brokerId } = await broker(t.prisma);
-  return {
-    brokerId,
-    live: (await apiKey(t.prisma, { brokerId, mode: 'live', rateLimit: 1000 })).key,
-    sandbox: (await apiKey(t.prisma, { brokerId, mode: 'test', rateLimit: 1000 })).key,
-  };
-}
-
 const ids = (res: request.Response) => res.body.data.map((e: { id: string }) => e.id);
 
 describe('listEvents', () => {
   test('newest first; limit and starting_after page through all; has_more and next_starting_after', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const made = [];
     for (let i = 0; i < 5; i++) made.push(await event(t.prisma, { brokerId: w.brokerId }));
     const newest = [...made].reverse();
-    const first = await get(w.live, '/api/v1/events?limit=2');
+    const first = await get(w.live.key, '/api/v1/events?limit=2');
     assert.equal(first.status, 200, JSON.stringify(first.body));
     assert.deepEqual(ids(first), newest.slice(0, 2));
     assert.deepEqual(first.body.pagination, { limit: 2, has_more: true, next_starting_after: newest[1] });
-    const second = await get(w.live, `/api/v1/events?limit=2&starting_after=${newest[1]}`);
+    const second = await get(w.live.key, `/api/v1/events?limit=2&starting_after=${newest[1]}`);
     assert.deepEqual(ids(second), newest.slice(2, 4));
-    const last = await get(w.live, `/api/v1/events?limit=2&starting_after=${newest[3]}`);
+    const last = await get(w.live.key, `/api/v1/events?limit=2&starting_after=${newest[3]}`);
     assert.deepEqual(ids(last), newest.slice(4));
     assert.deepEqual(last.body.pagination, { limit: 2, has_more: false, next_starting_after: null });
   });
 
   test('type filters, across pages too', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const a = await event(t.prisma, { brokerId: w.brokerId, type: 'request.created' });
     await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
     const b = await event(t.prisma, { brokerId: w.brokerId, type: 'request.created' });
-    assert.deepEqual(ids(await get(w.live, '/api/v1/events?type=request.created')), [b, a]);
-    assert.deepEqual(ids(await get(w.live, `/api/v1/events?type=request.created&starting_after=${b}`)), [a]);
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?type=request.created')), [b, a]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?type=request.created&starting_after=${b}`)), [a]);
   });
 
   test('each key sees its own broker and mode only', async () => {
-    const w = await world();
-    const other = await world();
+    const w = await brokerWithKeys(t.prisma);
+    const other = await brokerWithKeys(t.prisma);
     const l = await event(t.prisma, { brokerId: w.brokerId, mode: 'live' });
     const s = await event(t.prisma, { brokerId: w.brokerId, mode: 'test' });
     await event(t.prisma, { brokerId: other.brokerId, mode: 'live' });
-    assert.deepEqual(ids(await get(w.live, '/api/v1/events')), [l]);
-    assert.deepEqual(ids(await get(w.sandbox, '/api/v1/events')), [s]);
-    const sandboxEvent = (await get(w.sandbox, '/api/v1/events')).body.data[0];
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events')), [l]);
+    assert.deepEqual(ids(await get(w.sandbox.key, '/api/v1/events')), [s]);
+    const sandboxEvent = (await get(w.sandbox.key, '/api/v1/events')).body.data[0];
     assert.equal(sandboxEvent.mode, 'test');
   });
 
@@ -82,22 +72,22 @@ describe('listEvents', () => {
   ];
   for (const [why, cursor] of badCursors) {
     test(`starting_after naming ${why}: 400 invalid_parameter naming starting_after`, async () => {
-      const w = await world();
-      const other = await world();
-      const details = assertError(await get(w.live, `/api/v1/events?starting_after=${await cursor(w, other)}`), 400, 'invalid_parameter');
+      const w = await brokerWithKeys(t.prisma);
+      const other = await brokerWithKeys(t.prisma);
+      const details = assertError(await get(w.live.key, `/api/v1/events?starting_after=${await cursor(w, other)}`), 400, 'invalid_parameter');
       assert.equal(details.field, 'starting_after');
     });
   }
 
   test('an unknown type: 400 invalid_parameter naming type', async () => {
-    const w = await world();
-    assert.equal(assertError(await get(w.live, '/api/v1/events?type=service.deleted'), 400, 'invalid_parameter').field, 'type');
+    const w = await brokerWithKeys(t.prisma);
+    assert.equal(assertError(await get(w.live.key, '/api/v1/events?type=service.deleted'), 400, 'invalid_parameter').field, 'type');
   });
 });
 
 describe('getEvent', () => {
   test('shows the event and every attempt of each delivery, with its status', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const endpointId = await webhookEndpoint(t.prisma, { brokerId: w.brokerId });
     const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
     const { createdAt } = await t.prisma.event.findUniqueOrThrow({ where: { id } });
@@ -110,7 +100,7 @@ describe('getEvent', () => {
       ],
     });
     await t.prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { status: 'delivered', attempts: 3, completedAt: new Date('2026-01-02T03:09:10.312Z') } });
-    const res = await get(w.live, `/api/v1/events/${id}`);
+    const res = await get(w.live.key, `/api/v1/events/${id}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.data, {
       object: 'event',
@@ -143,24 +133,24 @@ describe('getEvent', () => {
   ];
   for (const [why, owner, mode, key] of hidden) {
     test(`${why}: 404 not_found, as an unknown one`, async () => {
-      const w = await world();
-      const other = await world();
+      const w = await brokerWithKeys(t.prisma);
+      const other = await brokerWithKeys(t.prisma);
       const id = await event(t.prisma, { brokerId: (owner === 'same' ? w : other).brokerId, mode });
-      assertError(await get(w[key], `/api/v1/events/${id}`), 404, 'not_found');
-      assertError(await post(w[key], `/api/v1/events/${id}/redeliver`, {}), 404, 'not_found');
+      assertError(await get(w[key].key, `/api/v1/events/${id}`), 404, 'not_found');
+      assertError(await post(w[key].key, `/api/v1/events/${id}/redeliver`, {}), 404, 'not_found');
     });
   }
 
   test('an unknown event: 404; a malformed id: 400 naming event_id', async () => {
-    const w = await world();
-    assertError(await get(w.live, '/api/v1/events/evt_AAAAAAAAAAAAAAAAAAAAAAAA'), 404, 'not_found');
-    assert.equal(assertError(await get(w.live, '/api/v1/events/123'), 400, 'invalid_parameter').field, 'event_id');
+    const w = await brokerWithKeys(t.prisma);
+    assertError(await get(w.live.key, '/api/v1/events/evt_AAAAAAAAAAAAAAAAAAAAAAAA'), 404, 'not_found');
+    assert.equal(assertError(await get(w.live.key, '/api/v1/events/123'), 400, 'invalid_parameter').field, 'event_id');
   });
 });
 
 describe('redeliverEvent', () => {
   test('without endpoint_id: a new pending delivery, due now, to every enabled endpoint subscribed to the type', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const all = await webhookEndpoint(t.prisma, { brokerId: w.brokerId });
     const subscribed = await webhookEndpoint(t.prisma, { brokerId: w.brokerId, events: ['service.created'] });
     const id = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
@@ -170,7 +160,7 @@ describe('redeliverEvent', () => {
     await webhookEndpoint(t.prisma, { brokerId: w.brokerId, status: 'disabled' });
     await webhookEndpoint(t.prisma, { brokerId: w.brokerId, mode: 'test' });
     const before = Date.now();
-    const res = await post(w.live, `/api/v1/events/${id}/redeliver`, {});
+    const res = await post(w.live.key, `/api/v1/events/${id}/redeliver`, {});
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const pending = res.body.data.deliveries.slice(2);
     assert.deepEqual(res.body.data.deliveries.slice(0, 2).map((d: { endpoint_id: string }) => d.endpoint_id).sort(), [all, subscribed].sort());
@@ -183,20 +173,20 @@ describe('redeliverEvent', () => {
   });
 
   test('with endpoint_id: one new delivery to that endpoint, whatever its event types', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const other = await webhookEndpoint(t.prisma, { brokerId: w.brokerId });
     const pingOnly = await webhookEndpoint(t.prisma, { brokerId: w.brokerId, events: ['ping'] });
     const id = await event(t.prisma, { brokerId: w.brokerId });
-    const res = await post(w.live, `/api/v1/events/${id}/redeliver`, { endpoint_id: pingOnly });
+    const res = await post(w.live.key, `/api/v1/events/${id}/redeliver`, { endpoint_id: pingOnly });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.data.deliveries.map((d: { endpoint_id: string; status: string }) => [d.endpoint_id, d.status]), [[other, 'pending'], [pingOnly, 'pending']]);
   });
 
   test('a sandbox key redelivers its test-mode events to its test endpoints', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const endpoint = await webhookEndpoint(t.prisma, { brokerId: w.brokerId, mode: 'test' });
     const id = await event(t.prisma, { brokerId: w.brokerId, mode: 'test' });
-    const res = await post(w.sandbox, `/api/v1/events/${id}/redeliver`, { endpoint_id: endpoint });
+    const res = await post(w.sandbox.key, `/api/v1/events/${id}/redeliver`, { endpoint_id: endpoint });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.data.deliveries.length, 2);
   });
@@ -209,11 +199,11 @@ describe('redeliverEvent', () => {
   ];
   for (const [why, endpoint, status, code] of refused) {
     test(`to ${why}: ${status} ${code}, no delivery added`, async () => {
-      const w = await world();
-      const other = await world();
+      const w = await brokerWithKeys(t.prisma);
+      const other = await brokerWithKeys(t.prisma);
       const id = await event(t.prisma, { brokerId: w.brokerId });
       const count = await t.prisma.webhookDelivery.count();
-      assertError(await post(w.live, `/api/v1/events/${id}/redeliver`, { endpoint_id: await endpoint(w, other) }), status, code);
+      assertError(await post(w.live.key, `/api/v1/events/${id}/redeliver`, { endpoint_id: await endpoint(w, other) }), status, code);
       assert.equal(await t.prisma.webhookDelivery.count(), count);
     });
   }

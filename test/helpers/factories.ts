@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { generateApiKey, hashApiKey, type KeyMode, type NewApiKey, type Scope } from '../../src/auth/keys.ts';
+import { webhookEndpoint } from './webhook-factories.ts';
 
 /** Small factories for tests: rows inserted with Prisma, returning what a test needs. */
 
@@ -88,6 +89,40 @@ export async function apiKey(prisma: PrismaClient, options: ApiKeyOptions = {}):
     },
   });
   return { key: generated.key, id: row.id, brokerId, mode, scopes };
+}
+
+/** A broker with an admin:full key of each mode, as most tests of an operation start. */
+export interface BrokerWithKeys {
+  brokerId: string;
+  live: TestApiKey;
+  sandbox: TestApiKey;
+}
+
+/** BrokerWithKeys with an enabled webhook endpoint of each mode (their ids). */
+export interface BrokerWithEndpoints extends BrokerWithKeys {
+  endpoint: string;
+  testEndpoint: string;
+}
+
+/** A limit the tests that make these keys never reach: they test other things than the limit. */
+const UNREACHED_RATE_LIMIT = 100_000;
+
+/** A new broker with a live and a sandbox admin:full key, and with `endpoints`, an enabled webhook endpoint of each mode. */
+export function brokerWithKeys(prisma: PrismaClient, options: { endpoints: true }): Promise<BrokerWithEndpoints>;
+export function brokerWithKeys(prisma: PrismaClient, options?: { endpoints?: false }): Promise<BrokerWithKeys>;
+export async function brokerWithKeys(prisma: PrismaClient, options: { endpoints?: boolean } = {}): Promise<BrokerWithKeys | BrokerWithEndpoints> {
+  const { id: brokerId } = await broker(prisma);
+  const keys: BrokerWithKeys = {
+    brokerId,
+    live: await apiKey(prisma, { brokerId, mode: 'live', rateLimit: UNREACHED_RATE_LIMIT }),
+    sandbox: await apiKey(prisma, { brokerId, mode: 'test', rateLimit: UNREACHED_RATE_LIMIT }),
+  };
+  if (!options.endpoints) return keys;
+  return {
+    ...keys,
+    endpoint: await webhookEndpoint(prisma, { brokerId }),
+    testEndpoint: await webhookEndpoint(prisma, { brokerId, mode: 'test' }),
+  };
 }
 
 export interface RequestLogOptions {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/keys.ts';
-import { scrubPath, scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
+import { cachedScrub, scrubPath, scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
 
 const SECRET = 'AbCdEf0123456789GhIjKlMnOpQrStUv';
 const KEY = `sk_live_${SECRET}`;
@@ -165,5 +165,35 @@ describe('download tokens (issue 32 row 3)', () => {
 
   test('the download prefix alone, and other paths, are left as they are', () => {
     for (const url of ['/downloads/reports', '/downloads/reports/', '/downloads/other/abc', '/api/v1/reports/services']) assert.equal(scrubUrl(url), url);
+  });
+});
+
+describe('cachedScrub (the log line and the API log, on every request)', () => {
+  /** scrubPath, counting the texts it was asked to scrub. */
+  const counted = () => {
+    const seen: string[] = [];
+    return { seen, scrub: cachedScrub((text) => (seen.push(text), scrubPath(text))) };
+  };
+
+  test('a clean text is scrubbed once, then returned as it is', () => {
+    const { seen, scrub } = counted();
+    for (let i = 0; i < 3; i++) assert.equal(scrub('/api/v1/services/12345'), '/api/v1/services/12345');
+    assert.deepEqual(seen, ['/api/v1/services/12345']);
+  });
+
+  test('a text that held a secret is scrubbed every time, never kept as clean', () => {
+    const { seen, scrub } = counted();
+    const path = `/api/v1/services/${KEY}`;
+    for (let i = 0; i < 3; i++) assert.equal(scrub(path), '/api/v1/services/sk_live_[redacted]');
+    assert.equal(seen.length, 3);
+  });
+
+  test('what it keeps is bounded: after many other clean texts, the first is scrubbed again', () => {
+    const { seen, scrub } = counted();
+    scrub('/api/v1/services');
+    for (let i = 0; i < 10_000; i++) scrub(`/api/v1/services/${i}`);
+    seen.length = 0;
+    scrub('/api/v1/services');
+    assert.deepEqual(seen, ['/api/v1/services']);
   });
 });

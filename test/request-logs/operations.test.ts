@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
-import { apiKey, broker, requestLog, type TestApiKey } from '../helpers/factories.ts';
+import { apiKey, brokerWithKeys, requestLog } from '../helpers/factories.ts';
 
 let t: TestApp;
 
@@ -21,16 +21,6 @@ after(async () => {
 
 const get = (key: string, path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
 
-/** A broker with a live and a sandbox admin key. */
-async function world(): Promise<{ brokerId: string; live: TestApiKey; sandbox: TestApiKey }> {
-  const { id: brokerId } = await broker(t.prisma);
-  return {
-    brokerId,
-    live: await apiKey(t.prisma, { brokerId, mode: 'live', rateLimit: 1000 }),
-    sandbox: await apiKey(t.prisma, { brokerId, mode: 'test', rateLimit: 1000 }),
-  };
-}
-
 /** The entries of a page that a test made (the key's own reads of the logs are entries too). */
 const made = (res: request.Response, ids: string[]): string[] =>
   res.body.data.map((e: { request_id: string }) => e.request_id).filter((id: string) => ids.includes(id));
@@ -39,7 +29,7 @@ const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
 
 describe('listRequestLogs', () => {
   test('newest first; limit and starting_after page through all; has_more and next_starting_after', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const ids: string[] = [];
     for (let i = 5; i >= 1; i--) ids.push(await requestLog(t.prisma, w.live, { at: minutesAgo(60 + i) }));
     const newest = [...ids].reverse();
@@ -57,7 +47,7 @@ describe('listRequestLogs', () => {
   });
 
   test('each filter narrows the list: request_id, status code and class, method, operation, api_key_id, created_gte and created_lt', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const other = await apiKey(t.prisma, { brokerId: w.brokerId, mode: 'live', rateLimit: 1000 });
     const ok = await requestLog(t.prisma, w.live, { at: minutesAgo(50), status: 200 });
     const limited = await requestLog(t.prisma, w.live, { at: minutesAgo(40), status: 429, errorCode: 'rate_limit_exceeded' });
@@ -109,8 +99,8 @@ describe('listRequestLogs', () => {
   });
 
   test('malformed filters, an unknown operation and a starting_after of no entry of the key are 400 invalid_parameter', async () => {
-    const w = await world();
-    const elsewhere = await requestLog(t.prisma, (await world()).live);
+    const w = await brokerWithKeys(t.prisma);
+    const elsewhere = await requestLog(t.prisma, (await brokerWithKeys(t.prisma)).live);
     const otherMode = await requestLog(t.prisma, w.sandbox);
     const rows: Array<[query: string, field: string]> = [
       ['status=600', 'status'],
@@ -135,7 +125,7 @@ describe('listRequestLogs', () => {
   });
 
   test('a request id sent more than once: all its entries listed, the newest shown, paging moves past the oldest', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const older = await requestLog(t.prisma, w.live, { at: minutesAgo(90) });
     const reused = 'order-sync-0001';
     await requestLog(t.prisma, w.live, { requestId: reused, at: minutesAgo(80), status: 503, errorCode: 'service_unavailable' });
@@ -151,7 +141,7 @@ describe('listRequestLogs', () => {
 
 describe('getRequestLog', () => {
   test('one entry of the key\'s broker and mode', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const id = await requestLog(t.prisma, w.live, { method: 'POST', path: '/api/v1/service-create', operation: 'createService', idempotencyReplayed: true });
     const res = await get(w.live.key, `/api/v1/request-logs/${id}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -163,8 +153,8 @@ describe('getRequestLog', () => {
   });
 
   test('another broker\'s request id is 404 not_found, and so is one of the other mode or an unknown one', async () => {
-    const w = await world();
-    const theirs = await requestLog(t.prisma, (await world()).live);
+    const w = await brokerWithKeys(t.prisma);
+    const theirs = await requestLog(t.prisma, (await brokerWithKeys(t.prisma)).live);
     const live = await requestLog(t.prisma, w.live);
     const test_ = await requestLog(t.prisma, w.sandbox);
     assertError(await get(w.live.key, `/api/v1/request-logs/${theirs}`), 404, 'not_found');
@@ -179,7 +169,7 @@ describe('getRequestLog', () => {
   });
 
   test('a request id of other characters is 400 invalid_parameter', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const details = assertError(await get(w.live.key, '/api/v1/request-logs/a%20b'), 400, 'invalid_parameter');
     assert.equal(details.field, 'request_id');
   });
@@ -187,7 +177,7 @@ describe('getRequestLog', () => {
 
 describe('sandbox test scenarios', () => {
   test('a sandbox key gets the simulated 400 and 500 of X-Test-Scenario; a live key ignores it', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const id = await requestLog(t.prisma, w.sandbox);
     for (const path of ['/api/v1/request-logs', `/api/v1/request-logs/${id}`]) {
       const invalid = assertError(await get(w.sandbox.key, path).set('X-Test-Scenario', 'validation_error'), 400, 'invalid_parameter');
@@ -200,7 +190,7 @@ describe('sandbox test scenarios', () => {
 
 describe('keys and limits', () => {
   test('only admin:full keys read the logs (403 insufficient_permissions otherwise)', async () => {
-    const w = await world();
+    const w = await brokerWithKeys(t.prisma);
     const id = await requestLog(t.prisma, w.live);
     for (const scope of ['services:read', 'services:write', 'requests:read', 'requests:write', 'reports:generate']) {
       const key = await apiKey(t.prisma, { brokerId: w.brokerId, scopes: [scope] });
