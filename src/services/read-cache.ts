@@ -5,11 +5,29 @@
  * through Redis first; with the subscription down nothing is cached; and changes made outside the
  * API (CLI imports, SQL) show within `ttlMs`.
  */
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 
-/** The pub/sub channel that carries the id of a broker whose services changed. */
-export const SERVICES_CHANGED_CHANNEL = 'capi:services-changed';
+/**
+ * The pub/sub channel of change notices, `<process tag> <sequence> <broker id>`: every receiver drops
+ * the broker's pages, then acknowledges on the sender's ack channel. A name of its own, so a process of
+ * the previous version never reads a notice as a broker id and a sender never waits for its silence.
+ */
+export const SERVICES_CHANGED_CHANNEL = 'capi:services-change-notices';
+
+/** Followed by a process's tag: where that process hears the sequences of its notices acknowledged. */
+const ACK_CHANNEL_PREFIX = 'capi:services-change-acks:';
+
+/**
+ * The previous version's channel (the bare broker id, never acknowledged). Notices go out and are heard
+ * on it too, so during a rolling deploy no process of either version misses the other's changes; it can
+ * go once no process of that version runs.
+ */
+const LEGACY_CHANNEL = 'capi:services-changed';
+
+/** The longest `changed()` waits for every API process to drop a broker's pages; past it the TTL bounds staleness. */
+export const ACK_WAIT_MS = 250;
 
 /** Entries kept before the cache starts over (a bound on memory, not a working-set size). */
 const MAX_ENTRIES = 2000;
@@ -31,7 +49,10 @@ export interface ServiceReadCache {
    * the broker's services, its time not up). Undefined for anything not cached.
    */
   freshness(value: object): Freshness | undefined;
-  /** Call after the commit, await before answering. Never rejects: an unpublished change shows within the TTL. */
+  /**
+   * Call after the commit, await before answering: resolves once every API process has dropped the
+   * broker's pages, or after `ackWaitMs`. Never rejects: an unpublished change shows within the TTL.
+   */
   changed(brokerId: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -47,6 +68,8 @@ export interface ServiceReadCacheOptions {
   /** The request Redis client: publishes changes; its duplicate subscribes to them. */
   redis: Redis;
   logger: Logger;
+  /** The longest `changed()` waits for the other processes' acknowledgements (default ACK_WAIT_MS). */
+  ackWaitMs?: number;
 }
 
 /** The cached answers of one process, by broker and key. */
@@ -101,15 +124,103 @@ class Answers {
   }
 }
 
+/** The acknowledgements one change notice is owed; `settled` is false if the wait ran out first. */
+class Acks {
+  received = 0;
+  /** PUBLISH's answer: how many subscribers received the notice (unknown until it answers). */
+  owed = Number.POSITIVE_INFINITY;
+  readonly settled: Promise<boolean>;
+  private finish!: (inTime: boolean) => void;
+
+  constructor(waitMs: number) {
+    this.settled = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), waitMs);
+      this.finish = (inTime) => {
+        clearTimeout(timer);
+        resolve(inTime);
+      };
+    });
+  }
+
+  expect(receivers: number): void {
+    this.owed = receivers;
+    if (this.received >= this.owed) this.finish(true);
+  }
+
+  acknowledged(): void {
+    this.received += 1;
+    if (this.received >= this.owed) this.finish(true);
+  }
+
+  /** Nothing more will come (not published, or the cache closed). */
+  stop(): void {
+    this.finish(true);
+  }
+}
+
+/** This process's change notices: each is sent with a sequence and waits for its acknowledgements. */
+class Notices {
+  readonly tag = randomUUID();
+  private sequence = 0;
+  /** Notices still owed acknowledgements, by sequence. */
+  private readonly waiting = new Map<string, Acks>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly logger: Logger,
+    private readonly waitMs: number,
+  ) {}
+
+  /**
+   * PUBLISH's answer does not mean the receivers have dropped their pages: Redis writes their copies
+   * in the same pass, in no promised order, and each handles its copy only when its event loop gets
+   * there (CI once saw another process serve the old page). So each receiver acknowledges after
+   * dropping, and this waits for as many acknowledgements as PUBLISH counts receivers, at most
+   * `waitMs`. Unless `listening` (our subscription is up) none can reach us: then it only publishes.
+   */
+  async send(brokerId: string, listening: boolean): Promise<void> {
+    const seq = String((this.sequence += 1));
+    const acks = new Acks(this.waitMs);
+    if (listening) this.waiting.set(seq, acks);
+    Promise.all([
+      this.redis.publish(SERVICES_CHANGED_CHANNEL, `${this.tag} ${seq} ${brokerId}`),
+      this.redis.publish(LEGACY_CHANNEL, brokerId),
+    ]).then(
+      ([receivers]) => acks.expect(listening ? receivers : 0),
+      (err: unknown) => {
+        this.logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
+        acks.stop();
+      },
+    );
+    const inTime = await acks.settled;
+    this.waiting.delete(seq);
+    if (!inTime) {
+      this.logger.warn(
+        { brokerId, receivers: Number.isFinite(acks.owed) ? acks.owed : 'PUBLISH unanswered', acknowledged: acks.received, waitedMs: this.waitMs },
+        'services cache: not every API process acknowledged the change in time; they show it within their cache time',
+      );
+    }
+  }
+
+  acknowledged(seq: string): void {
+    this.waiting.get(seq)?.acknowledged();
+  }
+
+  stopAll(): void {
+    for (const acks of this.waiting.values()) acks.stop();
+  }
+}
+
 export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
-  const { ttlMs, redis, logger } = options;
+  const { ttlMs, redis, logger, ackWaitMs = ACK_WAIT_MS } = options;
   const answers = new Answers();
   const freshness = new WeakMap<object, Freshness>();
+  const notices = new Notices(redis, logger, ackWaitMs);
   let subscribed = false;
   let closed = false;
 
   const subscriber = ttlMs > 0
-    ? subscribeToChanges(redis, logger, {
+    ? subscribeToChanges(redis, logger, notices.tag, {
         subscribed: () => {
           answers.clear();
           subscribed = !closed;
@@ -119,6 +230,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
           answers.clear();
         },
         changed: (brokerId) => answers.drop(brokerId),
+        acknowledged: (seq) => notices.acknowledged(seq),
       })
     : undefined;
 
@@ -152,18 +264,17 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
     async changed(brokerId) {
       answers.drop(brokerId);
       if (!subscriber) return;
-      // Redis writes the subscribers in the same pass as this answer, so almost always ahead of the
-      // client's next request; a Redis descheduled between those writes lets another process serve
-      // the old page once (seen in CI, Node 24): an acknowledgement from each subscriber would close it.
-      await redis.publish(SERVICES_CHANGED_CHANNEL, brokerId).catch((err: unknown) => {
-        logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
-      });
+      // Returns once every other API process has dropped the broker's pages too (each acknowledges
+      // the notice), so the client's next request finds the change wherever it lands; a process
+      // silent past the bound shows it within its cache time.
+      await notices.send(brokerId, subscribed);
     },
 
     async close() {
       closed = true;
       subscribed = false;
       answers.clear();
+      notices.stopAll();
       subscriber?.disconnect();
     },
   };
@@ -171,21 +282,35 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
 
 /**
  * A connection of its own (a subscribed client can send nothing else), which keeps retrying while
- * Redis is away; the cache is off from `lost` until `subscribed` again.
+ * Redis is away; the cache is off from `lost` until `subscribed` again. Acknowledgements go out on
+ * the request client `redis`, to the sender's own ack channel (only the sender hears them).
  */
 function subscribeToChanges(
   redis: Redis,
   logger: Logger,
-  on: { subscribed(): void; lost(): void; changed(brokerId: string): void },
+  tag: string,
+  on: { subscribed(): void; lost(): void; changed(brokerId: string): void; acknowledged(seq: string): void },
 ): Redis {
   const subscriber = redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+  const ackChannel = ACK_CHANNEL_PREFIX + tag;
   const subscribe = (): void => {
-    subscriber.subscribe(SERVICES_CHANGED_CHANNEL).then(
+    subscriber.subscribe(SERVICES_CHANGED_CHANNEL, ackChannel, LEGACY_CHANNEL).then(
       () => on.subscribed(),
       (err: unknown) => logger.debug({ err }, 'services cache: subscription failed; retried on reconnect'),
     );
   };
-  subscriber.on('message', (_channel: string, brokerId: string) => on.changed(brokerId));
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel === ackChannel) return on.acknowledged(message);
+    if (channel === LEGACY_CHANNEL) return on.changed(message);
+    const [from, seq, brokerId] = message.split(' ');
+    if (from === undefined || seq === undefined || brokerId === undefined) return;
+    on.changed(brokerId);
+    // Our own notice needs no round trip: its arrival here is its acknowledgement.
+    if (from === tag) return on.acknowledged(seq);
+    redis.publish(ACK_CHANNEL_PREFIX + from, seq).catch((err: unknown) => {
+      logger.debug({ err, brokerId }, 'services cache: acknowledgement not sent; the sender stops waiting at its bound');
+    });
+  });
   subscriber.on('ready', subscribe);
   subscriber.on('close', () => on.lost());
   subscriber.on('error', (err) => logger.debug({ err }, 'services cache subscriber error'));

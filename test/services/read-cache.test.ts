@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -12,7 +13,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
-import { createServiceReadCache } from '../../src/services/read-cache.ts';
+import { ACK_WAIT_MS, SERVICES_CHANGED_CHANNEL, createServiceReadCache, type ServiceReadCacheOptions } from '../../src/services/read-cache.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
@@ -222,8 +223,8 @@ describe('the cache itself', () => {
   });
 
   /** A cache whose subscription is up: a second read of a key comes from memory. */
-  async function subscribedCache(ttlMs = 60_000) {
-    const cache = createServiceReadCache({ ttlMs, redis, logger });
+  async function subscribedCache(options: Partial<ServiceReadCacheOptions> = {}) {
+    const cache = createServiceReadCache({ ttlMs: 60_000, redis, logger, ...options });
     for (let i = 0; i < 200; i += 1) {
       let loads = 0;
       await cache.read('probe', 'k', async () => ({ value: (loads += 1) }));
@@ -293,6 +294,112 @@ describe('the cache itself', () => {
     await cache.close();
   });
 
+  /**
+   * A request client whose duplicates (the cache's subscriber) handle each message `delayMs` late, as
+   * a process whose event loop is busy does: its copy of a notice sits unread while others answer.
+   */
+  function slowToHear(delayMs: number): Redis {
+    const client = requestRedis(endpoint);
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (override) => {
+      const subscriber = duplicate(override);
+      const emit = subscriber.emit.bind(subscriber);
+      subscriber.emit = (event: string | symbol, ...args: unknown[]) => {
+        if (event !== 'message') return emit(event, ...args);
+        setTimeout(() => emit(event, ...args), delayMs);
+        return true;
+      };
+      return subscriber;
+    };
+    return client;
+  }
+
+  /** A bare subscriber, as another process's or a previous version's, that never acknowledges. */
+  async function listener(channel: string): Promise<Redis> {
+    const client = redis.duplicate();
+    await waitUntilReady(client);
+    await client.subscribe(channel);
+    return client;
+  }
+
+  /** A logger whose warnings the test reads. */
+  function warnings() {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()));
+        done();
+      },
+    });
+    return { lines, logger: createLogger('warn', sink) };
+  }
+
+  test('a change returns only once a process slow to hear it has dropped its pages', async () => {
+    const slowRedis = slowToHear(100);
+    await waitUntilReady(slowRedis);
+    const slow = await subscribedCache({ redis: slowRedis });
+    // A generous bound: this is about waiting for the slow process, not about the bound.
+    const writer = await subscribedCache({ ackWaitMs: 5000 });
+    try {
+      assert.equal(await slow.read('b5', 'k', async () => ({ value: 'old' })), 'old');
+      assert.equal(await slow.read('b5', 'k', async () => ({ value: 'unread' })), 'old', 'cached');
+      const started = Date.now();
+      await writer.changed('b5');
+      const took = Date.now() - started;
+      assert.equal(await slow.read('b5', 'k', async () => ({ value: 'new' })), 'new', 'the next read in the slow process sees the change');
+      assert.ok(took >= 90, `changed() waited for the slow process (${took} ms)`);
+    } finally {
+      await writer.close();
+      await slow.close();
+      slowRedis.disconnect();
+    }
+  });
+
+  test('a change returns within the bound, with a warning, when a receiver never acknowledges', async () => {
+    const mute = await listener(SERVICES_CHANGED_CHANNEL);
+    const { lines, logger: warned } = warnings();
+    const cache = await subscribedCache({ logger: warned });
+    try {
+      const started = Date.now();
+      await cache.changed('b6');
+      const took = Date.now() - started;
+      assert.ok(took >= ACK_WAIT_MS - 10, `it waited for the silent receiver (${took} ms)`);
+      assert.ok(took < ACK_WAIT_MS + 1000, `but not much past the bound (${took} ms)`);
+      const warning = lines.find((l) => String(l.msg).includes('acknowledged'));
+      assert.ok(warning, 'a warning says not every process acknowledged');
+      assert.equal(warning.receivers, 2, 'this cache and the silent one received it');
+      assert.equal(warning.acknowledged, 1, 'only this cache acknowledged');
+    } finally {
+      await cache.close();
+      mute.disconnect();
+    }
+  });
+
+  test('a process of the previous version (bare broker id, no acknowledgement) hears our changes, and we its', async () => {
+    const previous = await listener('capi:services-changed');
+    const heard: string[] = [];
+    previous.on('message', (_channel: string, brokerId: string) => heard.push(brokerId));
+    const cache = await subscribedCache();
+    try {
+      const started = Date.now();
+      await cache.changed('b7');
+      assert.ok(Date.now() - started < ACK_WAIT_MS, 'it is not waited for');
+      for (let i = 0; i < 100 && !heard.includes('b7'); i += 1) await sleep(10);
+      assert.deepEqual(heard, ['b7']);
+      await cache.read('b7', 'k', async () => ({ value: 'old' }));
+      await redis.publish('capi:services-changed', 'b7');
+      let value = 'old';
+      for (let i = 0; i < 100 && value === 'old'; i += 1) {
+        await sleep(10);
+        value = await cache.read('b7', 'k', async () => ({ value: 'new' }));
+      }
+      assert.equal(value, 'new');
+    } finally {
+      await cache.close();
+      previous.disconnect();
+    }
+  });
+
   test('without its subscription (Redis unreachable) it serves nothing from memory', async () => {
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
@@ -305,6 +412,9 @@ describe('the cache itself', () => {
     let loads = 0;
     for (let i = 0; i < 3; i += 1) await cache.read('b3', 'k', async () => ({ value: (loads += 1) }));
     assert.equal(loads, 3);
+    const started = Date.now();
+    await cache.changed('b3');
+    assert.ok(Date.now() - started < ACK_WAIT_MS, 'a change returns at once: nobody can be told');
     await cache.close();
     unreachable.disconnect();
   });
