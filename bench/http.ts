@@ -233,6 +233,11 @@ interface Figures {
   /** CPU time (user + system) of the server process per request answered, in µs. */
   cpuUs: number;
   /**
+   * The CPU a request of the API's child processes (PGlite's database process), in µs: the API
+   * waits for it, and on a 2-core host it competes with the API for a core.
+   */
+  dbCpuUs: number;
+  /**
    * The load generator's (this process's) CPU a request, in µs. On a 2-core host a client near a
    * whole core caps req/s whatever the server does: then CPU a request is the server's figure.
    */
@@ -267,6 +272,18 @@ function cpuTimeUs(pid: number | undefined): number {
   }
 }
 
+/** The child processes of `pid` (the API's embedded database runs in one), from /proc (Linux). */
+function childrenOf(pid: number | undefined): number[] {
+  if (pid === undefined) return [];
+  const found = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+  return found.stdout.split('\n').filter(Boolean).map(Number);
+}
+
+/** The CPU time of a process's children so far, in µs (`cpuTimeUs` of each). */
+function childrenCpuTimeUs(children: number[]): number {
+  return children.reduce((sum, child) => sum + cpuTimeUs(child), 0);
+}
+
 /** VmRSS and VmHWM (the peak) of a process, in MB, from /proc (Linux). */
 function memoryMb(pid: number | undefined): { rss: number; peak: number } {
   try {
@@ -289,11 +306,14 @@ async function measure(
 ): Promise<Figures> {
   const run = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, headers });
   if (WARMUP > 0) await run(WARMUP);
+  const children = childrenOf(pid);
   const cpuBefore = cpuTimeUs(pid);
+  const dbBefore = childrenCpuTimeUs(children);
   const clientBefore = process.cpuUsage();
   const r = await run(DURATION);
   const answered = Math.max(1, r.requests.total);
   const cpuUs = (cpuTimeUs(pid) - cpuBefore) / answered;
+  const dbCpuUs = (childrenCpuTimeUs(children) - dbBefore) / answered;
   const client = process.cpuUsage(clientBefore);
   const clientCpuUs = (client.user + client.system) / answered;
   const memory = memoryMb(pid);
@@ -303,6 +323,7 @@ async function measure(
     path: new URL(url).pathname + new URL(url).search,
     rps: r.requests.average,
     cpuUs,
+    dbCpuUs,
     clientCpuUs,
     bytesPerAnswer: r.throughput.total / answered,
     rssMb: memory.rss,
@@ -370,7 +391,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
           const auth = { Authorization: `Bearer ${side.ready.key}` };
           const headers = route.conditional ? await conditional(side.ready.url + route.path, auth) : auth;
           const f = await measure(`${route.name} ${side.name}`, side.ready.url + route.path, headers, side.child.pid);
-          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req (client ${Math.round(f.clientCpuUs)}), ${Math.round(f.bytesPerAnswer)} B/answer, RSS ${Math.round(f.rssMb)} MB`);
+          console.error(`bench: round ${round + 1} ${f.name}: ${Math.round(f.rps)} req/s, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req (database ${Math.round(f.dbCpuUs)}, client ${Math.round(f.clientCpuUs)}), ${Math.round(f.bytesPerAnswer)} B/answer, RSS ${Math.round(f.rssMb)} MB`);
           figures.set(f.name, [...(figures.get(f.name) ?? []), f]);
         }
       }
@@ -387,6 +408,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         rps: median(fs.map((f) => f.rps)),
         cpu: median(fs.map((f) => f.cpuUs)),
         client: median(fs.map((f) => f.clientCpuUs)),
+        db: median(fs.map((f) => f.dbCpuUs)),
         p99: median(fs.map((f) => f.p99)),
       });
       const [ma, mb] = [medians(a!), medians(b!)];
@@ -398,6 +420,8 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         'A µs CPU/req': Math.round(ma.cpu),
         'B µs CPU/req': Math.round(mb.cpu),
         'B/A CPU': (mb.cpu / ma.cpu).toFixed(3),
+        'A db µs': Math.round(ma.db),
+        'B db µs': Math.round(mb.db),
         'A client µs': Math.round(ma.client),
         'B client µs': Math.round(mb.client),
         'A bytes': Math.round(a![0]!.bytesPerAnswer),

@@ -13,7 +13,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
-import { ACK_WAIT_MS, SERVICES_CHANGED_CHANNEL, createServiceReadCache, type ServiceReadCacheOptions } from '../../src/services/read-cache.ts';
+import { ACK_WAIT_MS, SERVICES_CHANGED_CHANNEL, createServiceReadCache, type ServiceReadCache, type ServiceReadCacheOptions } from '../../src/services/read-cache.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
@@ -427,5 +427,78 @@ describe('the cache itself', () => {
     assert.equal(loads, 2);
     await cache.changed('b4');
     await cache.close();
+  });
+
+  // What lets a conditional read of a cached page be answered before validation
+  // (src/http/conditional.ts): it holds exactly as long as the cache would serve the page.
+  describe('the freshness of a cached answer', () => {
+    const caches: ServiceReadCache[] = [];
+    const kept = async (made: Promise<ServiceReadCache>) => {
+      const cache = await made;
+      caches.push(cache);
+      return cache;
+    };
+    after(async () => {
+      for (const cache of caches) await cache.close();
+    });
+
+    const page = (name: string) => ({ name });
+
+    test('holds for a cached page until its broker\'s services change, and not after', async () => {
+      const cache = await kept(subscribedCache());
+      const first = await cache.read('b1', 'list', async () => ({ value: page('first') }));
+      const fresh = cache.freshness(first);
+      assert.ok(fresh, 'a cached object has a freshness');
+      assert.equal(fresh(), true);
+      assert.equal(await cache.read('b1', 'list', async () => ({ value: page('second') })), first, 'still the cached page');
+      await cache.changed('b1');
+      assert.equal(fresh(), false, 'a change ends it');
+      const reloaded = await cache.read('b1', 'list', async () => ({ value: page('reloaded') }));
+      assert.notEqual(reloaded, first);
+      assert.equal(fresh(), false, 'the new page does not bring the old one back');
+      assert.equal(cache.freshness(reloaded)?.(), true);
+    });
+
+    test('another broker\'s change leaves it fresh', async () => {
+      const cache = await kept(subscribedCache());
+      const mine = await cache.read('b2', 'list', async () => ({ value: page('mine') }));
+      await cache.changed('someone-else');
+      assert.equal(cache.freshness(mine)?.(), true);
+    });
+
+    test('a change while the page was loading: never fresh', async () => {
+      const cache = await kept(subscribedCache());
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const reading = cache.read('b3', 'list', async () => {
+        await gate;
+        return { value: page('loaded before the change committed') };
+      });
+      await cache.changed('b3');
+      release();
+      const stale = await reading;
+      assert.equal(cache.freshness(stale)?.() ?? false, false);
+    });
+
+    test('ends with the cache time, and with the page\'s own end (a cancellation falling due)', async () => {
+      const short = await kept(subscribedCache({ ttlMs: 150 }));
+      const timed = await short.read('b4', 'list', async () => ({ value: page('timed') }));
+      assert.equal(short.freshness(timed)?.(), true);
+      const cache = await kept(subscribedCache());
+      const due = await cache.read('b4', 'list', async () => ({ value: page('due'), until: new Date(Date.now() + 150) }));
+      assert.equal(cache.freshness(due)?.(), true);
+      await sleep(200);
+      assert.equal(short.freshness(timed)?.(), false, 'the cache time is up');
+      assert.equal(cache.freshness(due)?.(), false, 'the page\'s own end has come');
+    });
+
+    test('nothing is fresh without the subscription, and numbers have none', async () => {
+      const off = await kept(Promise.resolve(createServiceReadCache({ ttlMs: 0, redis, logger })));
+      const uncached = await off.read('b5', 'list', async () => ({ value: page('uncached') }));
+      assert.equal(off.freshness(uncached), undefined);
+      const cache = await kept(subscribedCache());
+      await cache.read('b5', 'count', async () => ({ value: 3 }));
+      assert.equal(cache.freshness(page('never read')), undefined);
+    });
   });
 });
