@@ -3,7 +3,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { resolveRef, type Contract } from './contract.ts';
 import { ApiError, invalidParameter, missingParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
-import type { Answer } from './fast-path.ts';
+import { chain, type Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE } from './json-body.ts';
 
 interface ValidatorErrorItem {
@@ -108,10 +108,77 @@ export function createValidator(contract: Contract, validateResponses: boolean):
     ignoreUndocumented: true,
     ignorePaths: (p: string) => !p.startsWith('/api/'),
   }) as unknown as RequestHandler[];
-  if (!validateResponses) return { steps: middleware, checkAnswer: undefined };
+  const remembering = (steps: RequestHandler[]) => [rememberingValidGets(steps, constrainedGetHeaders(contract))];
+  if (!validateResponses) return { steps: remembering(middleware), checkAnswer: undefined };
   const responseStep = middleware.find((step) => step.name === 'responseMiddleware');
   if (!responseStep) throw new Error('express-openapi-validator no longer has its responseMiddleware: see checkAnswer in src/http/validation.ts');
-  return { steps: middleware.filter((step) => step !== responseStep), checkAnswer: answerCheck(responseStep) };
+  return { steps: remembering(middleware.filter((step) => step !== responseStep)), checkAnswer: answerCheck(responseStep) };
+}
+
+/** GET URLs remembered as valid before the memory starts over (a bound, not a working-set size). */
+const VALID_GETS_KEPT = 5000;
+
+/** What the validator leaves on a request it passed, for the handlers: the same for the same GET. */
+interface Validated {
+  openapi: unknown;
+  params: Request['params'];
+  query: Request['query'];
+}
+
+/**
+ * The header parameters of GET operations that the schema could refuse (anything but a bare
+ * string). None today; if the contract gains one, its value becomes part of what is remembered.
+ */
+function constrainedGetHeaders(contract: Contract): string[] {
+  const names = new Set<string>();
+  const document = contract.document as Record<string, unknown>;
+  for (const op of contract.operations) {
+    if (op.method !== 'GET') continue;
+    const item = resolveRef((document.paths as Record<string, unknown>)[op.pathTemplate], document);
+    const own = resolveRef(item.get, document);
+    for (const raw of [...((item.parameters ?? []) as unknown[]), ...((own.parameters ?? []) as unknown[])]) {
+      const parameter = resolveRef(raw, document);
+      const schema = resolveRef(parameter.schema, document);
+      const bareString = schema.type === 'string' && Object.keys(schema).every((k) => k === 'type' || k === 'description');
+      if (parameter.in === 'header' && !bareString) names.add(String(parameter.name).toLowerCase());
+    }
+  }
+  return [...names];
+}
+
+/**
+ * A GET's validation depends on its URL alone (its path and query; its header parameters are
+ * bare strings, see constrainedGetHeaders), so a URL the validator passed once passes again: a
+ * poll repeats the same URL, and the validator's five steps were the largest part of a GET's
+ * own work (bench/README.md). What validation leaves on the request is remembered with it.
+ */
+export function rememberingValidGets(steps: RequestHandler[], headers: string[]): RequestHandler {
+  const validate = chain(steps);
+  const valid = new Map<string, Validated>();
+  const keyOf = (req: Request): string => {
+    let key = req.originalUrl;
+    for (const name of headers) key += `\n${String(req.headers[name] ?? '')}`;
+    return key;
+  };
+  return (req, res, next) => {
+    if (req.method !== 'GET') return validate(req, res, next);
+    const key = keyOf(req);
+    const known = valid.get(key);
+    if (known) {
+      const request = req as Request & { openapi?: unknown };
+      request.openapi = known.openapi;
+      req.params = { ...known.params };
+      req.query = { ...known.query };
+      return next();
+    }
+    validate(req, res, (err?: unknown) => {
+      if (err === undefined || err === null) {
+        if (valid.size >= VALID_GETS_KEPT) valid.clear();
+        valid.set(key, { openapi: (req as Request & { openapi?: unknown }).openapi, params: req.params, query: { ...req.query } });
+      }
+      next(err);
+    });
+  };
 }
 
 /**
