@@ -23,7 +23,7 @@ function fakeValidator(): { steps: RequestHandler[]; runs: () => number } {
     if (req.originalUrl.includes('bad')) return next(new Error('refused'));
     req.openapi = { route: req.path };
     req.params = { id: req.path.slice(1) };
-    req.query = { ...req.query, coerced: 1 };
+    req.query = { ...req.query, coerced: 'yes' };
     next();
   };
   return { steps: [step], runs: () => runs };
@@ -45,9 +45,9 @@ describe('what the validator passed, by URL', () => {
     assert.equal(second.err, undefined);
     assert.deepEqual(second.req.openapi, first.req.openapi);
     assert.deepEqual(second.req.params, { id: 's1' });
-    assert.deepEqual(second.req.query, { limit: '5', coerced: 1 });
+    assert.deepEqual(second.req.query, { limit: '5', coerced: 'yes' });
     second.req.query.limit = 'changed';
-    assert.deepEqual((await send(step, 'GET', '/s1?limit=5')).req.query, { limit: '5', coerced: 1 }, 'each request its own copy');
+    assert.deepEqual((await send(step, 'GET', '/s1?limit=5')).req.query, { limit: '5', coerced: 'yes' }, 'each request its own copy');
   });
 
   test('another URL, a refused URL and a POST are validated every time', async () => {
