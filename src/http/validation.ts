@@ -118,6 +118,9 @@ export function createValidator(contract: Contract, validateResponses: boolean):
 /** GET URLs remembered as valid before the memory starts over (a bound, not a working-set size). */
 const VALID_GETS_KEPT = 5000;
 
+/** A request as the validator leaves it: its metadata of the operation on `req.openapi`. */
+type ValidatedRequest = Request & { openapi?: unknown };
+
 /** What the validator leaves on a request it passed, for the handlers: the same for the same GET. */
 interface Validated {
   openapi: unknown;
@@ -160,13 +163,12 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
     for (const name of headers) key += `\n${String(req.headers[name] ?? '')}`;
     return key;
   };
-  return (req, res, next) => {
+  return (req: ValidatedRequest, res, next) => {
     if (req.method !== 'GET') return validate(req, res, next);
     const key = keyOf(req);
     const known = valid.get(key);
     if (known) {
-      const request = req as Request & { openapi?: unknown };
-      request.openapi = known.openapi;
+      req.openapi = known.openapi;
       req.params = { ...known.params };
       req.query = { ...known.query };
       return next();
@@ -174,7 +176,7 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
     validate(req, res, (err?: unknown) => {
       if (err === undefined || err === null) {
         if (valid.size >= VALID_GETS_KEPT) valid.clear();
-        valid.set(key, { openapi: (req as Request & { openapi?: unknown }).openapi, params: req.params, query: { ...req.query } });
+        valid.set(key, { openapi: req.openapi, params: req.params, query: { ...req.query } });
       }
       next(err);
     });
