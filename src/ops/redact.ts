@@ -3,13 +3,16 @@
  * src/logger.ts, remove the `Authorization` header and key-named fields). Text is read as a person
  * would: percent-encoding (once or more) and `+` decoded, letters in any case. A key is any
  * spelling of its prefix (`_`, `-`, `.`, white space, other separators or none between `sk`, the
- * mode and the secret) and the run of secret characters after it. Any run of id characters (letters,
- * digits, `_`, `-`) as long as a key's secret is one too, prefix or not: no id of the contract is,
- * but for a report's UUID. When anything is found, the decoded text is what gets logged, scrubbed.
+ * mode and the secret) and everything after it to the end of its path segment or query value: a
+ * character put into the secret (`%0A`, `-`, a soft hyphen, a double-encoded escape) does not end it.
+ * Any run of id characters (letters, digits, `_`, `-`) as long as a key's secret is one too, prefix
+ * or not: no id of the contract is, but for a report's UUID. When anything is found, the decoded
+ * text is what gets logged, scrubbed.
  */
 // Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
 const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
-const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[a-z0-9]+`, 'gi');
+/** A segment or value ends at `/`, `?`, `&` or `#`; decoding keeps those that were escaped escaped (decoded). */
+const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[^/?&#]+`, 'gi');
 const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
 /** A key's secret: 32 letters and digits (src/auth/keys.ts); a download token is longer. */
 const SECRET_LENGTH = 32;
@@ -74,10 +77,37 @@ function scrubbedAsIs(text: string): string {
   return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, secretRedacted);
 }
 
+/** An escape that decodes to a segment's or value's end, kept escaped by `decoded`. */
+const DELIMITER_ESCAPES: Record<string, string> = { '/': '%2F', '?': '%3F', '&': '%26', '#': '%23' };
+
+/**
+ * `text` decoded as `decoded` does, but an escape that decodes to `/`, `?`, `&` or `#` stays
+ * escaped: the decoded text has the segments and values of the text as sent, so a key's
+ * redaction ends where its segment ends (a `%2F` in the secret does not split it).
+ */
+function decodedInPlace(text: string): string {
+  let current = text;
+  for (let i = 0; i < MAX_DECODES && /%[0-9A-Fa-f]{2}|\+/.test(current); i++) {
+    const next = current.replace(/\+/g, ' ').replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      let plain: string;
+      try {
+        plain = decodeURIComponent(run);
+      } catch {
+        // Not UTF-8 as a whole (a lone `%C2`): each ASCII escape alone.
+        plain = run.replace(/%[0-7][0-9A-Fa-f]/g, (escape) => decodeURIComponent(escape));
+      }
+      return plain.replace(/[/?&#]/g, (c) => DELIMITER_ESCAPES[c]!);
+    });
+    if (next === current) break;
+    current = next;
+  }
+  return current;
+}
+
 export function scrubSecrets(text: string): string {
   if (!mayHoldKey(text)) return text;
   const raw = scrubbedAsIs(text);
-  const plain = decoded(raw);
+  const plain = decodedInPlace(raw);
   if (plain === raw) return raw;
   const scrubbed = scrubbedAsIs(plain);
   return scrubbed === plain ? raw : scrubbed;

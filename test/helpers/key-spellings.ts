@@ -1,0 +1,13 @@
+/** Spellings of a key that the probes of issue 40 sent, for the redaction tests (unit and end to end). */
+
+/** Issue 40 item 1: each character the probe put into a key, as it was sent in a URL. */
+export const SEPARATORS: Array<[string, string]> = [
+  ['%0A', '%0A'], ['%20', '%20'], ['%09', '%09'], ['%00', '%00'], ['%2F', '%2F'], ['+', '+'], ['-', '-'], ['.', '.'], ['~', '~'], ['%7F', '%7F'],
+  ['a soft hyphen', '%C2%AD'], ['ZWSP', '%E2%80%8B'], ['ZWNJ', '%E2%80%8C'], ['a BOM', '%EF%BB%BF'], ['a double-encoded %256F', '%256F'],
+];
+
+/** The first 5 consecutive characters of `secret` that `shown` holds, if any (a key's public prefix is its first 4). */
+export function holdsPartOf(shown: string, secret: string): string | undefined {
+  for (let i = 0; i + 5 <= secret.length; i++) if (shown.includes(secret.slice(i, i + 5))) return secret.slice(i, i + 5);
+  return undefined;
+}
