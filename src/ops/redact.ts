@@ -187,3 +187,110 @@ export function cachedScrub(scrub: (text: string) => string): (text: string) => 
     return scrubbed;
   };
 }
+
+/** A key's prefix in any spelling (separators or none, any case), and the same spelled backwards. */
+const PREFIX_SPELLED = /sk[^a-z0-9]{0,6}(?:live|test)/gi;
+const PREFIX_REVERSED = /(?:evil|tset)[^a-z0-9]{0,6}ks/gi;
+/** Letters and digits beside a prefix that make it a key: half a secret (fewer leave too much unknown to matter). */
+const PREFIX_BODY = SECRET_LENGTH / 2;
+/** The hex of a secret, and the unpadded base64url of one (32 bytes). */
+const HEX_RUN = 2 * SECRET_LENGTH;
+const BASE64URL_RUN = Math.ceil((SECRET_LENGTH * 4) / 3);
+
+const isAlnum = (c: number): boolean => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
+const isHex = (c: number): boolean => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
+const isBase64url = (c: number): boolean => isAlnum(c) || c === 0x5f /* _ */ || c === 0x2d; /* - */
+
+function alnumCount(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) if (isAlnum(text.charCodeAt(i))) n++;
+  return n;
+}
+
+/** A prefix spelling with half a secret's letters and digits after it (before it, spelled backwards). */
+function prefixWithBody(text: string): boolean {
+  for (const m of text.matchAll(PREFIX_SPELLED)) if (alnumCount(text, m.index + m[0].length, text.length) >= PREFIX_BODY) return true;
+  for (const m of text.matchAll(PREFIX_REVERSED)) if (alnumCount(text, 0, m.index) >= PREFIX_BODY) return true;
+  return false;
+}
+
+/** Runs of `is` characters at least `min` long, as [start, end) pairs. */
+function runs(text: string, is: (c: number) => boolean, min: number): Array<[number, number]> {
+  const found: Array<[number, number]> = [];
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    if (i < text.length && is(text.charCodeAt(i))) {
+      if (start === -1) start = i;
+    } else if (start !== -1) {
+      if (i - start >= min) found.push([start, i]);
+      start = -1;
+    }
+  }
+  return found;
+}
+
+/** A run of a secret's length of letters and digits, but for hex digits only (a UUID without dashes, a trace id). */
+function secretShaped(text: string): boolean {
+  for (const [start, end] of runs(text, isAlnum, SECRET_LENGTH)) {
+    for (let i = start; i < end; i++) if (!isHex(text.charCodeAt(i))) return true;
+  }
+  return false;
+}
+
+const plainlyKey = (text: string): boolean => prefixWithBody(text) || secretShaped(text);
+
+const ANY_PREFIX = /sk[^a-z0-9]{0,6}(?:live|test)|(?:evil|tset)[^a-z0-9]{0,6}ks/i;
+
+/** Per ASCII code: 1 a letter or digit, 2 a hex digit, 4 a base64url character. */
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) CLASS[c] = (isAlnum(c) ? 1 : 0) | (isHex(c) ? 2 : 0) | (isBase64url(c) ? 4 : 0);
+
+/**
+ * One pass without allocation for the ordinary id (a UUID, `req_` and 32 hex digits), which holds
+ * no run long enough to be a secret (but for hex digits), its hex or its base64url, and no `k`
+ * for a prefix: every request with an id of its own passes here.
+ */
+function mayBeKeyShaped(text: string): boolean {
+  let alnum = 0;
+  let lastNonHex = -1;
+  let hex = 0;
+  let base64url = 0;
+  let k = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const kind = c < 128 ? CLASS[c]! : 0;
+    if (kind & 1) {
+      alnum++;
+      if (!(kind & 2)) lastNonHex = i;
+      if (alnum >= SECRET_LENGTH && lastNonHex > i - alnum) return true;
+    } else alnum = 0;
+    if (kind & 2) {
+      if (++hex >= HEX_RUN) return true;
+    } else hex = 0;
+    if (kind & 4) {
+      if (++base64url >= BASE64URL_RUN) return true;
+    } else base64url = 0;
+    if ((c | 0x20) === 0x6b /* k */) k = true;
+  }
+  return k && ANY_PREFIX.test(text);
+}
+
+/**
+ * Whether a value a client chose (a request id) holds a key in some spelling (issue 40 item 2):
+ * as it is or backwards, a prefix spelling (`sk`, `live` or `test`, any case, up to 6 separators
+ * or none between) with 16 or more letters and digits after it, or a run of 32 or more letters and
+ * digits that are not all hex digits (a secret without its prefix); the same in what a run of 64 or
+ * more hex digits or of 43 or more base64url characters decodes to (the hex or the unpadded
+ * base64url of a key or a secret). A UUID, a W3C trace id, `req_` and 32 hex digits are kept.
+ */
+export function holdsKey(text: string): boolean {
+  if (!mayBeKeyShaped(text)) return false;
+  if (plainlyKey(text)) return true;
+  for (const [start, end] of runs(text, isHex, HEX_RUN)) {
+    for (const shift of [0, 1]) if (plainlyKey(Buffer.from(text.slice(start + shift, end), 'hex').toString('latin1'))) return true;
+  }
+  for (const [start, end] of runs(text, isBase64url, BASE64URL_RUN)) {
+    for (const shift of [0, 1, 2, 3]) if (plainlyKey(Buffer.from(text.slice(start + shift, end), 'base64url').toString('latin1'))) return true;
+  }
+  return false;
+}

@@ -11,3 +11,24 @@ export function holdsPartOf(shown: string, secret: string): string | undefined {
   for (let i = 0; i + 5 <= secret.length; i++) if (shown.includes(secret.slice(i, i + 5))) return secret.slice(i, i + 5);
   return undefined;
 }
+
+/** Issue 40 item 2: the forms of a whole key (`sk_<mode>_<secret>`) the probe sent as a request id. */
+export function keyForms(key: string): Array<[string, string]> {
+  const mode = key.slice(3, 7);
+  const secret = key.slice(8);
+  return [
+    ['as issued', key],
+    ['sk-<mode>-…', `sk-${mode}-${secret}`],
+    ['sk<mode>…', `sk${mode}${secret}`],
+    ['upper case, dots', `SK.${mode.toUpperCase()}.${secret}`],
+    ['without its prefix', secret],
+    ['without its prefix, glued to text', `client-${secret}`],
+    ['hex of the key', Buffer.from(key).toString('hex')],
+    ['hex of the secret', Buffer.from(secret).toString('hex')],
+    ['unpadded base64url of the key', Buffer.from(key).toString('base64url')],
+    ['unpadded base64url of the secret', Buffer.from(secret).toString('base64url')],
+    ['base64url glued to text', `id-${Buffer.from(key).toString('base64url')}`],
+    ['reversed', [...key].reverse().join('')],
+    ['the secret reversed', [...secret].reverse().join('')],
+  ];
+}
