@@ -237,49 +237,83 @@ function secretShaped(text: string): boolean {
   return false;
 }
 
-const plainlyKey = (text: string): boolean => prefixWithBody(text) || secretShaped(text);
+/** The separators of a request id (src/http/request-id.ts), which a secret may be split by. */
+const isIdSeparator = (c: number): boolean => c === 0x2e /* . */ || c === 0x5f /* _ */ || c === 0x3a /* : */ || c === 0x2d; /* - */
+
+/**
+ * A secret split by separators (`pPmD-oZmx…`): a run of letters, digits and separators with a
+ * secret's length of letters and digits, not all hex, upper- and lower-case letters among them (a
+ * random secret has both but for odds of 1 in 10^7; hex ids, `req_` ids and kebab-case names have one case).
+ */
+function separatedSecret(text: string): boolean {
+  let alnum = 0;
+  let upper = false;
+  let lower = false;
+  let nonHex = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : -1;
+    if (c !== -1 && isAlnum(c)) {
+      alnum++;
+      if (c >= 0x41 && c <= 0x5a) upper = true;
+      else if (c >= 0x61 && c <= 0x7a) lower = true;
+      if (!isHex(c)) nonHex = true;
+    } else if (c === -1 || !isIdSeparator(c)) {
+      if (alnum >= SECRET_LENGTH && upper && lower && nonHex) return true;
+      alnum = 0;
+      upper = lower = nonHex = false;
+    }
+  }
+  return false;
+}
+
+const plainlyKey = (text: string): boolean => prefixWithBody(text) || secretShaped(text) || separatedSecret(text);
 
 const ANY_PREFIX = /sk[^a-z0-9]{0,6}(?:live|test)|(?:evil|tset)[^a-z0-9]{0,6}ks/i;
 
-/** Per ASCII code: 1 a letter or digit, 2 a hex digit, 4 a base64url character. */
+/** Per ASCII code: 1 a letter or digit, 2 a hex digit, 4 a base64url character, 8 upper case, 16 lower case, 32 a `k`. */
 const CLASS = new Uint8Array(128);
-for (let c = 0; c < 128; c++) CLASS[c] = (isAlnum(c) ? 1 : 0) | (isHex(c) ? 2 : 0) | (isBase64url(c) ? 4 : 0);
+for (let c = 0; c < 128; c++) {
+  const letter = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
+  CLASS[c] = (isAlnum(c) ? 1 : 0) | (isHex(c) ? 2 : 0) | (isBase64url(c) ? 4 : 0) | (letter && c < 0x61 ? 8 : 0) | (letter && c >= 0x61 ? 16 : 0) | ((c | 0x20) === 0x6b ? 32 : 0);
+}
 
 /**
  * One pass without allocation for the ordinary id (a UUID, `req_` and 32 hex digits), which holds
- * no run long enough to be a secret (but for hex digits), its hex or its base64url, and no `k`
- * for a prefix: every request with an id of its own passes here.
+ * no run long enough to be a secret (but for hex digits), its hex or its base64url, not a secret's
+ * length of letters and digits in both cases, and no `k` for a prefix: every request with an id of
+ * its own passes here.
  */
 function mayBeKeyShaped(text: string): boolean {
+  let seen = 0;
+  let total = 0;
   let alnum = 0;
   let lastNonHex = -1;
-  let hex = 0;
   let base64url = 0;
-  let k = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const kind = c < 128 ? CLASS[c]! : 0;
+    seen |= kind;
     if (kind & 1) {
+      total++;
       alnum++;
       if (!(kind & 2)) lastNonHex = i;
-      if (alnum >= SECRET_LENGTH && lastNonHex > i - alnum) return true;
+      // A secret's length with a letter past f in it, or a secret's hex.
+      if (alnum >= SECRET_LENGTH && (lastNonHex > i - alnum || alnum >= HEX_RUN)) return true;
     } else alnum = 0;
-    if (kind & 2) {
-      if (++hex >= HEX_RUN) return true;
-    } else hex = 0;
     if (kind & 4) {
       if (++base64url >= BASE64URL_RUN) return true;
     } else base64url = 0;
-    if ((c | 0x20) === 0x6b /* k */) k = true;
   }
-  return k && ANY_PREFIX.test(text);
+  return (total >= SECRET_LENGTH && (seen & 24) === 24) || ((seen & 32) !== 0 && ANY_PREFIX.test(text));
 }
 
 /**
  * Whether a value a client chose (a request id) holds a key in some spelling (issue 40 item 2):
  * as it is or backwards, a prefix spelling (`sk`, `live` or `test`, any case, up to 6 separators
- * or none between) with 16 or more letters and digits after it, or a run of 32 or more letters and
- * digits that are not all hex digits (a secret without its prefix); the same in what a run of 64 or
+ * or none between) with 16 or more letters and digits after it, a run of 32 or more letters and
+ * digits that are not all hex digits (a secret without its prefix), or 32 or more letters and digits
+ * split only by `.`, `_`, `:` or `-`, not all hex, upper- and lower-case letters among them (a secret with
+ * separators put into it); the same in what a run of 64 or
  * more hex digits or of 43 or more base64url characters decodes to (the hex or the unpadded
  * base64url of a key or a secret). A UUID, a W3C trace id, `req_` and 32 hex digits are kept.
  */

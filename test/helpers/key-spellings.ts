@@ -23,6 +23,8 @@ export function keyForms(key: string): Array<[string, string]> {
     ['upper case, dots', `SK.${mode.toUpperCase()}.${secret}`],
     ['without its prefix', secret],
     ['without its prefix, glued to text', `client-${secret}`],
+    ['without its prefix, a - after its public 4', `${secret.slice(0, 4)}-${secret.slice(4)}`],
+    ['without its prefix, split by . and :', `${secret.slice(0, 10)}.${secret.slice(10, 20)}:${secret.slice(20)}`],
     ['hex of the key', Buffer.from(key).toString('hex')],
     ['hex of the secret', Buffer.from(secret).toString('hex')],
     ['unpadded base64url of the key', Buffer.from(key).toString('base64url')],

@@ -42,6 +42,8 @@ describe('ordinary request ids are kept', () => {
     ['words that hold sk…test', () => 'disk-test-7'],
     ['a key\'s public prefix only', () => 'sk_live_pPmD'],
     ['31 letters and digits', () => 'a'.repeat(20) + 'Z'.repeat(11)],
+    ['a long kebab-case id in one case', () => `order-sync-2025-03-02-customer-portal-retry-${randomBytes(3).toString('hex')}`],
+    ['the example of openapi.yaml', () => 'order-sync-2025-03-02-0001'],
   ];
   for (const [what, make] of ordinary) {
     test(`${what}: kept`, () => {
@@ -55,5 +57,12 @@ describe('ordinary request ids are kept', () => {
   test('32 letters and digits, not all hex: replaced (a secret without its prefix)', () => {
     assert.match(requestIdOf('a'.repeat(20) + 'Z'.repeat(12)), OURS);
     assert.equal(requestIdOf('a'.repeat(20) + 'F'.repeat(12)), 'a'.repeat(20) + 'F'.repeat(12));
+  });
+
+  test('32 letters and digits split by separators, in both cases: replaced (a secret split up); in one case: kept', () => {
+    assert.match(requestIdOf('orderSync-2025-03-02-customerPortal-7'), OURS);
+    assert.equal(requestIdOf('AbCdEf01-2345-6789-aBcD-eF0123456789'), 'AbCdEf01-2345-6789-aBcD-eF0123456789', 'hex digits in both cases');
+    assert.equal(requestIdOf('ordersync-2025-03-02-customerportal-7'), 'ordersync-2025-03-02-customerportal-7');
+    assert.equal(requestIdOf('OrderSync-2025-03-02-Portal'), 'OrderSync-2025-03-02-Portal', '26 letters and digits');
   });
 });
