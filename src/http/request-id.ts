@@ -6,7 +6,6 @@ import { knownHeader, setKnownHeader } from './known-headers.ts';
 /** A client's own id is kept only if it is short and plain, so it is safe in headers and logs. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-
 /** `req_` and 32 hex digits: a random UUID without its dashes (sliced: a regex replace cost more). */
 function newRequestId(): string {
   const u = randomUUID();

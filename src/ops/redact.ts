@@ -11,7 +11,7 @@
  */
 // Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
 const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
-/** A segment or value ends at `/`, `?`, `&` or `#`; decoding keeps those that were escaped escaped (decoded). */
+/** After the prefix, everything to the end of its segment or value: `/`, `?`, `&` or `#` (decodedInPlace keeps escaped ones escaped). */
 const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[^/?&#]+`, 'gi');
 const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
 /** A key's secret: 32 letters and digits (src/auth/keys.ts); a download token is longer. */
@@ -77,7 +77,7 @@ function scrubbedAsIs(text: string): string {
   return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, secretRedacted);
 }
 
-/** An escape that decodes to a segment's or value's end, kept escaped by `decoded`. */
+/** An escape that decodes to a segment's or value's end, kept escaped by decodedInPlace. */
 const DELIMITER_ESCAPES: Record<string, string> = { '/': '%2F', '?': '%3F', '&': '%26', '#': '%23' };
 
 /**
@@ -308,14 +308,13 @@ function mayBeKeyShaped(text: string): boolean {
 }
 
 /**
- * Whether a value a client chose (a request id) holds a key in some spelling (issue 40 item 2):
- * as it is or backwards, a prefix spelling (`sk`, `live` or `test`, any case, up to 6 separators
- * or none between) with 16 or more letters and digits after it, a run of 32 or more letters and
- * digits that are not all hex digits (a secret without its prefix), or 32 or more letters and digits
- * split only by `.`, `_`, `:` or `-`, not all hex, upper- and lower-case letters among them (a secret with
- * separators put into it); the same in what a run of 64 or
- * more hex digits or of 43 or more base64url characters decodes to (the hex or the unpadded
- * base64url of a key or a secret). A UUID, a W3C trace id, `req_` and 32 hex digits are kept.
+ * Whether a value a client chose (a request id) holds a key in some spelling (issue 40 item 2): as
+ * it is or backwards, a prefix spelling (`sk`, `live` or `test`, any case, up to 6 separators or
+ * none between) with 16 or more letters and digits after it; a run of 32 or more letters and digits
+ * not all hex (a secret without its prefix); 32 or more letters and digits split only by `.`, `_`,
+ * `:` or `-`, not all hex, in both letter cases (a secret split up); or any of these in what a run of
+ * 64 or more hex digits or of 43 or more base64url characters decodes to (the hex or the unpadded
+ * base64url of a key or a secret). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
  */
 export function holdsKey(text: string): boolean {
   if (!mayBeKeyShaped(text)) return false;
