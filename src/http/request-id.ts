@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { holdsKey } from '../ops/redact.ts';
 import { knownHeader, setKnownHeader } from './known-headers.ts';
 
 /** A client's own id is kept only if it is short and plain, so it is safe in headers and logs. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** Something shaped like an API key is never echoed or logged, even as a request id. */
-const LOOKS_LIKE_KEY = /sk_(live|test)_/i;
 
 /** `req_` and 32 hex digits: a random UUID without its dashes (sliced: a regex replace cost more). */
 function newRequestId(): string {
@@ -14,11 +12,13 @@ function newRequestId(): string {
   return `req_${u.slice(0, 8)}${u.slice(9, 13)}${u.slice(14, 18)}${u.slice(19, 23)}${u.slice(24)}`;
 }
 
+/**
+ * The client's id when it is sane and holds no key in any spelling (holdsKey: its hex, base64url,
+ * backwards, without its prefix); else one of ours. Such an id is never echoed, logged or stored.
+ */
 export function requestIdOf(header: string | string[] | undefined): string {
   const given = Array.isArray(header) ? header[0] : header;
-  return given !== undefined && SANE_REQUEST_ID.test(given) && !LOOKS_LIKE_KEY.test(given)
-    ? given
-    : newRequestId();
+  return given !== undefined && SANE_REQUEST_ID.test(given) && !holdsKey(given) ? given : newRequestId();
 }
 
 /** Its value is SANE_REQUEST_ID's characters only. */

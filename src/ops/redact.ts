@@ -3,13 +3,16 @@
  * src/logger.ts, remove the `Authorization` header and key-named fields). Text is read as a person
  * would: percent-encoding (once or more) and `+` decoded, letters in any case. A key is any
  * spelling of its prefix (`_`, `-`, `.`, white space, other separators or none between `sk`, the
- * mode and the secret) and the run of secret characters after it. Any run of id characters (letters,
- * digits, `_`, `-`) as long as a key's secret is one too, prefix or not: no id of the contract is,
- * but for a report's UUID. When anything is found, the decoded text is what gets logged, scrubbed.
+ * mode and the secret) and everything after it to the end of its path segment or query value: a
+ * character put into the secret (`%0A`, `-`, a soft hyphen, a double-encoded escape) does not end it.
+ * Any run of id characters (letters, digits, `_`, `-`) as long as a key's secret is one too, prefix
+ * or not: no id of the contract is, but for a report's UUID. When anything is found, the decoded
+ * text is what gets logged, scrubbed.
  */
 // Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
 const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
-const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[a-z0-9]+`, 'gi');
+/** After the prefix, everything to the end of its segment or value: `/`, `?`, `&` or `#` (decodedInPlace keeps escaped ones escaped). */
+const KEY_LIKE = new RegExp(`sk${SEPARATOR}(live|test)${SEPARATOR}[^/?&#]+`, 'gi');
 const KEY_PREFIX_LIKE = new RegExp(`sk${SEPARATOR}(?:live|test)`, 'i');
 /** A key's secret: 32 letters and digits (src/auth/keys.ts); a download token is longer. */
 const SECRET_LENGTH = 32;
@@ -74,10 +77,37 @@ function scrubbedAsIs(text: string): string {
   return text.replace(KEY_LIKE, keyRedacted).replace(SECRET_LIKE, secretRedacted);
 }
 
+/** An escape that decodes to a segment's or value's end, kept escaped by decodedInPlace. */
+const DELIMITER_ESCAPES: Record<string, string> = { '/': '%2F', '?': '%3F', '&': '%26', '#': '%23' };
+
+/**
+ * `text` decoded as `decoded` does, but an escape that decodes to `/`, `?`, `&` or `#` stays
+ * escaped: the decoded text has the segments and values of the text as sent, so a key's
+ * redaction ends where its segment ends (a `%2F` in the secret does not split it).
+ */
+function decodedInPlace(text: string): string {
+  let current = text;
+  for (let i = 0; i < MAX_DECODES && /%[0-9A-Fa-f]{2}|\+/.test(current); i++) {
+    const next = current.replace(/\+/g, ' ').replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      let plain: string;
+      try {
+        plain = decodeURIComponent(run);
+      } catch {
+        // Not UTF-8 as a whole (a lone `%C2`): each ASCII escape alone.
+        plain = run.replace(/%[0-7][0-9A-Fa-f]/g, (escape) => decodeURIComponent(escape));
+      }
+      return plain.replace(/[/?&#]/g, (c) => DELIMITER_ESCAPES[c]!);
+    });
+    if (next === current) break;
+    current = next;
+  }
+  return current;
+}
+
 export function scrubSecrets(text: string): string {
   if (!mayHoldKey(text)) return text;
   const raw = scrubbedAsIs(text);
-  const plain = decoded(raw);
+  const plain = decodedInPlace(raw);
   if (plain === raw) return raw;
   const scrubbed = scrubbedAsIs(plain);
   return scrubbed === plain ? raw : scrubbed;
@@ -156,4 +186,144 @@ export function cachedScrub(scrub: (text: string) => string): (text: string) => 
     }
     return scrubbed;
   };
+}
+
+/** A key's prefix in any spelling (separators or none, any case), and the same spelled backwards. */
+const PREFIX_SPELLED = /sk[^a-z0-9]{0,6}(?:live|test)/gi;
+const PREFIX_REVERSED = /(?:evil|tset)[^a-z0-9]{0,6}ks/gi;
+/** Letters and digits beside a prefix that make it a key: half a secret (fewer leave too much unknown to matter). */
+const PREFIX_BODY = SECRET_LENGTH / 2;
+/** The hex of a secret, and the unpadded base64url of one (32 bytes). */
+const HEX_RUN = 2 * SECRET_LENGTH;
+const BASE64URL_RUN = Math.ceil((SECRET_LENGTH * 4) / 3);
+
+const isAlnum = (c: number): boolean => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
+const isHex = (c: number): boolean => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
+const isBase64url = (c: number): boolean => isAlnum(c) || c === 0x5f /* _ */ || c === 0x2d; /* - */
+
+function alnumCount(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) if (isAlnum(text.charCodeAt(i))) n++;
+  return n;
+}
+
+/** A prefix spelling with half a secret's letters and digits after it (before it, spelled backwards). */
+function prefixWithBody(text: string): boolean {
+  for (const m of text.matchAll(PREFIX_SPELLED)) if (alnumCount(text, m.index + m[0].length, text.length) >= PREFIX_BODY) return true;
+  for (const m of text.matchAll(PREFIX_REVERSED)) if (alnumCount(text, 0, m.index) >= PREFIX_BODY) return true;
+  return false;
+}
+
+/** Runs of `is` characters at least `min` long, as [start, end) pairs. */
+function runs(text: string, is: (c: number) => boolean, min: number): Array<[number, number]> {
+  const found: Array<[number, number]> = [];
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    if (i < text.length && is(text.charCodeAt(i))) {
+      if (start === -1) start = i;
+    } else if (start !== -1) {
+      if (i - start >= min) found.push([start, i]);
+      start = -1;
+    }
+  }
+  return found;
+}
+
+/** A run of a secret's length of letters and digits, but for hex digits only (a UUID without dashes, a trace id). */
+function secretShaped(text: string): boolean {
+  for (const [start, end] of runs(text, isAlnum, SECRET_LENGTH)) {
+    for (let i = start; i < end; i++) if (!isHex(text.charCodeAt(i))) return true;
+  }
+  return false;
+}
+
+/** The separators of a request id (src/http/request-id.ts), which a secret may be split by. */
+const isIdSeparator = (c: number): boolean => c === 0x2e /* . */ || c === 0x5f /* _ */ || c === 0x3a /* : */ || c === 0x2d; /* - */
+
+/**
+ * A secret split by separators (`pPmD-oZmx…`): a run of letters, digits and separators with a
+ * secret's length of letters and digits, not all hex, upper- and lower-case letters among them (a
+ * random secret has both but for odds of 1 in 10^7; hex ids, `req_` ids and kebab-case names have one case).
+ */
+function separatedSecret(text: string): boolean {
+  let alnum = 0;
+  let upper = false;
+  let lower = false;
+  let nonHex = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : -1;
+    if (c !== -1 && isAlnum(c)) {
+      alnum++;
+      if (c >= 0x41 && c <= 0x5a) upper = true;
+      else if (c >= 0x61 && c <= 0x7a) lower = true;
+      if (!isHex(c)) nonHex = true;
+    } else if (c === -1 || !isIdSeparator(c)) {
+      if (alnum >= SECRET_LENGTH && upper && lower && nonHex) return true;
+      alnum = 0;
+      upper = lower = nonHex = false;
+    }
+  }
+  return false;
+}
+
+const plainlyKey = (text: string): boolean => prefixWithBody(text) || secretShaped(text) || separatedSecret(text);
+
+const ANY_PREFIX = /sk[^a-z0-9]{0,6}(?:live|test)|(?:evil|tset)[^a-z0-9]{0,6}ks/i;
+
+/** Per ASCII code: 1 a letter or digit, 2 a hex digit, 4 a base64url character, 8 upper case, 16 lower case, 32 a `k`. */
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const letter = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
+  CLASS[c] = (isAlnum(c) ? 1 : 0) | (isHex(c) ? 2 : 0) | (isBase64url(c) ? 4 : 0) | (letter && c < 0x61 ? 8 : 0) | (letter && c >= 0x61 ? 16 : 0) | ((c | 0x20) === 0x6b ? 32 : 0);
+}
+
+/**
+ * One pass without allocation for the ordinary id (a UUID, `req_` and 32 hex digits), which holds
+ * no run long enough to be a secret (but for hex digits), its hex or its base64url, not a secret's
+ * length of letters and digits in both cases, and no `k` for a prefix: every request with an id of
+ * its own passes here.
+ */
+function mayBeKeyShaped(text: string): boolean {
+  let seen = 0;
+  let total = 0;
+  let alnum = 0;
+  let lastNonHex = -1;
+  let base64url = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const kind = c < 128 ? CLASS[c]! : 0;
+    seen |= kind;
+    if (kind & 1) {
+      total++;
+      alnum++;
+      if (!(kind & 2)) lastNonHex = i;
+      // A secret's length with a letter past f in it, or a secret's hex.
+      if (alnum >= SECRET_LENGTH && (lastNonHex > i - alnum || alnum >= HEX_RUN)) return true;
+    } else alnum = 0;
+    if (kind & 4) {
+      if (++base64url >= BASE64URL_RUN) return true;
+    } else base64url = 0;
+  }
+  return (total >= SECRET_LENGTH && (seen & 24) === 24) || ((seen & 32) !== 0 && ANY_PREFIX.test(text));
+}
+
+/**
+ * Whether a value a client chose (a request id) holds a key in some spelling (issue 40 item 2): as
+ * it is or backwards, a prefix spelling (`sk`, `live` or `test`, any case, up to 6 separators or
+ * none between) with 16 or more letters and digits after it; a run of 32 or more letters and digits
+ * not all hex (a secret without its prefix); 32 or more letters and digits split only by `.`, `_`,
+ * `:` or `-`, not all hex, in both letter cases (a secret split up); or any of these in what a run of
+ * 64 or more hex digits or of 43 or more base64url characters decodes to (the hex or the unpadded
+ * base64url of a key or a secret). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+ */
+export function holdsKey(text: string): boolean {
+  if (!mayBeKeyShaped(text)) return false;
+  if (plainlyKey(text)) return true;
+  for (const [start, end] of runs(text, isHex, HEX_RUN)) {
+    for (const shift of [0, 1]) if (plainlyKey(Buffer.from(text.slice(start + shift, end), 'hex').toString('latin1'))) return true;
+  }
+  for (const [start, end] of runs(text, isBase64url, BASE64URL_RUN)) {
+    for (const shift of [0, 1, 2, 3]) if (plainlyKey(Buffer.from(text.slice(start + shift, end), 'base64url').toString('latin1'))) return true;
+  }
+  return false;
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/keys.ts';
 import { cachedScrub, scrubPath, scrubSecrets, scrubUrl } from '../../src/ops/redact.ts';
+import { holdsPartOf, SEPARATORS } from '../helpers/key-spellings.ts';
 
 const SECRET = 'AbCdEf0123456789GhIjKlMnOpQrStUv';
 const KEY = `sk_live_${SECRET}`;
@@ -141,6 +142,42 @@ describe('mangled keys in a path (issue 32 row 4)', () => {
     const secret = generateApiKey('test').key.slice(8);
     assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}sk_test_${secret}`), '/x/[redacted]sk_test_[redacted]');
     assert.equal(scrubSecrets(`/x/${'a'.repeat(40)}SK-TEST-${secret}`), '/x/[redacted]sk_test_[redacted]');
+  });
+});
+
+describe('a key broken by a separator (issue 40 item 1)', () => {
+  const secret = 'pPmDoZmxw5ghTdOmMgtq8FHqHg8ScK1f';
+  const positions: Array<[string, number]> = [['right after the prefix', 0], ['after the public 4', 4], ['mid-secret', 16], ['before the last', 31]];
+  for (const [name, separator] of SEPARATORS) {
+    for (const [where, at] of positions) {
+      test(`${name} ${where}: no 5 characters of the secret in a path or a query value`, () => {
+        const spelled = `sk_live_${secret.slice(0, at)}${separator}${secret.slice(at)}`;
+        const path = `/api/v1/services/${spelled}`;
+        for (const shown of [scrubPath(path), scrubUrl(path), scrubUrl(`${path}/password`), scrubUrl(`/api/v1/services?search=${spelled}&limit=1`, new Set(['search', 'limit']))]) {
+          assert.equal(holdsPartOf(shown, secret), undefined, shown);
+          assert.match(shown, /sk_live_\[redacted\]/, shown);
+        }
+        assert.equal(scrubPath(path), '/api/v1/services/sk_live_[redacted]');
+        assert.equal(scrubUrl(`${path}/password`), '/api/v1/services/sk_live_[redacted]/password', 'the next segment is kept');
+        assert.equal(scrubUrl(`/api/v1/services?search=${spelled}&limit=1`, new Set(['search', 'limit'])), '/api/v1/services?search=sk_live_[redacted]&limit=1');
+      });
+    }
+  }
+
+  test("the probe's example", () => {
+    assert.equal(scrubPath('/api/v1/services/sk_live_pPmD%0AoZmxw5ghTdOmMgtq8FHqHg8ScK1f'), '/api/v1/services/sk_live_[redacted]');
+  });
+
+  test('a prefix seen only after decoding, with a %2F in the secret: redacted to the end of the segment as sent', () => {
+    assert.equal(scrubPath(`/api/v1/services/%73k_live_pPmD%2F${secret.slice(4)}/password`), '/api/v1/services/sk_live_[redacted]/password');
+    assert.equal(scrubPath(`/api/v1/services/%2573k%255Flive_pPmD%252F${secret.slice(4)}`), '/api/v1/services/sk_live_[redacted]');
+  });
+
+  test('a separator inside the prefix: the rest is one run of id characters, redacted', () => {
+    for (const spelled of [`s%0Ak_live_${secret}`, `sk_li%0Ave_${secret}`, `sk%E2%80%8B_live_${secret}`]) {
+      const shown = scrubPath(`/api/v1/services/${spelled}`);
+      assert.equal(holdsPartOf(shown, secret), undefined, shown);
+    }
   });
 });
 

@@ -14,6 +14,7 @@ import { createGate, type Gate } from '../../src/auth/gate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
+import { holdsPartOf, keyForms, SEPARATORS } from '../helpers/key-spellings.ts';
 import { downloadLink } from '../helpers/report-factories.ts';
 import { LogCapture, sleep } from './helpers.ts';
 
@@ -129,6 +130,80 @@ describe('a key mangled into a path is in no log line or api_logs row (issue 32 
     for (const secret of secrets) {
       assert.equal(logs.includes(secret.slice(0, 16)), false, 'a secret reached the logs');
       assert.equal(rows.includes(secret.slice(0, 16)), false, 'a secret was stored');
+    }
+  });
+});
+
+describe('a key broken by a separator is in no request-logs path or log line (issue 40 item 1)', () => {
+  test('every separator the probe sent, right after the prefix and mid-secret, in a path and in a query value', async () => {
+    const k = await apiKey(t.prisma, { mode: 'live', scopes: ['admin:full'], rateLimit: 10_000 });
+    const secret = k.key.slice(8);
+    const sent: Array<{ id: string; path: string; query: boolean }> = [];
+    for (const [i, [, separator]] of SEPARATORS.entries()) {
+      for (const at of [0, 16]) {
+        const spelled = `sk_live_${secret.slice(0, at)}${separator}${secret.slice(at)}`;
+        for (const query of [false, true]) {
+          const id = `sep-${i}-${at}-${query ? 'q' : 'p'}`;
+          const path = query ? `/api/v1/services?search=${spelled}&limit=1` : `/api/v1/services/${spelled}`;
+          const res = await request(app).get(path).set({ Authorization: `Bearer ${k.key}`, 'X-Request-Id': id });
+          assert.ok(res.status < 500, `${id}: ${res.status} ${res.text}`);
+          sent.push({ id, path, query });
+        }
+      }
+    }
+    await gate.apiLog.flush();
+    await sleep(50);
+
+    for (const { id, path, query } of sent) {
+      const entry = await request(app).get(`/api/v1/request-logs/${id}`).set('Authorization', `Bearer ${k.key}`);
+      assert.equal(entry.status, 200, `${id}: ${entry.text}`);
+      const stored = entry.body.data.path as string;
+      assert.equal(holdsPartOf(stored, secret), undefined, `${id} (${path}): request-logs path ${stored}`);
+      assert.equal(stored, query ? '/api/v1/services' : '/api/v1/services/sk_live_[redacted]', `${id} (${path})`);
+      const line = lineOf(id)?.req.url ?? '';
+      assert.equal(holdsPartOf(line, secret), undefined, `${id} (${path}): log line ${line}`);
+      assert.match(line, query ? /^\/api\/v1\/services\?search=sk_live_\[redacted\]&limit=1$/ : /^\/api\/v1\/services\/sk_live_\[redacted\]$/, `${id} (${path})`);
+    }
+    assert.equal(holdsPartOf(capture.text(), secret.slice(4)), undefined, 'no 5 characters of the secret past its public 4 in any log line');
+  });
+});
+
+describe('a key-derived X-Request-Id, Idempotency-Key or User-Agent is in no log line or record (issue 40 item 2)', () => {
+  test('every form the probe sent: the request id is replaced; the other two are never logged', async () => {
+    for (const mode of ['live', 'test'] as const) {
+      const k = await apiKey(t.prisma, { mode, scopes: ['admin:full'], rateLimit: 10_000 });
+      const secret = k.key.slice(8);
+      const forms = keyForms(k.key);
+      const ours: string[] = [];
+      for (const [form, sent] of forms) {
+        const res = await request(app).get('/api/v1/auth-check').set({ Authorization: `Bearer ${k.key}`, 'X-Request-Id': sent });
+        assert.equal(res.status, 200, `${form}: ${res.text}`);
+        const given = res.headers['x-request-id'] as string;
+        assert.match(given, /^req_[0-9a-f]{32}$/, `${mode} ${form}: the id sent was kept`);
+        ours.push(given);
+        const post = await request(app)
+          .post('/api/v1/auth-check')
+          .set({ Authorization: `Bearer ${k.key}`, 'Idempotency-Key': sent, 'User-Agent': sent, 'X-Request-Id': `ua-${mode}-${ours.length}` });
+        assert.equal(post.status, 200, `${form}: ${post.text}`);
+      }
+      await gate.apiLog.flush();
+      await sleep(50);
+
+      for (const id of ours) {
+        const entry = await request(app).get(`/api/v1/request-logs/${id}`).set('Authorization', `Bearer ${k.key}`);
+        assert.equal(entry.status, 200, `${id}: ${entry.text}`);
+        assert.equal(entry.body.data.request_id, id);
+        assert.ok(lineOf(id), `a log line for ${id}`);
+      }
+      const logs = capture.text();
+      const rows = await everyStoredRow();
+      assert.equal(holdsPartOf(logs, secret.slice(4)), undefined, 'part of the secret past its public 4 reached a log line');
+      for (const [form, sent] of forms) {
+        assert.equal(logs.includes(sent), false, `${mode} ${form} reached a log line`);
+        assert.equal(rows.includes(sent), false, `${mode} ${form} was stored`);
+      }
+      const stored = await t.prisma.apiLog.findMany({ where: { apiKeyId: k.id }, select: { requestId: true } });
+      for (const { requestId } of stored) assert.match(requestId, /^(req_[0-9a-f]{32}|ua-(live|test)-\d+)$/, requestId);
     }
   });
 });

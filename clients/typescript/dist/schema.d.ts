@@ -4970,7 +4970,7 @@ export interface components {
          */
         TestScenario: string;
         /**
-         * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+         * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
          * @example order-sync-2025-03-02-0001
          */
         ClientRequestId: string;
@@ -5042,7 +5042,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Identifier of this request (the client's own `X-Request-Id` when it sent a well-formed one, else `req_` + 32 hex digits). Present on every response. */
+        /** @description Identifier of this request (the client's own `X-Request-Id` when it sent a well-formed one that could not hold an API key, else `req_` + 32 hex digits; see [Request ids](#tag/Request-ids)). Present on every response. */
         "X-Request-Id": string;
         /** @description Requests the key may make per 60-second window. Present on every response once the key is authenticated and allowed from the caller's IP. */
         "X-RateLimit-Limit": number;
@@ -5086,7 +5086,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5144,7 +5144,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5203,7 +5203,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5317,7 +5317,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5375,7 +5375,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5440,7 +5440,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5510,7 +5510,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5580,7 +5580,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5650,7 +5650,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5756,7 +5756,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5814,7 +5814,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5900,7 +5900,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -5965,7 +5965,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6028,7 +6028,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6102,7 +6102,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6160,7 +6160,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6223,7 +6223,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6288,7 +6288,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6358,7 +6358,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6424,7 +6424,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6490,7 +6490,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6556,7 +6556,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6657,7 +6657,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6715,7 +6715,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6780,7 +6780,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6893,7 +6893,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
@@ -6951,7 +6951,7 @@ export interface operations {
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
-                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error).
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
                  * @example order-sync-2025-03-02-0001
                  */
                 "X-Request-Id"?: components["parameters"]["ClientRequestId"];
