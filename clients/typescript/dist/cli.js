@@ -23,7 +23,7 @@ Options:
   --allow-remote-forward  let --forward-to name another machine (the events leave this one)
   --allow-insecure-api  let the API URL be http: to another machine (the key travels in clear)
   -h, --help            this text`;
-/** Exit codes: 0 stopped by a signal, 1 a refusal (key, URL), 2 a wrong command line. */
+/** Exit codes: 0 stopped by a signal, 1 a refusal (key, URL, a feed that does not advance), 2 a wrong command line. */
 function usageError(message) {
     process.stderr.write(`client-api-v1: ${message}\n\n${USAGE}\n`);
     process.exit(2);
