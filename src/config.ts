@@ -1,4 +1,5 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 
 /** Every setting in the README's "Configuration" table, read once from the environment. */
 export interface Config {
@@ -95,6 +96,18 @@ export function parseTrustProxy(value: string | undefined): boolean | number | s
   if (text === 'true') return true;
   if (/^\d+$/.test(text)) return Number(text);
   return text;
+}
+
+/**
+ * Whether HOST is an unspecified address (`::`, `0.0.0.0`, `[::]`, `0:0:0:0:0:0:0:0`,
+ * `::ffff:0.0.0.0`, …): every interface, and no address a client could be sent to.
+ */
+export function isUnspecifiedHost(host: string): boolean {
+  const bare = host.trim().replace(/^\[(.*)\]$/, '$1');
+  if (!ipaddr.isValid(bare)) return false;
+  const parsed = ipaddr.parse(bare);
+  const address = parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed;
+  return address.toNormalizedString() === (address.kind() === 'ipv4' ? '0.0.0.0' : '0:0:0:0:0:0:0:0');
 }
 
 /** Without query or fragment; unset, this server's own `http(s)://HOST:PORT`. */

@@ -10,6 +10,7 @@ import type { Jobs } from './background.ts';
 import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
 import type { ReadChunk } from './reports/index.ts';
+import type { ResolveAll } from './webhooks/destination.ts';
 
 /**
  * What the HTTP app is built from. Everything with a lifetime (database, Redis, queues) is made
@@ -36,6 +37,8 @@ export interface AppDeps {
   credentials: () => Promise<Credentials>;
   /** The plan catalogue (reference data), read on first use. */
   catalogue: () => Promise<Catalogue>;
+  /** DNS for the registration check of webhook URLs (default dns.lookup, bounded); tests answer names of their own. */
+  resolveHost?: ResolveAll;
 }
 
 /** The parts of AppDeps that are loaded once on first use: the same for every process that serves the API. */

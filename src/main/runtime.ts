@@ -14,7 +14,7 @@ import path from 'node:path';
 import express, { type Express } from 'express';
 import { createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { isUnspecifiedHost, loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
 import { checkCredentialsKey, loadCredentialsKey } from '../db/credentials.ts';
 import { startDatabaseProcess } from '../db/process.ts';
@@ -158,9 +158,14 @@ async function startJobs(
 /**
  * The settings a process running apart cannot default, each refused by name: defaulted, each
  * would make it half-work (a Redis of its own, a key of its own under its DATA_DIR, download
- * links to its own HOST:PORT where no API listens).
+ * links to its own HOST:PORT where no API listens). Any process that writes links on an
+ * unspecified HOST (`::`, `0.0.0.0`) needs PUBLIC_BASE_URL too (issue 40 item 7).
  */
 function requireSharedSettings(role: Role, config: Config, env: NodeJS.ProcessEnv): void {
+  // A link to http://[::]:3000 reaches no one: a process that writes links needs the real address.
+  if (role !== 'api' && !env.PUBLIC_BASE_URL?.trim() && isUnspecifiedHost(config.host)) {
+    throw new Error(`HOST=${config.host} listens on every address, none a client can be sent to, so the report download links need PUBLIC_BASE_URL: the address people reach the API at (e.g. https://api.example.com)`);
+  }
   if (role === 'all') return;
   if (!config.redisUrl) {
     throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);

@@ -19,7 +19,7 @@ export interface DestinationPolicy {
   allowPrivate: boolean;
 }
 
-export type RefusalReason = 'not-a-url' | 'scheme' | 'credentials' | 'no-host' | 'authority' | 'port' | 'address' | 'unresolvable';
+export type RefusalReason = 'not-a-url' | 'scheme' | 'credentials' | 'no-host' | 'authority' | 'port' | 'host-name' | 'address' | 'unresolvable';
 
 /** A webhook URL or address this server will not send to; `reason` says which rule refused it. */
 export class DestinationRefusedError extends Error {
@@ -60,8 +60,14 @@ const CLOUD_METADATA = [
 
 /** NAT64's well-known prefix (RFC 6052): 64:ff9b::a.b.c.d is a.b.c.d reached through a NAT64 gateway. */
 const NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+/** NAT64's local-use prefix (RFC 8215), read as its usual /96 deployment: the last 32 bits. */
+const NAT64_LOCAL = ipaddr.parseCIDR('64:ff9b:1::/48');
 /** IPv4-compatible IPv6 (RFC 4291 2.5.5.1, deprecated): ::a.b.c.d, never a public destination. */
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+/** 6to4 (RFC 3056): 2002:AABB:CCDD::/48 is the site behind the IPv4 address AA.BB.CC.DD. */
+const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16');
+/** Teredo (RFC 4380): 2001:0:SSSS:SSSS:…:CCCC:CCCC, the server's IPv4 and the client's (inverted). */
+const TEREDO = ipaddr.parseCIDR('2001::/32');
 
 /** ipaddr.js's range names, in the words of a refusal. */
 const RANGE_WORDS: Record<string, string> = {
@@ -90,6 +96,28 @@ function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   return undefined;
 }
 
+const ipv4At = (bytes: number[], at: number, invert = 0): ipaddr.IPv4 =>
+  new ipaddr.IPv4(bytes.slice(at, at + 4).map((byte) => byte ^ invert));
+
+/**
+ * Every IPv4 address an IPv6 address spells, whether a connection reaches it directly or through a
+ * relay: carriedIPv4's, IPv4-compatible (::a.b.c.d), 6to4 (2002:a.b.c.d::) and both of Teredo's.
+ * The cloud metadata addresses are refused in any of these spellings.
+ */
+function embeddedIPv4s(address: ipaddr.IPv6): ipaddr.IPv4[] {
+  const bytes = address.toByteArray();
+  const carried = carriedIPv4(address);
+  if (carried) return [carried];
+  if (address.match(NAT64_LOCAL)) return [ipv4At(bytes, 12)];
+  if (address.match(IPV4_COMPATIBLE)) return [ipv4At(bytes, 12)];
+  if (address.match(SIX_TO_FOUR)) return [ipv4At(bytes, 2)];
+  if (address.match(TEREDO)) return [ipv4At(bytes, 4), ipv4At(bytes, 12, 0xff)];
+  return [];
+}
+
+const isCloudMetadata = (address: Address): boolean =>
+  CLOUD_METADATA.some((metadata) => metadata.kind() === address.kind() && metadata.toString() === address.toString());
+
 /** What kind of non-public address this is, or undefined for a public unicast address. */
 function nonPublicKind(address: Address): string | undefined {
   const range = address.range();
@@ -112,9 +140,8 @@ function refusalOf(ip: string, policy: DestinationPolicy): string | undefined {
     return 'not an IP address';
   }
   const address = (parsed.kind() === 'ipv6' && carriedIPv4(parsed as ipaddr.IPv6)) || parsed;
-  if (CLOUD_METADATA.some((metadata) => metadata.kind() === address.kind() && metadata.toString() === address.toString())) {
-    return 'a cloud metadata address';
-  }
+  const spelled = parsed.kind() === 'ipv6' ? embeddedIPv4s(parsed as ipaddr.IPv6) : [];
+  if ([parsed, ...spelled].some(isCloudMetadata)) return 'a cloud metadata address';
   if (policy.allowPrivate) return undefined;
   const kind = nonPublicKind(address);
   // Refused only because the setting is off: say how to get past it.
@@ -147,9 +174,25 @@ function writtenAuthority(text: string): string | undefined {
 }
 
 /**
+ * The rules on a host name (not an IP literal) that need no DNS: no trailing dot (`hooks.example.`
+ * is looked up apart from `hooks.example`, and `localhost.` or `vm.` may reach this machine by a
+ * path the name check does not see), and, unless allowPrivate, not `localhost` nor a name under
+ * `.localhost` (RFC 6761: this machine, whatever a resolver says).
+ */
+function assertHostName(host: string, policy: DestinationPolicy): void {
+  if (host.endsWith('.')) {
+    throw new DestinationRefusedError('host-name', `the webhook URL's host ${host} must not end with a dot: write ${host.replace(/\.+$/, '') || 'the name'} without it`);
+  }
+  if (!policy.allowPrivate && (host === 'localhost' || host.endsWith('.localhost'))) {
+    throw new DestinationRefusedError('host-name', `the webhook URL's host ${host} is this machine (localhost); ${LOCAL_WAY_OUT}`);
+  }
+}
+
+/**
  * Checks a webhook URL against the rules that need no DNS and returns it parsed: `https:` (with
  * allowPrivate also `http:`), an authority written out with a host, no user name or password, no
- * backslash, no port 0, and an IP-literal host must be a public address (assertPublicAddress).
+ * backslash, no port 0, an IP-literal host must be a public address (assertPublicAddress), a name
+ * must pass assertHostName.
  * Throws DestinationRefusedError otherwise.
  */
 export function checkEndpointUrl(text: string, policy: DestinationPolicy): URL {
@@ -173,6 +216,7 @@ export function checkEndpointUrl(text: string, policy: DestinationPolicy): URL {
   if (host === '' || !authority) throw new DestinationRefusedError('no-host', 'the webhook URL has no host: it must start with https://host');
   if (url.port === '0') throw new DestinationRefusedError('port', 'the webhook URL must not use port 0');
   if (isIP(host) !== 0) assertPublicAddress(host, policy);
+  else assertHostName(host, policy);
   return url;
 }
 
@@ -218,8 +262,8 @@ export function checkedLookup(policy: DestinationPolicy, resolve: ResolveAll = d
 
 /**
  * The registration-time check: checkEndpointUrl, then the host resolved now, refused when any of
- * its addresses is (`reason: 'address'`) or when it does not resolve (`reason: 'unresolvable'`,
- * which a caller may choose to accept). Deliveries check again at each connection.
+ * its addresses is (`reason: 'address'`) or when it does not resolve (`reason: 'unresolvable'`).
+ * Deliveries check again at each connection.
  */
 export async function resolveAndCheck(text: string, policy: DestinationPolicy, resolve: ResolveAll = dns.lookup): Promise<URL> {
   const url = checkEndpointUrl(text, policy);
@@ -227,7 +271,7 @@ export async function resolveAndCheck(text: string, policy: DestinationPolicy, r
   if (isIP(host) !== 0) return url;
   const addresses = await new Promise<dns.LookupAddress[]>((done, fail) => {
     resolve(host, { all: true }, (error, found) => {
-      if (error) fail(new DestinationRefusedError('unresolvable', `the webhook URL's host ${host} does not resolve (${error.code ?? error.message})`));
+      if (error) fail(new DestinationRefusedError('unresolvable', `the webhook URL's host ${host} does not resolve (${error.code ?? error.message}); register it once its name resolves to a public address`));
       else done(found);
     });
   });

@@ -16,6 +16,7 @@ import { checkEventTypes, checkSince, checkUrl, webhookEndpoints, type EndpointD
 
 /** What the webhook endpoint operations are built from. */
 type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
+  resolveHost?: EndpointDeps['resolve'];
   config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookEndpointsPerBroker'>;
   contract: Contract;
 };
@@ -38,7 +39,7 @@ function descriptionParam(value: string | null | undefined): string | null | und
 
 export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = (router, deps) => {
   const useCases = webhookEndpointUseCases(deps);
-  const destinations = { destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls } };
+  const destinations = { destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls }, ...(deps.resolveHost && { resolve: deps.resolveHost }) };
   const { contract } = deps;
 
   // POST /api/v1/webhook-endpoints

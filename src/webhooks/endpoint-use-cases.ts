@@ -12,7 +12,7 @@ import type { Caller } from '../shared/caller.ts';
 import { isoInstant } from '../shared/dates.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { pageOf, type Page } from '../shared/page.ts';
-import { checkEndpointUrl, DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
+import { DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -137,16 +137,13 @@ function boundedLookup(ms: number): ResolveAll {
 /**
  * The URL as parsed (host lower-cased, default port dropped, …: what deliveries reach), if the
  * policy lets webhooks go there (src/webhooks/destination.ts); `400 invalid_parameter` naming `url`
- * otherwise. A host that does not resolve yet (or not within REGISTRATION_LOOKUP_MS) is accepted:
- * every delivery checks its addresses again when it connects.
+ * otherwise. A host name must resolve now (within REGISTRATION_LOOKUP_MS), every address of it
+ * allowed: one that does not could be made to resolve anywhere later, and every delivery to it
+ * would fail. Every delivery checks the addresses again when it connects.
  */
 export async function checkUrl(url: string, deps: Pick<EndpointDeps, 'destinations' | 'resolve'>): Promise<string> {
   try {
-    const parsed = checkEndpointUrl(url, deps.destinations);
-    await resolveAndCheck(parsed.href, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS)).catch((err: unknown) => {
-      if (!(err instanceof DestinationRefusedError && err.reason === 'unresolvable')) throw err;
-    });
-    return parsed.href;
+    return (await resolveAndCheck(url, deps.destinations, deps.resolve ?? boundedLookup(REGISTRATION_LOOKUP_MS))).href;
   } catch (err) {
     if (err instanceof DestinationRefusedError) throw new InvalidValueError('url', 'body', 'destination', err.message);
     throw err;

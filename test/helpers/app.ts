@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { createServiceReadCache } from '../../src/services/read-cache.ts';
 import { createTestDatabase } from './db.ts';
 import { openChunkReader } from '../../src/reports/workbook/store.ts';
 import type { Database } from '../../src/db/client.ts';
+import type { ResolveAll } from '../../src/webhooks/destination.ts';
 
 export interface TestApp {
   app: Express;
@@ -31,7 +33,19 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * The registration check's DNS in tests (there is none beyond this machine): a name under `.example`
+ * (RFC 2606, never delegated) resolves to a public documentation-era address, any other name as
+ * this machine resolves it (localhost, /etc/hosts) or not at all.
+ */
+export const exampleNames: ResolveAll = (hostname, options, callback) => {
+  if (/\.example$/i.test(hostname)) return callback(null, [{ address: '93.184.216.34', family: 4 }]);
+  dns.lookup(hostname, options, callback);
+};
+
 export interface TestAppOptions {
+  /** DNS of webhook URL registration (default exampleNames). */
+  resolveHost?: ResolveAll;
   /** Run the job workers in this process (default true). */
   workers?: boolean;
   /** Passed to createApp (e.g. a module of the test's own). */
@@ -93,7 +107,10 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     gates.push(gate);
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());
-    const deps: AppDeps = { config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, flushApiLog: gate.apiLog.flush, jobs, serviceReads, ...loadedOnce(config, db.prisma) };
+    const deps: AppDeps = {
+      config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, flushApiLog: gate.apiLog.flush, jobs, serviceReads,
+      resolveHost: options.resolveHost ?? exampleNames, ...loadedOnce(config, db.prisma),
+    };
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();

@@ -205,7 +205,7 @@ describe('deliver() against a real receiver', () => {
 describe('deliver() failures without an answer', () => {
   const port = (): string => new URL(base).port;
   const rows: Array<[name: string, url: () => string, change: Partial<DeliveryAttempt>, error: RegExp]> = [
-    ['localhost without allowPrivate: refused at connection', () => `https://localhost:${port()}/ok`, { allowPrivate: false }, /^localhost resolves to (127\.0\.0\.1|::1), which is loopback; to receive webhooks on your own machine run npx client-api-v1 listen /],
+    ['localhost without allowPrivate: refused by name', () => `https://localhost:${port()}/ok`, { allowPrivate: false }, /^the webhook URL's host localhost is this machine \(localhost\); to receive webhooks on your own machine run npx client-api-v1 listen /],
     ['an IP-literal loopback host without allowPrivate', () => `https://127.0.0.1:${port()}/ok`, { allowPrivate: false }, /^address 127\.0\.0\.1 is loopback; to receive webhooks on your own machine run npx client-api-v1 listen /],
     ['http without allowPrivate', () => `http://hooks.example.com/`, { allowPrivate: false }, /^the webhook URL must use https:, not http:; to receive webhooks on your own machine run npx client-api-v1 listen /],
     ['the metadata address with allowPrivate', () => 'http://169.254.169.254/latest/meta-data/', {}, /^address 169\.254\.169\.254 is a cloud metadata address$/],

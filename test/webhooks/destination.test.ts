@@ -20,7 +20,6 @@ const LOOSE = { allowPrivate: true };
 /** A refusal that WEBHOOK_ALLOW_PRIVATE_URLS would lift names the way out; the others do not. */
 const WAY_OUT = `; ${LOCAL_WAY_OUT}`;
 const withWayOut = (refusal: string) => (['a cloud metadata address', 'not an IP address'].includes(refusal) ? refusal : refusal + WAY_OUT);
-const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The refusal reason a call throws, or 'ok'. */
 function outcome(call: () => unknown): RefusalReason | 'ok' {
@@ -70,6 +69,14 @@ describe('webhook URL policy (checkEndpointUrl)', () => {
     ['https://0x7f.1/', false, 'address'],
     ['https://2130706433/', false, 'address'],
     ['https://0/', false, 'address'],
+    // Names that are this machine whatever DNS says, and trailing-dot spellings (issue 40 item 5).
+    ['https://localhost/', false, 'host-name'],
+    ['https://LOCALHOST.:19443/', false, 'host-name'],
+    ['https://localhost.:19443/', true, 'host-name'],
+    ['https://hooks.example.com./', false, 'host-name'],
+    ['https://x.localhost/', false, 'host-name'],
+    ['https://x.localhost/', true, 'ok'],
+    ['https://localhost.example.com/', false, 'ok'],
     ['https://169.254.169.254/latest/meta-data/', true, 'address'],
     ['https://[fd00:ec2::254]/', true, 'address'],
     ['https://[::ffff:169.254.169.254]/', true, 'address'],
@@ -166,6 +173,16 @@ describe('address policy (assertPublicAddress)', () => {
     ['::ffff:169.254.169.254', true, 'a cloud metadata address'],
     ['::ffff:a9fe:a9fe', true, 'a cloud metadata address'],
     ['64:ff9b::169.254.169.254', true, 'a cloud metadata address'],
+    // Every IPv6 spelling of the metadata address (issue 40 item 5): IPv4-compatible, 6to4, NAT64
+    // local-use, Teredo (server, and client inverted).
+    ['::a9fe:a9fe', true, 'a cloud metadata address'],
+    ['2002:a9fe:a9fe::', true, 'a cloud metadata address'],
+    ['2002:a9fe:a9fe:1::5', true, 'a cloud metadata address'],
+    ['64:ff9b:1::a9fe:a9fe', true, 'a cloud metadata address'],
+    ['2001:0:a9fe:a9fe::1', true, 'a cloud metadata address'],
+    ['2001:0:4136:e378:8000:63bf:5601:5601', true, 'a cloud metadata address'],
+    ['2002:808:808::1', true, null],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', true, null],
     ['169.254.170.2', true, 'a cloud metadata address'],
     ['100.100.100.200', true, 'a cloud metadata address'],
   ];
@@ -279,16 +296,23 @@ describe('the registration-time check (resolveAndCheck)', () => {
     });
   });
 
-  test('localhost, really resolved, is refused without allowPrivate and allowed with it', async () => {
-    await assert.rejects(resolveAndCheck('https://localhost/a', STRICT), { reason: 'address', message: new RegExp(`^localhost resolves to (127\\.0\\.0\\.1|::1), which is loopback${escaped(WAY_OUT)}$`) });
+  test('localhost is refused by name without allowPrivate, and really resolved with it', async () => {
+    await assert.rejects(resolveAndCheck('https://localhost/a', STRICT), { reason: 'host-name', message: `the webhook URL's host localhost is this machine (localhost)${WAY_OUT}` });
     assert.equal((await resolveAndCheck('http://localhost:8080/a', LOOSE)).port, '8080');
+  });
+
+  test('a name that resolves to loopback is refused without allowPrivate', async () => {
+    await assert.rejects(resolveAndCheck('https://hooks.example.com/a', STRICT, answering('127.0.0.1')), {
+      reason: 'address',
+      message: `hooks.example.com resolves to 127.0.0.1, which is loopback${WAY_OUT}`,
+    });
   });
 
   test('a host that does not resolve is refused as unresolvable', async () => {
     const failing: ResolveAll = (_host, _options, callback) => callback(Object.assign(new Error('getaddrinfo ENOTFOUND nx.example'), { code: 'ENOTFOUND' }), []);
     await assert.rejects(resolveAndCheck('https://nx.example/', STRICT, failing), {
       reason: 'unresolvable',
-      message: "the webhook URL's host nx.example does not resolve (ENOTFOUND)",
+      message: "the webhook URL's host nx.example does not resolve (ENOTFOUND); register it once its name resolves to a public address",
     });
   });
 

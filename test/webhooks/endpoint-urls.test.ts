@@ -3,7 +3,7 @@
  * may be registered; the cloud metadata address never may.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
@@ -72,8 +72,8 @@ for (const mode of ['live', 'sandbox'] as const) {
 }
 
 // Registration's check through a resolver of the test's own (src/webhooks/endpoint-use-cases.ts,
-// checkUrl): a host is judged by every address it resolves to; one that does not resolve is taken,
-// since every delivery checks again when it connects.
+// checkUrl): a host is judged by every address it resolves to; one that does not resolve is refused
+// (issue 40 item 5).
 const resolving = (addresses: string[] | Error): ResolveAll => (_host, _options, callback) =>
   addresses instanceof Error ? callback(Object.assign(addresses, { code: 'ENOTFOUND' }), []) : callback(null, addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
 
@@ -82,7 +82,8 @@ const hostRows: Array<[why: string, addresses: string[] | Error, allowed: boolea
   ['resolves to a private address', ['10.0.0.7'], false],
   ['resolves to a public and a loopback address', ['93.184.216.34', '127.0.0.1'], false],
   ['resolves to the metadata address', ['169.254.169.254'], false],
-  ['does not resolve (yet)', new Error('no such host'), true],
+  ['does not resolve', new Error('no such host'), false],
+  ['resolves (by the test\'s resolver) to 127.0.0.1', ['127.0.0.1'], false],
 ];
 for (const [why, addresses, allowed] of hostRows) {
   test(`without the setting, a host that ${why}: ${allowed ? 'taken' : 'refused, naming url'}`, async () => {
@@ -91,3 +92,59 @@ for (const [why, addresses, allowed] of hostRows) {
     else await assert.rejects(checking, (err: unknown) => err instanceof InvalidValueError && err.field === 'url' && err.rule === 'destination');
   });
 }
+
+// Issue 40 item 5: spellings that reached this machine or the metadata service, each refused on
+// create and on update with 400 invalid_parameter naming url. Names resolve as on this machine
+// (localhost and vm from /etc/hosts; no DNS beyond it, so nip.io and .invalid do not resolve).
+const spellings: Array<[url: string, allowPrivate: boolean, says: RegExp]> = [
+  ['https://LOCALHOST.:19443/', false, /host localhost\. must not end with a dot/],
+  ['https://VM.:19443/', false, /host vm\. must not end with a dot/],
+  ['https://localhost/', false, /host localhost is this machine \(localhost\)/],
+  ['https://x.localhost/', false, /host x\.localhost is this machine \(localhost\)/],
+  ['https://vm/', false, /vm resolves to 127\.0\.0\.1, which is loopback/],
+  ['https://127.0.0.1.nip.io/', false, /host 127\.0\.0\.1\.nip\.io does not resolve/],
+  ['https://nonexistent.invalid/', false, /host nonexistent\.invalid does not resolve/],
+  ['http://localhost.:8080/', true, /must not end with a dot/],
+  ['https://nonexistent.invalid/', true, /does not resolve/],
+  ['https://[2002:a9fe:a9fe::]/', true, /address 2002:a9fe:a9fe:: is a cloud metadata address/],
+  ['https://[::a9fe:a9fe]/', true, /address ::a9fe:a9fe is a cloud metadata address/],
+  ['https://[::169.254.169.254]/', true, /a cloud metadata address/],
+  ['https://[64:ff9b::a9fe:a9fe]/', true, /a cloud metadata address/],
+  ['https://[64:ff9b:1::a9fe:a9fe]/', true, /a cloud metadata address/],
+  ['https://[2001:0:4136:e378:8000:63bf:5601:5601]/', true, /a cloud metadata address/],
+  ['https://[2001:0:a9fe:a9fe::1]/', true, /a cloud metadata address/],
+];
+describe('issue 40 item 5: names and spellings refused on create and update', () => {
+  let strict: TestApp;
+  let strictKey: string;
+  let looseKey: string;
+  before(async () => {
+    strict = await createTestApp({ webhookAllowPrivateUrls: false }, { workers: false });
+    strictKey = (await apiKey(strict.prisma)).key;
+    looseKey = (await apiKey(t.prisma)).key;
+  });
+  after(async () => {
+    await strict?.close();
+  });
+  for (const [url, allowPrivate, says] of spellings) {
+    test(`${allowPrivate ? 'with' : 'without'} private URLs allowed, ${url} → 400 invalid_parameter naming url`, async () => {
+      const [app, as, good] = allowPrivate ? [t.app, looseKey, 'http://127.0.0.1:8080/ok'] : [strict.app, strictKey, 'https://93.184.216.34/ok'];
+      const made = await request(app).post('/api/v1/webhook-endpoints').set('Authorization', `Bearer ${as}`).send({ url: good });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const created = await request(app).post('/api/v1/webhook-endpoints').set('Authorization', `Bearer ${as}`).send({ url });
+      const updated = await request(app).post(`/api/v1/webhook-endpoints/${made.body.data.id}`).set('Authorization', `Bearer ${as}`).send({ url });
+      for (const res of [created, updated]) {
+        const details = assertError(res, 400, 'invalid_parameter');
+        assert.equal(details.field, 'url');
+        assert.match(res.body.error.message, says);
+      }
+      const kept = await request(app).get(`/api/v1/webhook-endpoints/${made.body.data.id}`).set('Authorization', `Bearer ${as}`);
+      assert.equal(kept.body.data.url, good, 'a refused update changes nothing');
+    });
+  }
+
+  test('a name under .example resolves in tests (test/helpers/app.ts), so the contract\'s examples register', async () => {
+    const res = await request(strict.app).post('/api/v1/webhook-endpoints').set('Authorization', `Bearer ${strictKey}`).send({ url: 'https://hooks.broker.example/capi' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+});

@@ -28,6 +28,10 @@ const FORWARD_TIMEOUT_MS = 15_000;
 const API_TIMEOUT_MS = 30_000;
 const PAGE_LIMIT = 100;
 const MAX_BACKOFF_MS = 30_000;
+/** The longest wait a server's Retry-After or X-RateLimit-Reset can ask for (a larger one is cut to it). */
+const MAX_SERVER_WAIT_MS = 60_000;
+/** Event ids remembered so that none is forwarded twice (a session forwards far fewer). */
+const SEEN_IDS = 100_000;
 const USER_AGENT = 'client-api-v1-listen/1 (Standard Webhooks)';
 
 export interface ListenOptions {
@@ -35,8 +39,12 @@ export interface ListenOptions {
   baseUrl: string;
   /** An `sk_live_…` or `sk_test_…` key with the `admin:full` scope; never printed. */
   apiKey: string;
-  /** The local receiver, e.g. `http://localhost:4000/hooks`. */
+  /** The local receiver, e.g. `http://localhost:4000/hooks`; another machine only with allowRemoteForward. */
   forwardTo: string;
+  /** `--allow-remote-forward`: let forwardTo name a host other than this machine (the events leave it). */
+  allowRemoteForward?: boolean;
+  /** `--allow-insecure-api`: let baseUrl be `http:` to a host other than this machine (the key travels in clear). */
+  allowInsecureApi?: boolean;
   /** Event type patterns (`*` matches any characters, `service.*`); every type when empty. */
   events: readonly string[];
   /** The session's `whsec_…` secret (newSessionSecret). */
@@ -54,6 +62,20 @@ export interface ListenOptions {
 /** A reason to stop that waiting will not cure: a refused key, a bad request, a bad option. */
 export class ListenError extends Error {
   override readonly name = 'ListenError';
+  constructor(message: string) {
+    // Its message may quote the server (an error envelope): printable only.
+    super(printable(message));
+  }
+}
+
+/**
+ * `text` without control characters (C0, DEL, C1) and bidirectional overrides, each shown as `?`:
+ * what a server sends (a key name, an event type or id, an error message) must not move the
+ * terminal's cursor, change its title or print a line of its own.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what it removes
+  return String(text).replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '?');
 }
 
 /** A new secret for a session, in the format of an endpoint's: `whsec_` + base64 of 32 random bytes. */
@@ -148,10 +170,22 @@ function refusal(response: Response, body: unknown): ListenError {
   return new ListenError(`the API refused the request (${said})`);
 }
 
-/** Seconds of a `Retry-After`, in ms. */
+/** Seconds of a `Retry-After`, in ms (at most MAX_SERVER_WAIT_MS). */
 function retryAfterMs(response: Response): number | undefined {
   const seconds = Number(response.headers.get('retry-after') ?? Number.NaN);
-  return Number.isFinite(seconds) ? Math.max(0, seconds * 1000) : undefined;
+  return Number.isFinite(seconds) ? Math.min(MAX_SERVER_WAIT_MS, Math.max(0, seconds * 1000)) : undefined;
+}
+
+/**
+ * The wait a successful answer asks for before the next call: its `Retry-After`, or with
+ * `X-RateLimit-Remaining: 0` the `X-RateLimit-Reset` seconds (the interval without one); else 0.
+ */
+function rateLimitWait(response: Response, intervalMs: number): number {
+  const after = retryAfterMs(response) ?? 0;
+  if (Number(response.headers.get('x-ratelimit-remaining') ?? Number.NaN) !== 0) return after;
+  const resetS = Number(response.headers.get('x-ratelimit-reset') ?? Number.NaN);
+  const reset = Number.isFinite(resetS) && resetS > 0 ? Math.min(MAX_SERVER_WAIT_MS, resetS * 1000) : intervalMs;
+  return Math.max(after, reset);
 }
 
 /**
@@ -161,7 +195,7 @@ function retryAfterMs(response: Response): number | undefined {
 function pollWait(response: Response, intervalMs: number): number {
   const [remaining, resetS] = ['x-ratelimit-remaining', 'x-ratelimit-reset'].map((name) => Number(response.headers.get(name) ?? Number.NaN));
   if (!Number.isFinite(remaining) || !Number.isFinite(resetS)) return intervalMs;
-  return Math.max(intervalMs, Math.ceil((resetS! * 1000) / Math.max(1, remaining! / 2)));
+  return Math.min(MAX_SERVER_WAIT_MS, Math.max(intervalMs, Math.ceil((resetS! * 1000) / Math.max(1, remaining! / 2))));
 }
 
 type Api = ReturnType<typeof createFetchClient<paths>>;
@@ -200,16 +234,36 @@ async function start(api: Api, options: ListenOptions): Promise<{ keyName: strin
   return { keyName: who.data.data.key_name, mode: who.data.data.mode, cursor: newest.data.data[0]?.id };
 }
 
-/** A ListenError unless `value` is an http: or https: URL. */
-function httpUrl(what: string, value: string): void {
+/** The URL parsed; a ListenError unless it is an http: or https: URL. */
+function httpUrl(what: string, value: string): URL {
   const url = URL.canParse(value) ? new URL(value) : undefined;
   if (url?.protocol !== 'http:' && url?.protocol !== 'https:') throw new ListenError(`${what} must be an http: or https: URL, not ${value}`);
+  return url;
+}
+
+/**
+ * Whether the URL's host is this machine as written: `localhost` or a loopback address (127.0.0.0/8,
+ * ::1, ::ffff:127.x). A name is not looked up: any other one may be, or become, another machine.
+ */
+export function isLoopbackUrl(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost') return true;
+  if (/^127(\.\d{1,3}){3}$/.test(host)) return true;
+  return host === '::1' || /^::ffff:127\./.test(host) || /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(host);
 }
 
 /** The options' refusals (ListenError), before anything is printed; the secret's key and the type filter. */
-export function checkOptions(options: Pick<ListenOptions, 'baseUrl' | 'forwardTo' | 'events' | 'secret'>): { key: Buffer; wanted: (type: string) => boolean } {
-  httpUrl('--forward-to', options.forwardTo);
-  httpUrl('the API URL (CAPI_URL, --url)', options.baseUrl);
+export function checkOptions(
+  options: Pick<ListenOptions, 'baseUrl' | 'forwardTo' | 'events' | 'secret' | 'allowRemoteForward' | 'allowInsecureApi'>,
+): { key: Buffer; wanted: (type: string) => boolean } {
+  const forwardTo = httpUrl('--forward-to', options.forwardTo);
+  const api = httpUrl('the API URL (CAPI_URL, --url)', options.baseUrl);
+  if (!options.allowRemoteForward && !isLoopbackUrl(forwardTo)) {
+    throw new ListenError(`--forward-to ${forwardTo.host} is not this machine (localhost, 127.0.0.1 or [::1]): the events would leave it; add --allow-remote-forward if that is meant`);
+  }
+  if (!options.allowInsecureApi && api.protocol === 'http:' && !isLoopbackUrl(api)) {
+    throw new ListenError(`the API URL ${api.origin} is plain http: to another machine, so the key would travel in clear; use https:, or add --allow-insecure-api if that is meant`);
+  }
   return { key: secretKey(options.secret), wanted: eventFilter(options.events) };
 }
 
@@ -221,7 +275,9 @@ export interface ListenSummary {
 }
 
 /** Walks the feed from now until the signal stops it, forwarding each event that the patterns match. */
-export async function listen(options: ListenOptions): Promise<ListenSummary> {
+export async function listen(given: ListenOptions): Promise<ListenSummary> {
+  // Every line leaves printable: parts of it come from the server.
+  const options: ListenOptions = { ...given, print: (line) => given.print(printable(line)), note: (line) => given.note(printable(line)) };
   const { key, wanted } = checkOptions(options);
   const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), headers: { Authorization: `Bearer ${options.apiKey}` } });
   const started = await start(api, options);
@@ -230,12 +286,21 @@ export async function listen(options: ListenOptions): Promise<ListenSummary> {
   const types = options.events.length > 0 ? options.events.join(', ') : 'every type';
   options.note(`Forwarding the ${started.mode} events (${types}) of key "${started.keyName}" from ${options.baseUrl} to ${options.forwardTo}; Ctrl-C stops.`);
   const intervalMs = options.pollIntervalMs ?? 1000;
+  // Ids already read, oldest first: a server that sends one again (a cursor that does not move) gets
+  // nothing forwarded twice, and a page of nothing new that claims more is a stop, not a busy loop.
+  const seen = new Set<string>(started.cursor === undefined ? [] : [started.cursor]);
   while (!options.signal.aborted) {
-    const query = { order: 'asc' as const, limit: PAGE_LIMIT, ...(summary.lastEventId !== undefined && { starting_after: summary.lastEventId }) };
+    const asked = summary.lastEventId;
+    const query = { order: 'asc' as const, limit: PAGE_LIMIT, ...(asked !== undefined && { starting_after: asked }) };
     const page = await untilAnswered((signal) => api.GET('/api/v1/events', { params: { query }, signal }), options);
     if (!page) break;
+    let fresh = 0;
     for (const event of page.data.data) {
       if (options.signal.aborted) break;
+      if (seen.has(event.id)) continue;
+      seen.add(event.id);
+      if (seen.size > SEEN_IDS) seen.delete(seen.values().next().value!);
+      fresh++;
       if (wanted(event.type)) {
         const outcome = await forward(event, options, key);
         summary.forwarded++;
@@ -243,8 +308,16 @@ export async function listen(options: ListenOptions): Promise<ListenSummary> {
       }
       summary.lastEventId = event.id;
     }
-    // A full page: more is waiting, so no pause.
-    if (!page.data.pagination.has_more) await sleep(pollWait(page.response, intervalMs), options.signal);
+    if (page.data.pagination.has_more && page.data.data.length > 0 && fresh === 0) {
+      throw new ListenError(`the API's event feed does not advance: after ${asked ?? 'the start'} it answered only events already read, and has_more; stopping rather than asking again`);
+    }
+    // A full page of new events: more is waiting, so no pause unless the rate limit asks for one.
+    // An empty page or nothing new waits the interval whatever has_more says.
+    const more = page.data.pagination.has_more && fresh > 0;
+    const limited = rateLimitWait(page.response, intervalMs);
+    const wait = Math.max(more ? 0 : pollWait(page.response, intervalMs), limited);
+    if (limited >= 5000) options.note(`the API asks for a pause (rate limit); polling again in ${Math.ceil(limited / 1000)} s`);
+    if (wait > 0) await sleep(wait, options.signal);
   }
   return summary;
 }

@@ -617,7 +617,7 @@ export interface paths {
          * Create a webhook endpoint
          * @description Registers a URL to which the broker's events are POSTed, signed (see *Receiving webhooks*). The answer carries the endpoint's signing `secret` (`whsec_` + base64 of 32 random bytes): it is shown in full only here and in `rotateWebhookEndpointSecret`'s answer, so store it now.
          *
-         *     `url` must be `https` and its host must not be or resolve to a loopback, private, link-local or cloud metadata address (checked here and again at every delivery's connection); otherwise `400 invalid_parameter` with `details.field: url` and `details.rule: destination`. A host that does not resolve yet is accepted (every delivery checks it again). The URL must be written as it is meant: `https://` and a host, with no user name or password (`https://user@host/`), no backslash before the path, and not port `0`; each of those is refused the same way. An accepted URL is stored and shown as parsed (scheme and host in lower case, a default port dropped, `.` and `..` path segments resolved), which is the address deliveries go to.
+         *     `url` must be `https` and its host must not be or resolve to a loopback, private, link-local or cloud metadata address (checked here and again at every delivery's connection); otherwise `400 invalid_parameter` with `details.field: url` and `details.rule: destination`. A host name that does not resolve now is refused the same way (`the webhook URL's host … does not resolve`), as are `localhost`, names under `.localhost`, a host with a trailing dot, and an IPv6 address that spells a refused IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo). The URL must be written as it is meant: `https://` and a host, with no user name or password (`https://user@host/`), no backslash before the path, and not port `0`; each of those is refused the same way. An accepted URL is stored and shown as parsed (scheme and host in lower case, a default port dropped, `.` and `..` path segments resolved), which is the address deliveries go to.
          *
          *     A broker may have at most 16 endpoints in each mode, live and test (the server's `WEBHOOK_ENDPOINTS_PER_BROKER`). One more is `400 invalid_parameter` with `details.rule: endpoints_per_broker` and the bound in `details.max_endpoints`; delete an endpoint to make room. Deliveries are shared fairly between brokers: one broker's slow endpoints hold a bounded share of the delivery slots, and test-mode deliveries never delay live ones. `events` lists the event types to send; omitted or empty, every type (types added later included). An unknown type is `400 invalid_parameter` naming `events`.
          *
@@ -3331,7 +3331,7 @@ export interface components {
         /** @description A new webhook endpoint. */
         WebhookEndpointCreateBody: {
             /**
-             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address; no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
+             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
              * @example https://hooks.broker.example/capi
              */
             url: string;
@@ -3352,7 +3352,7 @@ export interface components {
         /** @description The fields to change; those left out stay as they are. */
         WebhookEndpointUpdateBody: {
             /**
-             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address; no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
+             * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
              * @example https://hooks.broker.example/capi
              */
             url?: string;
