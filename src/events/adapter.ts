@@ -1,13 +1,23 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Contract } from '../http/contract.ts';
+import { invalidParameter } from '../http/errors.ts';
 import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import type { EventType } from './store.ts';
 import { events, type EventUseCases } from './use-cases.ts';
 
 export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
   return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
+}
+
+/** `type` (one) or `types` (a comma list): either filters, both at once is `400 invalid_parameter`. */
+function eventTypes(type: EventType | undefined, types: EventType[] | undefined): EventType[] | undefined {
+  if (type !== undefined && types !== undefined) {
+    throw invalidParameter('types', 'query', 'exclusive', 'must not be sent with type: list every type in types');
+  }
+  return type === undefined ? types : [type];
 }
 
 export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {
@@ -18,7 +28,7 @@ export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contrac
   operation(router, contract, 'listEvents', {
     useCases,
     validate: ({ query }) => ({
-      type: query.type,
+      types: eventTypes(query.type, query.types),
       limit: intParam(query.limit, DEFAULT_LIMIT),
       startingAfter: query.starting_after,
       order: query.order,

@@ -5,7 +5,8 @@
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
-import { pageOf, type Page } from '../shared/page.ts';
+import { InvalidValueError } from '../shared/errors.ts';
+import { pageOf, type Page, type PageWindow } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
 import type { RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
@@ -63,9 +64,21 @@ export function serviceMatches(row: ServiceData, filters: ServiceListFilters): b
   return true;
 }
 
-/** A page of the sandbox list: the one generated row when it matches and `offset` is 0. */
-export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: number): Page<T> {
-  return pageOf(matches && offset === 0 && limit >= 1 ? [row] : [], matches ? 1 : 0, limit, offset);
+/**
+ * A page of the sandbox list: the one generated row when it matches and `offset` is 0. A cursor
+ * must name that row (`key`), as a live cursor must name a row of the list, else `400`; nothing
+ * follows it and nothing precedes it, so its pages are empty, at the offsets a live list shows.
+ */
+export function sandboxPage<T, K>(row: T, matches: boolean, window: PageWindow<K>, key: K, name: (key: K) => string): Page<T> {
+  const total = matches ? 1 : 0;
+  const after = window.startingAfter !== undefined;
+  const cursor = after ? window.startingAfter : window.endingBefore;
+  if (cursor === undefined) return pageOf(matches && window.offset === 0 && window.limit >= 1 ? [row] : [], total, window.limit, window.offset);
+  if (cursor !== key) {
+    const [field, where] = after ? ['starting_after', 'start after'] : ['ending_before', 'end before'];
+    throw new InvalidValueError(field, 'query', 'exists', `no ${name(cursor)} in the sandbox's list to ${where} (its one row is ${name(key)})`);
+  }
+  return pageOf([], total, window.limit, after ? total : 0);
 }
 
 type RequestFields = Partial<Omit<RequestData, 'object'>> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
@@ -175,7 +188,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     async listServices(caller, query) {
       const credentials = query.includeCredentials && caller.mayReadCredentials ? SANDBOX_CREDENTIALS : undefined;
       const row = sandboxService(SANDBOX_SERVICE_NUMBER, new Date(), credentials);
-      return sandboxPage(sandboxed(row), serviceMatches(row, query), query.limit, query.offset);
+      return sandboxPage(sandboxed(row), serviceMatches(row, query), query, SANDBOX_SERVICE_NUMBER, (n) => `service ${n}`);
     },
 
     // Dated at each read: never the same page twice.
