@@ -53,6 +53,29 @@ describe('listEvents', () => {
     assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?type=request.created&starting_after=${b}`)), [a]);
   });
 
+  test('types filters by several types (a comma list), across pages and in both orders', async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const a = await event(t.prisma, { brokerId: w.brokerId, type: 'request.created' });
+    await event(t.prisma, { brokerId: w.brokerId, type: 'ping' });
+    const b = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
+    const c = await event(t.prisma, { brokerId: w.brokerId, type: 'request.approved' });
+    const types = 'types=request.created,service.created,request.approved';
+    const all = await get(w.live.key, `/api/v1/events?${types}`);
+    assert.equal(all.status, 200, JSON.stringify(all.body));
+    assert.deepEqual(ids(all), [c, b, a]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?${types}&limit=2&starting_after=${c}`)), [b, a]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?${types}&order=asc&starting_after=${a}`)), [b, c]);
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?types=ping')), ids(await get(w.live.key, '/api/v1/events?type=ping')));
+  });
+
+  test('types with type, or an unknown type in types: 400 invalid_parameter', async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const both = assertError(await get(w.live.key, '/api/v1/events?type=ping&types=ping'), 400, 'invalid_parameter');
+    assert.equal(both.field, 'types');
+    assert.equal(both.rule, 'exclusive');
+    assert.match(assertError(await get(w.live.key, '/api/v1/events?types=ping,service.deleted'), 400, 'invalid_parameter').field, /^types/);
+  });
+
   test('each key sees its own broker and mode only', async () => {
     const w = await brokerWithKeys(t.prisma);
     const other = await brokerWithKeys(t.prisma);
