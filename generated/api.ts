@@ -129,8 +129,8 @@ export interface paths {
          *     Use cursors to build a mirror; an offset walk suits a list that holds still. With a cursor,
          *     `pagination.offset` is the number of matching rows ahead of the page (so `has_more` still
          *     means `offset + data.length < total`: more rows follow). A cursor that names none of the
-         *     broker's services, both cursors at once, or a cursor with an `offset` other than 0 is
-         *     `400 invalid_parameter` (rule `exists` or `exclusive`). Filters apply to the rows; the cursor's
+         *     broker's services, or a cursor with an `offset` other than 0, is `400 invalid_parameter`
+         *     (rule `exists` or `exclusive`); both cursors together give the rows between them. Filters apply to the rows; the cursor's
          *     own service need not match them.
          *
          *     Filters: `status` (exact), `search` (case-insensitive substring of hostname, customer
@@ -145,8 +145,9 @@ export interface paths {
          *     long to show; a scheduled cancellation shows the moment it falls due.
          *
          *     Sandbox: at most one generated row (service `731845206`), to which every filter, `limit`,
-         *     `offset` and cursor apply: a cursor must name that row (another is `400 invalid_parameter`,
-         *     as a live cursor naming no service of the list), and the pages after and before it are empty.
+         *     `offset` and cursor apply. A cursor may name any number (as the sandbox's detail echoes any);
+         *     the generated row, made now, is the newest, so it is the page before any cursor but itself,
+         *     and the page after any cursor is empty.
          *
          *     Worked example:
          *
@@ -382,8 +383,8 @@ export interface paths {
          *     `ending_before` the rows right before it, still newest first. A request made while you page
          *     moves nothing on the pages after the cursor, so a cursor walk sees every request that existed
          *     when it began exactly once. With a cursor, `pagination.offset` is the number of matching rows
-         *     ahead of the page. A cursor that names none of the broker's requests, both cursors at once,
-         *     or a cursor with an `offset` other than 0 is `400 invalid_parameter` (rule `exists` or
+         *     ahead of the page; both cursors together give the rows between them. A cursor that names none
+         *     of the broker's requests, or a cursor with an `offset` other than 0, is `400 invalid_parameter` (rule `exists` or
          *     `exclusive`).
          *
          *     Filters: `status`, `type`, `source` (exact), `date` (created on that UTC day),
@@ -391,8 +392,9 @@ export interface paths {
          *     plan names, reason or the service number).
          *
          *     Sandbox: at most one generated row (request `REQ-318274`), to which every filter, `limit`,
-         *     `offset` and cursor apply: a cursor must name that row (another is `400 invalid_parameter`),
-         *     and the pages after and before it are empty.
+         *     `offset` and cursor apply. A cursor may name any request id (as the sandbox's decisions echo
+         *     any); the generated row, made now, is the newest, so it is the page before any cursor but
+         *     itself, and the page after any cursor is empty.
          *
          *     Worked example:
          *
@@ -5062,22 +5064,22 @@ export interface components {
          */
         RequestLogIdPath: components["schemas"]["RequestLogIdValue"];
         /**
-         * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. One that names none of the broker's services, or sent with `ending_before` or an `offset` other than 0, is `400 invalid_parameter`.
+         * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. With `ending_before` too, the services between the two. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
          * @example 482913570
          */
         ServiceStartingAfter: number;
         /**
-         * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with `starting_after` or an `offset` other than 0, is `400 invalid_parameter`.
+         * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
          * @example 482913570
          */
         ServiceEndingBefore: number;
         /**
-         * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. One that names none of the broker's requests, or sent with `ending_before` or an `offset` other than 0, is `400 invalid_parameter`.
+         * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. With `ending_before` too, the requests between the two. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
          * @example REQ-000044
          */
         RequestStartingAfter: string;
         /**
-         * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with `starting_after` or an `offset` other than 0, is `400 invalid_parameter`.
+         * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
          * @example REQ-000044
          */
         RequestEndingBefore: string;
@@ -5348,12 +5350,12 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. One that names none of the broker's services, or sent with `ending_before` or an `offset` other than 0, is `400 invalid_parameter`.
+                 * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. With `ending_before` too, the services between the two. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
                  * @example 482913570
                  */
                 starting_after?: components["parameters"]["ServiceStartingAfter"];
                 /**
-                 * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with `starting_after` or an `offset` other than 0, is `400 invalid_parameter`.
+                 * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
                  * @example 482913570
                  */
                 ending_before?: components["parameters"]["ServiceEndingBefore"];
@@ -5797,12 +5799,12 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. One that names none of the broker's requests, or sent with `ending_before` or an `offset` other than 0, is `400 invalid_parameter`.
+                 * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. With `ending_before` too, the requests between the two. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
                  * @example REQ-000044
                  */
                 starting_after?: components["parameters"]["RequestStartingAfter"];
                 /**
-                 * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with `starting_after` or an `offset` other than 0, is `400 invalid_parameter`.
+                 * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
                  * @example REQ-000044
                  */
                 ending_before?: components["parameters"]["RequestEndingBefore"];
@@ -6683,7 +6685,7 @@ export interface operations {
                  */
                 type?: components["schemas"]["EventType"];
                 /**
-                 * @description Only events of these types, a comma list (`types=service.created,service.updated`). Sent with `type` it is `400 invalid_parameter` (rule `exclusive`); an unknown type is `400 invalid_parameter`.
+                 * @description Only events of these types, a comma list (`types=service.created,service.updated`). With `type` too, the events of any of them. An unknown type is `400 invalid_parameter`.
                  * @example [
                  *       "service.created",
                  *       "service.updated"

@@ -1,6 +1,5 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Contract } from '../http/contract.ts';
-import { invalidParameter } from '../http/errors.ts';
 import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
@@ -12,12 +11,10 @@ export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCa
   return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
 }
 
-/** `type` (one) or `types` (a comma list): either filters, both at once is `400 invalid_parameter`. */
+/** `type` (one) and `types` (a comma list): the events of any of them. */
 function eventTypes(type: EventType | undefined, types: EventType[] | undefined): EventType[] | undefined {
-  if (type !== undefined && types !== undefined) {
-    throw invalidParameter('types', 'query', 'exclusive', 'must not be sent with type: list every type in types');
-  }
-  return type === undefined ? types : [type];
+  if (type === undefined) return types;
+  return types === undefined ? [type] : [...new Set([type, ...types])];
 }
 
 export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {

@@ -34,9 +34,9 @@ interface PageQuery {
 }
 
 /**
- * `limit` and where the page starts: `offset`, or one of the cursors `starting_after` and
- * `ending_before` (each read by `cursor`). A cursor names a row and an offset a position, so an
- * offset above 0 with a cursor, or both cursors, is `400 invalid_parameter` (rule `exclusive`).
+ * `limit` and where the page starts: `offset`, or the cursors `starting_after` and `ending_before`
+ * (each read by `cursor`). A cursor names a row and an offset a position, so an offset above 0 with
+ * a cursor is `400 invalid_parameter` (rule `exclusive`).
  */
 export function pageParams<K = never>(query: PageQuery, cursor?: (value: unknown) => K): PageWindow<K> {
   const limit = intParam(query.limit, DEFAULT_LIMIT);
@@ -44,9 +44,6 @@ export function pageParams<K = never>(query: PageQuery, cursor?: (value: unknown
   const startingAfter = query.starting_after === undefined || !cursor ? undefined : cursor(query.starting_after);
   const endingBefore = query.ending_before === undefined || !cursor ? undefined : cursor(query.ending_before);
   if (startingAfter === undefined && endingBefore === undefined) return { limit, offset };
-  if (startingAfter !== undefined && endingBefore !== undefined) {
-    throw invalidParameter('ending_before', 'query', 'exclusive', 'must not be sent with starting_after: page forward with one, backward with the other');
-  }
   if (offset !== 0) {
     throw invalidParameter('offset', 'query', 'exclusive', 'must not be sent with starting_after or ending_before: a cursor page starts at its cursor');
   }

@@ -60,7 +60,7 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
   return {
     async listRequests(_caller, query) {
       const row = sandboxRequest(new Date());
-      return sandboxPage(sandboxed(row), requestMatches(row, query), query, SANDBOX_REQUEST_NUMBER, (id) => `request ${canonicalRequestId(id)}`);
+      return sandboxPage(sandboxed(row), requestMatches(row, query), query, SANDBOX_REQUEST_NUMBER);
     },
 
     async decide(caller, requestId, decision) {

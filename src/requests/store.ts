@@ -33,15 +33,12 @@ export interface RequestListQuery extends PageWindow<bigint> {
   search?: string | undefined;
 }
 
-/** A cursor's request: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
-async function cursorRequestId(db: Db, brokerId: string, query: RequestListQuery): Promise<number | undefined> {
-  const after = query.startingAfter !== undefined;
-  const id = query.startingAfter ?? query.endingBefore;
+/** The row of a cursor's request: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
+async function cursorRow(db: Db, brokerId: string, id: bigint | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
   if (id === undefined) return undefined;
   const row = isStorableRequestId(id) ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, select: { id: true } }) : null;
-  if (row) return row.id;
-  const field = after ? 'starting_after' : 'ending_before';
-  throw new InvalidValueError(field, 'query', 'exists', `no request ${canonicalRequestId(id)} of this broker to ${after ? 'start after' : 'end before'}`);
+  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no request ${canonicalRequestId(id)} of this broker`);
+  return Prisma.sql`(SELECT k."created_at", k."id" FROM "service_requests" k WHERE k."id" = ${row.id})`;
 }
 
 /** Newest first (created_at, then id: stable); one SQL query filters and pages, then the page is loaded by id. */
@@ -50,11 +47,10 @@ export async function listRequests(
   brokerId: string,
   query: RequestListQuery,
 ): Promise<{ rows: RequestWithRelations[]; total: number; ahead: number }> {
-  const cursorId = await cursorRequestId(db, brokerId, query);
   const cursor = cursorSql(
-    query,
     Prisma.sql`(r."created_at", r."id")`,
-    cursorId === undefined ? undefined : Prisma.sql`(SELECT k."created_at", k."id" FROM "service_requests" k WHERE k."id" = ${cursorId})`,
+    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
+    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
   );
   const conditions: Prisma.Sql[] = [Prisma.sql`r."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`r."status" = ${query.status}::"request_status"`);
@@ -87,11 +83,11 @@ export async function listRequests(
   const [page, counted] = await Promise.all([
     db.$queryRaw<Array<{ id: number }>>`
       SELECT r."id" FROM ${from} WHERE ${where} AND ${cursor.page}
-       ORDER BY r."created_at" ${cursor.direction}, r."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${cursor.offset}`,
+       ORDER BY r."created_at" ${cursor.direction}, r."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${query.offset}`,
     db.$queryRaw<Array<{ total: number; ahead: number }>>`SELECT count(*)::int AS "total", (${cursor.ahead})::int AS "ahead" FROM ${from} WHERE ${where}`,
   ]);
   // Before a cursor the rows were read oldest first; the list shows them newest first.
-  const ids = (query.endingBefore === undefined ? page : page.reverse()).map((r) => r.id);
+  const ids = (query.startingAfter !== undefined || query.endingBefore === undefined ? page : page.reverse()).map((r) => r.id);
   const loaded = await db.serviceRequest.findMany({ where: { id: { in: ids } }, include: REQUEST_INCLUDE });
   const byId = new Map(loaded.map((row) => [row.id, row]));
   return { rows: ids.flatMap((id) => byId.get(id) ?? []), total: counted[0]?.total ?? 0, ahead: counted[0]?.ahead ?? 0 };

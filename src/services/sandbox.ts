@@ -5,7 +5,6 @@
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
-import { InvalidValueError } from '../shared/errors.ts';
 import { pageOf, type Page, type PageWindow } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
 import type { RequestData } from './change-requests.ts';
@@ -66,19 +65,14 @@ export function serviceMatches(row: ServiceData, filters: ServiceListFilters): b
 
 /**
  * A page of the sandbox list: the one generated row when it matches and `offset` is 0. A cursor
- * must name that row (`key`), as a live cursor must name a row of the list, else `400`; nothing
- * follows it and nothing precedes it, so its pages are empty, at the offsets a live list shows.
+ * may name any row, as a sandbox detail echoes any number; the generated row, made now, is the
+ * newest, so nothing follows a cursor and it alone precedes any cursor but itself (`key`).
  */
-export function sandboxPage<T, K>(row: T, matches: boolean, window: PageWindow<K>, key: K, name: (key: K) => string): Page<T> {
+export function sandboxPage<T, K>(row: T, matches: boolean, window: PageWindow<K>, key: K): Page<T> {
   const total = matches ? 1 : 0;
-  const after = window.startingAfter !== undefined;
-  const cursor = after ? window.startingAfter : window.endingBefore;
-  if (cursor === undefined) return pageOf(matches && window.offset === 0 && window.limit >= 1 ? [row] : [], total, window.limit, window.offset);
-  if (cursor !== key) {
-    const [field, where] = after ? ['starting_after', 'start after'] : ['ending_before', 'end before'];
-    throw new InvalidValueError(field, 'query', 'exists', `no ${name(cursor)} in the sandbox's list to ${where} (its one row is ${name(key)})`);
-  }
-  return pageOf([], total, window.limit, after ? total : 0);
+  if (window.startingAfter !== undefined) return pageOf([], total, window.limit, total);
+  if (window.endingBefore !== undefined) return pageOf(matches && window.endingBefore !== key ? [row] : [], total, window.limit, 0);
+  return pageOf(matches && window.offset === 0 && window.limit >= 1 ? [row] : [], total, window.limit, window.offset);
 }
 
 type RequestFields = Partial<Omit<RequestData, 'object'>> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
@@ -188,7 +182,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     async listServices(caller, query) {
       const credentials = query.includeCredentials && caller.mayReadCredentials ? SANDBOX_CREDENTIALS : undefined;
       const row = sandboxService(SANDBOX_SERVICE_NUMBER, new Date(), credentials);
-      return sandboxPage(sandboxed(row), serviceMatches(row, query), query, SANDBOX_SERVICE_NUMBER, (n) => `service ${n}`);
+      return sandboxPage(sandboxed(row), serviceMatches(row, query), query, SANDBOX_SERVICE_NUMBER);
     },
 
     // Dated at each read: never the same page twice.

@@ -100,17 +100,14 @@ export interface ServiceListQuery extends PageWindow<number> {
   modifiedSince?: Date | undefined;
 }
 
-/** The row id of a cursor's service: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
-async function cursorServiceId(db: Db, brokerId: string, query: ServiceListQuery): Promise<number | undefined> {
-  const after = query.startingAfter !== undefined;
-  const serviceNumber = query.startingAfter ?? query.endingBefore;
+/** The row of a cursor's service: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
+async function cursorRow(db: Db, brokerId: string, serviceNumber: number | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
   if (serviceNumber === undefined) return undefined;
   const row = serviceNumber <= MAX_INT4
     ? await db.service.findFirst({ where: { brokerId, serviceNumber }, select: { id: true } })
     : null;
-  if (row) return row.id;
-  const field = after ? 'starting_after' : 'ending_before';
-  throw new InvalidValueError(field, 'query', 'exists', `no service ${serviceNumber} of this broker to ${after ? 'start after' : 'end before'}`);
+  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no service ${serviceNumber} of this broker`);
+  return Prisma.sql`(SELECT k."created_at", k."id" FROM "services" k WHERE k."id" = ${row.id})`;
 }
 
 /**
@@ -123,11 +120,10 @@ export async function listServices(
   query: ServiceListQuery,
   now = new Date(),
 ): Promise<{ rows: ServiceWithPlan[]; total: number; ahead: number; nextDueAt: Date | null }> {
-  const cursorId = await cursorServiceId(db, brokerId, query);
   const cursor = cursorSql(
-    query,
     Prisma.sql`(s."created_at", s."id")`,
-    cursorId === undefined ? undefined : Prisma.sql`(SELECT k."created_at", k."id" FROM "services" k WHERE k."id" = ${cursorId})`,
+    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
+    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
   );
   const conditions: Prisma.Sql[] = [Prisma.sql`s."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`s."status" = ${query.status}::"service_status"`);
@@ -158,7 +154,7 @@ export async function listServices(
                p."currency" AS "planCurrency"
           FROM "services" s JOIN "plans" p ON p."id" = s."plan_id"
          WHERE ${where} AND ${cursor.page}
-         ORDER BY s."created_at" ${cursor.direction}, s."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${cursor.offset}
+         ORDER BY s."created_at" ${cursor.direction}, s."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${query.offset}
       ) page ON true
      ORDER BY page."createdAt" DESC, page."id" DESC`;
   let result = await read();

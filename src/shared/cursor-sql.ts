@@ -5,26 +5,28 @@
  * whatever was inserted meanwhile (new rows sort first).
  */
 import { Prisma } from '../../generated/prisma/client.ts';
-import type { PageWindow } from './page.ts';
 
 export interface CursorSql {
   /** The page's extra condition (`true` for an offset page). */
   page: Prisma.Sql;
   /** `DESC`, or `ASC` for the rows just before a cursor (the caller then shows them newest first). */
   direction: Prisma.Sql;
-  /** The rows the statement skips. */
-  offset: number;
   /** An aggregate: how many of the filtered rows sort ahead of the page's first row (see `cursorOffset`). */
   ahead: Prisma.Sql;
 }
 
-/** `key` is the list's `(created_at, id)`; `cursorRow` selects the cursor row's, undefined without a cursor. */
-export function cursorSql(window: PageWindow<unknown>, key: Prisma.Sql, cursorRow: Prisma.Sql | undefined): CursorSql {
-  if (cursorRow === undefined) {
-    return { page: Prisma.sql`true`, direction: Prisma.sql`DESC`, offset: window.offset, ahead: Prisma.sql`0` };
+/**
+ * `key` is the list's `(created_at, id)`; `after` and `before` select the cursor rows' (the
+ * `starting_after` and `ending_before` rows). With both, the page is the rows between them, from
+ * the one after `after` on.
+ */
+export function cursorSql(key: Prisma.Sql, after: Prisma.Sql | undefined, before: Prisma.Sql | undefined): CursorSql {
+  if (after !== undefined) {
+    const page = before === undefined ? Prisma.sql`${key} < ${after}` : Prisma.sql`${key} < ${after} AND ${key} > ${before}`;
+    return { page, direction: Prisma.sql`DESC`, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} >= ${after})` };
   }
-  if (window.endingBefore !== undefined) {
-    return { page: Prisma.sql`${key} > ${cursorRow}`, direction: Prisma.sql`ASC`, offset: 0, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} > ${cursorRow})` };
+  if (before !== undefined) {
+    return { page: Prisma.sql`${key} > ${before}`, direction: Prisma.sql`ASC`, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} > ${before})` };
   }
-  return { page: Prisma.sql`${key} < ${cursorRow}`, direction: Prisma.sql`DESC`, offset: 0, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} >= ${cursorRow})` };
+  return { page: Prisma.sql`true`, direction: Prisma.sql`DESC`, ahead: Prisma.sql`0` };
 }

@@ -11,7 +11,8 @@ export function pageOf<T>(data: T[], total: number, limit: number, offset: numbe
 /**
  * Where an offset-paged list's page starts: `offset` rows skipped, or a cursor row of the list,
  * the page then holding the rows right after it (`startingAfter`) or right before it
- * (`endingBefore`). A cursor names a row, not a position, so rows inserted meanwhile move nothing.
+ * (`endingBefore`), or with both the rows between them. A cursor names a row, not a position, so
+ * rows inserted meanwhile move nothing.
  */
 export interface PageWindow<K> {
   limit: number;
