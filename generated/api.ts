@@ -6685,7 +6685,7 @@ export interface operations {
                  */
                 type?: components["schemas"]["EventType"];
                 /**
-                 * @description Only events of these types, a comma list (`types=service.created,service.updated`). With `type` too, the events of any of them. An unknown type is `400 invalid_parameter`.
+                 * @description Only events of these types, a comma list (`types=service.created,service.updated`) or the parameter repeated. With `type` too, the events of any of them. An unknown type is `400 invalid_parameter`.
                  * @example [
                  *       "service.created",
                  *       "service.updated"

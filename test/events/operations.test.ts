@@ -75,6 +75,9 @@ describe('listEvents', () => {
     await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
     assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?type=ping&types=report.failed,ping')), [b, a]);
     assert.match(String(assertError(await get(w.live.key, '/api/v1/events?types=ping,service.deleted'), 400, 'invalid_parameter').field), /^types/);
+    // Repeated, too; an empty item or list is refused, as any bad value.
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?types=ping&types=report.failed')), [b, a]);
+    for (const query of ['types=', 'types=ping,,ping']) assertError(await get(w.live.key, `/api/v1/events?${query}`), 400, 'invalid_parameter');
   });
 
   test('each key sees its own broker and mode only', async () => {
