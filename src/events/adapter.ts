@@ -4,10 +4,17 @@ import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import type { EventType } from './store.ts';
 import { events, type EventUseCases } from './use-cases.ts';
 
 export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
   return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
+}
+
+/** `type` (one) and `types` (a comma list): the events of any of them. */
+function eventTypes(type: EventType | undefined, types: EventType[] | undefined): EventType[] | undefined {
+  if (type === undefined) return types;
+  return types === undefined ? [type] : [...new Set([type, ...types])];
 }
 
 export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {
@@ -18,7 +25,7 @@ export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contrac
   operation(router, contract, 'listEvents', {
     useCases,
     validate: ({ query }) => ({
-      type: query.type,
+      types: eventTypes(query.type, query.types),
       limit: intParam(query.limit, DEFAULT_LIMIT),
       startingAfter: query.starting_after,
       order: query.order,

@@ -36,7 +36,8 @@ export interface DeliveryRow {
 }
 
 export interface EventQuery {
-  type?: EventType | undefined;
+  /** Only events of these types (the `type` or `types` parameter). */
+  types?: EventType[] | undefined;
   limit: number;
   startingAfter?: string | undefined;
   /** `desc`: newest first (the default); `asc`: the feed, oldest first. */
@@ -66,7 +67,7 @@ export async function listEvents(prisma: PrismaClient, scope: EventScope, query:
   const rows = await prisma.event.findMany({
     where: {
       ...scope,
-      ...(query.type !== undefined && { type: query.type }),
+      ...(query.types !== undefined && { type: { in: query.types } }),
       ...(cursor !== undefined && { seq: ascending ? { gt: cursor } : { lt: cursor } }),
       ...(created && { createdAt: created }),
     },

@@ -6,6 +6,7 @@
  * sandbox test scenario.
  */
 import { isoInstant } from '../shared/dates.ts';
+import type { PageWindow } from '../shared/page.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
 import { invalidParameter } from './errors.ts';
 
@@ -25,11 +26,28 @@ export function instantParam(value: string | undefined, field: string): Date | u
   return instant;
 }
 
-export function pageParams(query: { limit?: unknown; offset?: unknown }): { limit: number; offset: number } {
-  return {
-    limit: intParam(query.limit, DEFAULT_LIMIT),
-    offset: intParam(query.offset, 0),
-  };
+interface PageQuery {
+  limit?: unknown;
+  offset?: unknown;
+  starting_after?: unknown;
+  ending_before?: unknown;
+}
+
+/**
+ * `limit` and where the page starts: `offset`, or the cursors `starting_after` and `ending_before`
+ * (each read by `cursor`). A cursor names a row and an offset a position, so an offset above 0 with
+ * a cursor is `400 invalid_parameter` (rule `exclusive`).
+ */
+export function pageParams<K = never>(query: PageQuery, cursor?: (value: unknown) => K): PageWindow<K> {
+  const limit = intParam(query.limit, DEFAULT_LIMIT);
+  const offset = intParam(query.offset, 0);
+  const startingAfter = query.starting_after === undefined || !cursor ? undefined : cursor(query.starting_after);
+  const endingBefore = query.ending_before === undefined || !cursor ? undefined : cursor(query.ending_before);
+  if (startingAfter === undefined && endingBefore === undefined) return { limit, offset };
+  if (offset !== 0) {
+    throw invalidParameter('offset', 'query', 'exclusive', 'must not be sent with starting_after or ending_before: a cursor page starts at its cursor');
+  }
+  return { limit, offset, startingAfter, endingBefore };
 }
 
 

@@ -22,10 +22,12 @@ export const registerRequestRoutes: RegisterRoutes<RequestDeps & { contract: Con
   operation(router, contract, 'listRequests', {
     useCases: requests,
     validate({ query }) {
-      const { limit, offset } = pageParams(query);
+      const { limit, offset, startingAfter, endingBefore } = pageParams(query, (cursor) => parseRequestId(String(cursor)));
       return {
         limit,
         offset,
+        startingAfter,
+        endingBefore,
         status: textParam(query.status, 'status', 'query') as RequestStatus | undefined,
         type: textParam(query.type, 'type', 'query') as RequestType | undefined,
         source: textParam(query.source, 'source', 'query') as RequestSource | undefined,

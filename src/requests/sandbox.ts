@@ -9,6 +9,7 @@ import type { RequestUseCases } from './use-cases.ts';
 
 /** The one generated row of the sandbox requests list: a pending create request (fixed, so it can be searched and managed). */
 export const SANDBOX_REQUEST_ID = 'REQ-318274';
+const SANDBOX_REQUEST_NUMBER = 318_274n;
 
 export function sandboxRequest(now: Date): RequestData {
   return sandboxRequestRow(
@@ -57,9 +58,9 @@ export function requestMatches(row: RequestData, filters: RequestListFilters): b
 /** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored but their events. */
 export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases {
   return {
-    async listRequests(_caller, { limit, offset, ...filters }) {
+    async listRequests(_caller, query) {
       const row = sandboxRequest(new Date());
-      return sandboxPage(sandboxed(row), requestMatches(row, filters), limit, offset);
+      return sandboxPage(sandboxed(row), requestMatches(row, query), query, SANDBOX_REQUEST_NUMBER);
     },
 
     async decide(caller, requestId, decision) {

@@ -1,6 +1,8 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
+import { cursorSql } from '../shared/cursor-sql.ts';
+import { BrokenRecordError, ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import type { PageWindow } from '../shared/page.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import { escapeLike, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
@@ -21,15 +23,22 @@ export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied
 export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';
 export type RequestSource = 'api' | 'import' | 'portal' | 'admin';
 
-export interface RequestListQuery {
+/** A page of the list: by offset, or after or before a request (its parsed id) as a cursor. */
+export interface RequestListQuery extends PageWindow<bigint> {
   status?: RequestStatus | undefined;
   type?: RequestType | undefined;
   source?: RequestSource | undefined;
   /** `YYYY-MM-DD`: requests created that UTC day. */
   date?: string | undefined;
   search?: string | undefined;
-  limit: number;
-  offset: number;
+}
+
+/** The row of a cursor's request: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
+async function cursorRow(db: Db, brokerId: string, id: bigint | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
+  if (id === undefined) return undefined;
+  const row = isStorableRequestId(id) ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, select: { id: true } }) : null;
+  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no request ${canonicalRequestId(id)} of this broker`);
+  return Prisma.sql`(SELECT k."created_at", k."id" FROM "service_requests" k WHERE k."id" = ${row.id})`;
 }
 
 /** Newest first (created_at, then id: stable); one SQL query filters and pages, then the page is loaded by id. */
@@ -37,7 +46,12 @@ export async function listRequests(
   db: Db,
   brokerId: string,
   query: RequestListQuery,
-): Promise<{ rows: RequestWithRelations[]; total: number }> {
+): Promise<{ rows: RequestWithRelations[]; total: number; ahead: number }> {
+  const cursor = cursorSql(
+    Prisma.sql`(r."created_at", r."id")`,
+    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
+    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
+  );
   const conditions: Prisma.Sql[] = [Prisma.sql`r."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`r."status" = ${query.status}::"request_status"`);
   if (query.type !== undefined) conditions.push(Prisma.sql`r."type" = ${query.type}::"request_type"`);
@@ -68,14 +82,15 @@ export async function listRequests(
     LEFT JOIN "plans" rp ON rp."id" = r."requested_plan_id"`;
   const [page, counted] = await Promise.all([
     db.$queryRaw<Array<{ id: number }>>`
-      SELECT r."id" FROM ${from} WHERE ${where}
-       ORDER BY r."created_at" DESC, r."id" DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
-    db.$queryRaw<Array<{ total: number }>>`SELECT count(*)::int AS "total" FROM ${from} WHERE ${where}`,
+      SELECT r."id" FROM ${from} WHERE ${where} AND ${cursor.page}
+       ORDER BY r."created_at" ${cursor.direction}, r."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${query.offset}`,
+    db.$queryRaw<Array<{ total: number; ahead: number }>>`SELECT count(*)::int AS "total", (${cursor.ahead})::int AS "ahead" FROM ${from} WHERE ${where}`,
   ]);
-  const ids = page.map((r) => r.id);
+  // Before a cursor the rows were read oldest first; the list shows them newest first.
+  const ids = (query.startingAfter !== undefined || query.endingBefore === undefined ? page : page.reverse()).map((r) => r.id);
   const loaded = await db.serviceRequest.findMany({ where: { id: { in: ids } }, include: REQUEST_INCLUDE });
   const byId = new Map(loaded.map((row) => [row.id, row]));
-  return { rows: ids.flatMap((id) => byId.get(id) ?? []), total: counted[0]?.total ?? 0 };
+  return { rows: ids.flatMap((id) => byId.get(id) ?? []), total: counted[0]?.total ?? 0, ahead: counted[0]?.ahead ?? 0 };
 }
 
 const alreadyDecided = (id: number, status: string) =>

@@ -4,7 +4,7 @@ import { requestData, type RequestData } from '../services/change-requests.ts';
 import type { ServiceReadCache } from '../services/read-cache.ts';
 import { applyDueCancellations } from '../services/store.ts';
 import type { Caller } from '../shared/caller.ts';
-import { pageOf, type Page } from '../shared/page.ts';
+import { cursorOffset, pageOf, type Page } from '../shared/page.ts';
 import { approveRequest, denyRequest, listRequests, type RequestListQuery } from './store.ts';
 
 export type RequestPageQuery = RequestListQuery;
@@ -30,8 +30,8 @@ export function liveRequests(deps: RequestDeps): RequestUseCases {
   return {
     async listRequests(caller, query) {
       await applyDueCancellations(prisma, caller.brokerId);
-      const { rows, total } = await listRequests(prisma, caller.brokerId, query);
-      return pageOf(rows.map(requestData), total, query.limit, query.offset);
+      const { rows, total, ahead } = await listRequests(prisma, caller.brokerId, query);
+      return pageOf(rows.map(requestData), total, query.limit, cursorOffset(query, ahead, rows.length));
     },
 
     async decide(caller, requestId, decision) {

@@ -84,10 +84,12 @@ function registerServiceReads(router: Router, contract: Contract, services: ByMo
     validate({ query }) {
       const since = textParam(query.modified_since, 'modified_since', 'query');
       // Fields named one by one: a spread followed by more fields is V8's slow object clone (bench/README.md).
-      const { limit, offset } = pageParams(query);
+      const { limit, offset, startingAfter, endingBefore } = pageParams(query, (cursor) => intParam(cursor, NaN));
       return {
         limit,
         offset,
+        startingAfter,
+        endingBefore,
         status: textParam(query.status, 'status', 'query') as ServiceStatus | undefined,
         search: textParam(query.search, 'search', 'query'),
         modifiedSince: since === undefined ? undefined : parseInstant(since),

@@ -5,7 +5,7 @@
 import { recordSimulatedEvents } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
-import { pageOf, type Page } from '../shared/page.ts';
+import { pageOf, type Page, type PageWindow } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
 import type { RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
@@ -63,9 +63,16 @@ export function serviceMatches(row: ServiceData, filters: ServiceListFilters): b
   return true;
 }
 
-/** A page of the sandbox list: the one generated row when it matches and `offset` is 0. */
-export function sandboxPage<T>(row: T, matches: boolean, limit: number, offset: number): Page<T> {
-  return pageOf(matches && offset === 0 && limit >= 1 ? [row] : [], matches ? 1 : 0, limit, offset);
+/**
+ * A page of the sandbox list: the one generated row when it matches and `offset` is 0. A cursor
+ * may name any row, as a sandbox detail echoes any number; the generated row, made now, is the
+ * newest, so nothing follows a cursor and it alone precedes any cursor but itself (`key`).
+ */
+export function sandboxPage<T, K>(row: T, matches: boolean, window: PageWindow<K>, key: K): Page<T> {
+  const total = matches ? 1 : 0;
+  if (window.startingAfter !== undefined) return pageOf([], total, window.limit, total);
+  if (window.endingBefore !== undefined) return pageOf(matches && window.endingBefore !== key ? [row] : [], total, window.limit, 0);
+  return pageOf(matches && window.offset === 0 && window.limit >= 1 ? [row] : [], total, window.limit, window.offset);
 }
 
 type RequestFields = Partial<Omit<RequestData, 'object'>> & Pick<RequestData, 'request_id' | 'request_type' | 'request_status'>;
@@ -175,7 +182,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     async listServices(caller, query) {
       const credentials = query.includeCredentials && caller.mayReadCredentials ? SANDBOX_CREDENTIALS : undefined;
       const row = sandboxService(SANDBOX_SERVICE_NUMBER, new Date(), credentials);
-      return sandboxPage(sandboxed(row), serviceMatches(row, query), query.limit, query.offset);
+      return sandboxPage(sandboxed(row), serviceMatches(row, query), query, SANDBOX_SERVICE_NUMBER);
     },
 
     // Dated at each read: never the same page twice.

@@ -1,6 +1,8 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { ConflictError, NotFoundError } from '../shared/errors.ts';
+import { cursorSql } from '../shared/cursor-sql.ts';
+import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import type { PageWindow } from '../shared/page.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
@@ -91,12 +93,21 @@ export async function findService(db: Db, brokerId: string, serviceNumber: numbe
   return service;
 }
 
-export interface ServiceListQuery {
+/** A page of the list: by offset, or after or before a service (its number) as a cursor. */
+export interface ServiceListQuery extends PageWindow<number> {
   status?: ServiceStatus | undefined;
   search?: string | undefined;
   modifiedSince?: Date | undefined;
-  limit: number;
-  offset: number;
+}
+
+/** The row of a cursor's service: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
+async function cursorRow(db: Db, brokerId: string, serviceNumber: number | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
+  if (serviceNumber === undefined) return undefined;
+  const row = serviceNumber <= MAX_INT4
+    ? await db.service.findFirst({ where: { brokerId, serviceNumber }, select: { id: true } })
+    : null;
+  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no service ${serviceNumber} of this broker`);
+  return Prisma.sql`(SELECT k."created_at", k."id" FROM "services" k WHERE k."id" = ${row.id})`;
 }
 
 /**
@@ -108,7 +119,12 @@ export async function listServices(
   brokerId: string,
   query: ServiceListQuery,
   now = new Date(),
-): Promise<{ rows: ServiceWithPlan[]; total: number; nextDueAt: Date | null }> {
+): Promise<{ rows: ServiceWithPlan[]; total: number; ahead: number; nextDueAt: Date | null }> {
+  const cursor = cursorSql(
+    Prisma.sql`(s."created_at", s."id")`,
+    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
+    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
+  );
   const conditions: Prisma.Sql[] = [Prisma.sql`s."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`s."status" = ${query.status}::"service_status"`);
   if (query.modifiedSince !== undefined) conditions.push(Prisma.sql`s."updated_at" >= ${query.modifiedSince}`);
@@ -122,12 +138,12 @@ export async function listServices(
   }
   const where = Prisma.join(conditions, ' AND ');
   const read = () => db.$queryRaw<PageRow[]>`
-    SELECT c."total", (${dueCancellationsProbe(brokerId, now)}) AS "due",
+    SELECT c."total", c."ahead", (${dueCancellationsProbe(brokerId, now)}) AS "due",
            (SELECT min(n."cancel_at") FROM "services" n
              WHERE n."broker_id" = ${brokerId} AND n."status" IN ('pending', 'active', 'suspended')
                AND n."cancel_at" > ${now}) AS "nextDueAt",
            page.*
-      FROM (SELECT count(*)::int AS "total" FROM "services" s WHERE ${where}) c
+      FROM (SELECT count(*)::int AS "total", (${cursor.ahead})::int AS "ahead" FROM "services" s WHERE ${where}) c
       LEFT JOIN LATERAL (
         SELECT s."id", s."service_number" AS "serviceNumber", s."broker_id" AS "brokerId", s."plan_id" AS "planId",
                s."status"::text AS "status", s."hostname", s."customer_email" AS "customerEmail",
@@ -137,8 +153,8 @@ export async function listServices(
                p."name" AS "planName", p."tier" AS "planTier", p."monthly_price"::text AS "planMonthlyPrice",
                p."currency" AS "planCurrency"
           FROM "services" s JOIN "plans" p ON p."id" = s."plan_id"
-         WHERE ${where}
-         ORDER BY s."created_at" DESC, s."id" DESC LIMIT ${query.limit} OFFSET ${query.offset}
+         WHERE ${where} AND ${cursor.page}
+         ORDER BY s."created_at" ${cursor.direction}, s."id" ${cursor.direction} LIMIT ${query.limit} OFFSET ${query.offset}
       ) page ON true
      ORDER BY page."createdAt" DESC, page."id" DESC`;
   let result = await read();
@@ -148,16 +164,17 @@ export async function listServices(
   }
   const rows = result
     .filter((row) => row.id !== null)
-    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, due: _due, nextDueAt: _next, ...service }): ServiceWithPlan => ({
+    .map(({ planName, planTier, planMonthlyPrice, planCurrency, total: _total, ahead: _ahead, due: _due, nextDueAt: _next, ...service }): ServiceWithPlan => ({
       ...service,
       plan: { id: service.planId, name: planName, tier: planTier, monthlyPrice: new Prisma.Decimal(planMonthlyPrice), currency: planCurrency },
     }));
-  return { rows, total: result[0]?.total ?? 0, nextDueAt: result[0]?.nextDueAt ?? null };
+  return { rows, total: result[0]?.total ?? 0, ahead: result[0]?.ahead ?? 0, nextDueAt: result[0]?.nextDueAt ?? null };
 }
 
 /** One service of the page per row, with the count; all null when the page is empty. */
 type PageRow = Omit<ServiceWithPlan, 'plan'> & {
   total: number;
+  ahead: number;
   due: boolean;
   nextDueAt: Date | null;
   planName: string;

@@ -4,7 +4,7 @@ import type { Logger } from '../logger.ts';
 import type { Caller } from '../shared/caller.ts';
 import { clampInstant } from '../shared/dates.ts';
 import { formatRequestId } from '../shared/ids.ts';
-import { pageOf, type Page } from '../shared/page.ts';
+import { cursorOffset, pageOf, type Page, type PageWindow } from '../shared/page.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { recordEvents } from '../events/store.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
@@ -44,9 +44,8 @@ export interface ServiceFilters {
   modifiedSince?: Date | undefined;
 }
 
-export interface ServicePageQuery extends ServiceFilters {
-  limit: number;
-  offset: number;
+/** A page by offset, or after or before a service number (a cursor). */
+export interface ServicePageQuery extends ServiceFilters, PageWindow<number> {
   /** Asked for; given only to a caller who may read credentials. */
   includeCredentials: boolean;
 }
@@ -175,17 +174,17 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
 async function loadPage(deps: ServiceDeps, caller: Caller, query: ServicePageQuery, withCredentials: boolean) {
   // A bound outside the storable years (0000-01-01) is clamped: it still means "since always".
   const modifiedSince = query.modifiedSince && clampInstant(query.modifiedSince);
-  const { rows, total, nextDueAt } = await listServices(deps.prisma, caller.brokerId, { ...query, modifiedSince });
+  const { rows, total, ahead, nextDueAt } = await listServices(deps.prisma, caller.brokerId, { ...query, modifiedSince });
   const cipher = withCredentials ? await deps.credentials() : undefined;
   const data = rows.map((s) => serviceData(s, cipher && { username: s.username, password: cipher.decrypt(s.passwordEnc) }));
-  return { page: pageOf(data, total, query.limit, query.offset), nextDueAt };
+  return { page: pageOf(data, total, query.limit, cursorOffset(query, ahead, data.length)), nextDueAt };
 }
 
 async function listServicePage(deps: ServiceDeps, caller: Caller, query: ServicePageQuery): Promise<Page<ServiceData>> {
   // Credentials only on request and only for admin keys; otherwise silently left out.
   if (query.includeCredentials && caller.mayReadCredentials) return (await loadPage(deps, caller, query, true)).page;
   // Passwords are never cached. JSON.stringify: the filters are free text, so no separator is safe.
-  const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset])}`;
+  const key = `list ${JSON.stringify([query.status, query.search, query.modifiedSince, query.limit, query.offset, query.startingAfter, query.endingBefore])}`;
   return deps.serviceReads.read(caller.brokerId, key, async () => {
     const { page, nextDueAt } = await loadPage(deps, caller, query, false);
     return { value: page, until: nextDueAt };

@@ -77,18 +77,84 @@ export function delivered(event: WebhookEvent): void {
 }
 `;
 
+// Issue 39 item 7: a 304 is its own case. With If-None-Match sent, `data` is there only once the
+// NotModified case is ruled out; without it there is no 304 to handle. createService's 200 and 202
+// are told apart by \`status\`, each with its own \`data\`.
+const CONDITIONAL = `
+import { createClient } from '@client-api-v1/client';
+
+const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });
+
+export async function conditional(etag: string): Promise<number> {
+  const r = await api.GET('/api/v1/services', { params: { header: { 'If-None-Match': etag } } });
+  // @ts-expect-error: no error does not mean a body: a 304 has none
+  if (!r.error) void r.data.data;
+  if (r.notModified) {
+    const status: 304 = r.status;
+    return status;
+  }
+  const status: 200 = r.status;
+  return r.data.data.length + status;
+}
+
+export async function byHeaders(etag: string): Promise<void> {
+  const r = await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': etag } });
+  // @ts-expect-error: a 304 has no data
+  void r.data.data;
+  if (r.status === 304) return;
+  void r.data.data;
+}
+
+export async function unconditional(): Promise<number> {
+  const r = await api.GET('/api/v1/services');
+  // @ts-expect-error: without If-None-Match there is no 304 to test for
+  if (r.status === 304) return 0;
+  return r.data.data.length;
+}
+
+export async function createdOrRequested(): Promise<string> {
+  const r = await api.POST('/api/v1/service-create', {
+    body: { plan: 'Standard VPS', hostname: 'shop.example.com', customer_email: 'jane@example.com' },
+  });
+  const status: 200 | 202 = r.status;
+  void status;
+  // @ts-expect-error: 201 is no answer of createService
+  if (r.status === 201) return '';
+  if (r.status === 200) return String(r.data.data.service_number);
+  return r.data.data.request_id;
+}
+`;
+
+/** The code issue 39 saw crash: only \`error\` checked on a conditional call. */
+const UNCHECKED = (client: string) => `
+import { createClient } from '@client-api-v1/client';
+${client}
+
+export async function crashes(etag: string): Promise<void> {
+  const r = await api.GET('/api/v1/services', { params: { header: { 'If-None-Match': etag } } });
+  if (!r.error) console.log(r.data.data.length);
+}
+`;
+const OURS = "const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });";
+// openapi-fetch's own client type, which the bundled client answered with before issue 39.
+const PLAIN = [
+  "import type { Client } from './node_modules/@client-api-v1/client/dist/vendor/openapi-fetch.js';",
+  "import type { paths } from '@client-api-v1/client';",
+  "const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' }) as unknown as Client<paths>;",
+].join('\n');
+
 mkdirSync('var', { recursive: true });
 const dir = mkdtempSync(path.resolve('var', 'client-narrowing-'));
 
 /** The client's build as a package under `root`'s node_modules, its types edited by `edit`. */
-function install(root: string, edit: (schema: string) => string): void {
+function install(root: string, edit: (schema: string) => string, program = PROGRAM): void {
   const target = path.join(root, 'node_modules', '@client-api-v1', 'client');
   mkdirSync(target, { recursive: true });
   cpSync('clients/typescript/package.json', path.join(target, 'package.json'));
   cpSync('clients/typescript/dist', path.join(target, 'dist'), { recursive: true });
   const schema = path.join(target, 'dist', 'schema.d.ts');
   writeFileSync(schema, edit(readFileSync(schema, 'utf8')));
-  writeFileSync(path.join(root, 'program.ts'), PROGRAM);
+  writeFileSync(path.join(root, 'program.ts'), program);
   writeFileSync(path.join(root, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, lib: ['ES2023', 'DOM'], types: [] },
     files: ['program.ts'],
@@ -109,6 +175,9 @@ before(() => {
     assert.ok((schema.match(OBJECT_MEMBER) ?? []).length >= 10, 'the client types each resource\'s object');
     return schema.replace(OBJECT_MEMBER, '');
   });
+  install(path.join(dir, 'conditional'), (schema) => schema, CONDITIONAL);
+  install(path.join(dir, 'unchecked'), (schema) => schema, UNCHECKED(OURS));
+  install(path.join(dir, 'unchecked-plain'), (schema) => schema, UNCHECKED(PLAIN));
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -121,5 +190,19 @@ test('without `object` in its types the same program does not compile', () => {
   const { status, output } = typecheck(path.join(dir, 'without'));
   assert.notEqual(status, 0, 'it compiled without object');
   assert.match(output, /program\.ts\(\d+,\d+\): error TS2339: Property 'object' does not exist/);
-  assert.match(output, /program\.ts\(\d+,\d+\): error TS2339: Property 'service_number' does not exist/);
+  assert.match(output, /program\.ts\(\d+,\d+\): error TS2339: Property 'request_id' does not exist/);
+});
+
+test('a 304 is its own case: handled before data is read when If-None-Match was sent; 200 and 202 by status', () => {
+  const { status, output } = typecheck(path.join(dir, 'conditional'));
+  assert.equal(status, 0, output);
+});
+
+test('reading data after checking only error on a conditional call does not compile (it did with openapi-fetch\'s types)', () => {
+  const ours = typecheck(path.join(dir, 'unchecked'));
+  assert.notEqual(ours.status, 0, 'it compiled');
+  assert.match(ours.output, /program\.ts\(7,\d+\): error TS18048: 'r\.data' is possibly 'undefined'/);
+  assert.equal(ours.output.match(/error TS/g)?.length, 1, ours.output);
+  const plain = typecheck(path.join(dir, 'unchecked-plain'));
+  assert.equal(plain.status, 0, plain.output);
 });

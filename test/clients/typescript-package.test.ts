@@ -138,16 +138,32 @@ describe('installed from the server into an empty directory', () => {
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
   });
 
-  for (const [name, source] of [['getAuthCheck', tsSamples.find((s) => s.name === 'getAuthCheck')!.source], ['the README snippet', readmeSamples()[0]!]] as const) {
-    test(`${name} runs with plain node against the server`, async () => {
-      const stripping = Boolean((process.features as { typescript?: string | false }).typescript);
-      const file = path.join(dir, stripping ? 'run.ts' : 'run.mjs');
-      writeFileSync(file, stripping ? source : ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
-      const result = await run(process.execPath, [file]);
-      assert.equal(result.code, 0, result.stdout + result.stderr);
-      assert.match(result.stdout, /Test key/, 'the key name from auth-check');
-    });
-  }
+  test('getAuthCheck runs with plain node against the server', async () => {
+    const source = tsSamples.find((s) => s.name === 'getAuthCheck')!.source;
+    const stripping = Boolean((process.features as { typescript?: string | false }).typescript);
+    const file = path.join(dir, stripping ? 'run.ts' : 'run.mjs');
+    writeFileSync(file, stripping ? source : ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
+    const result = await run(process.execPath, [file]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /Test key/, 'the key name from auth-check');
+  });
+
+  test('the README first call runs as written: its file, verbatim, with plain node, in an `npm init -y` project', async () => {
+    // Issue 39: in the CommonJS project `npm init -y` makes, a `.ts` or `.js` file refuses top-level await.
+    const project = mkdtempSync(path.join(dir, 'npm-init-'));
+    const init = await runFile('npm', ['init', '-y'], { cwd: project, env, timeoutMs: 120_000 });
+    assert.equal(init.code, 0, init.stdout + init.stderr);
+    assert.notEqual(JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8')).type, 'module');
+    const npm = await runFile('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `${baseUrl}${CLIENT_PACKAGE_PATH}`], { cwd: project, env, timeoutMs: 120_000 });
+    assert.equal(npm.code, 0, npm.stdout + npm.stderr);
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const name = /save this as `([\w-]+\.mjs)` and run `node \1`/.exec(readme)?.[1];
+    assert.ok(name, 'the README names the file and the command');
+    writeFileSync(path.join(project, name), readmeSamples()[0]!);
+    const result = await runFile(process.execPath, [name], { cwd: project, env, timeoutMs: 120_000 });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /Test key/, 'the key name from auth-check');
+  });
 
   test('verifyWebhook, run with plain node, verifies a delivery the server signed and refuses a changed one', async () => {
     const secret = newEndpointSecret();

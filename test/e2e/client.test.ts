@@ -48,9 +48,12 @@ for (const mode of ['live', 'test'] as const) {
       assert.equal(who.data.mode, mode);
       assert.equal((await api.POST('/api/v1/auth-check')).data!.data.write_access, true);
 
-      const created = (await api.POST('/api/v1/service-create', {
+      const createdAnswer = await api.POST('/api/v1/service-create', {
         body: { plan: 'Basic VPS', hostname: `e2e-${mode}.example.com`, customer_email: 'e2e@example.com' },
-      })).data!;
+      });
+      // Automatic approval: the 200 (a service), told from the 202 (a request) by its status.
+      assert.equal(createdAnswer.status, 200);
+      const created = createdAnswer.data;
       assert.ok('service_number' in created.data && typeof created.data.service_number === 'number');
       const listed = (await api.GET('/api/v1/services', { params: { query: { limit: 5 } } })).data!;
       assert.ok(listed.pagination.total >= 1);
@@ -144,12 +147,18 @@ for (const mode of ['live', 'test'] as const) {
       const again = await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': etag } });
       assert.equal(again.response.status, 304);
       assert.equal(again.response.headers.get('ETag'), etag);
-      // Not assert.equal on each: its type assertion would narrow the result to never.
-      assert.ok(again.data === undefined && again.error === undefined);
+      // The NotModified case: its own status, no data, no error.
+      const { response: _response, ...shape } = again;
+      assert.deepEqual(shape, { status: 304, notModified: true, data: undefined, error: undefined });
       // Through the parameter the contract declares, too.
       const typed = await api.GET('/api/v1/webhook-endpoints', { params: { header: { 'If-None-Match': etag } } });
       assert.equal(typed.response.status, 304);
-      assert.equal((await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': '"other"' } })).data!.success, true);
+      assert.equal(typed.notModified, true);
+      const changed = await api.GET('/api/v1/webhook-endpoints', { headers: { 'If-None-Match': '"other"' } });
+      assert.equal(changed.notModified, false);
+      assert.ok(!changed.notModified && changed.status === 200 && changed.data.success);
+      assert.equal(first.status, 200);
+      assert.equal(first.notModified, false);
     });
 
     test('an error answer is one typed ClientApiError with code, message, details, status and request id', async () => {

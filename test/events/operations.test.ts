@@ -53,6 +53,33 @@ describe('listEvents', () => {
     assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?type=request.created&starting_after=${b}`)), [a]);
   });
 
+  test('types filters by several types (a comma list), across pages and in both orders', async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const a = await event(t.prisma, { brokerId: w.brokerId, type: 'request.created' });
+    await event(t.prisma, { brokerId: w.brokerId, type: 'ping' });
+    const b = await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
+    const c = await event(t.prisma, { brokerId: w.brokerId, type: 'request.approved' });
+    const types = 'types=request.created,service.created,request.approved';
+    const all = await get(w.live.key, `/api/v1/events?${types}`);
+    assert.equal(all.status, 200, JSON.stringify(all.body));
+    assert.deepEqual(ids(all), [c, b, a]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?${types}&limit=2&starting_after=${c}`)), [b, a]);
+    assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?${types}&order=asc&starting_after=${a}`)), [b, c]);
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?types=ping')), ids(await get(w.live.key, '/api/v1/events?type=ping')));
+  });
+
+  test('type and types together: the events of any of them; an unknown type in types: 400 invalid_parameter', async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const a = await event(t.prisma, { brokerId: w.brokerId, type: 'ping' });
+    const b = await event(t.prisma, { brokerId: w.brokerId, type: 'report.failed' });
+    await event(t.prisma, { brokerId: w.brokerId, type: 'service.created' });
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?type=ping&types=report.failed,ping')), [b, a]);
+    assert.match(String(assertError(await get(w.live.key, '/api/v1/events?types=ping,service.deleted'), 400, 'invalid_parameter').field), /^types/);
+    // Repeated, too; an empty item or list is refused, as any bad value.
+    assert.deepEqual(ids(await get(w.live.key, '/api/v1/events?types=ping&types=report.failed')), [b, a]);
+    for (const query of ['types=', 'types=ping,,ping']) assertError(await get(w.live.key, `/api/v1/events?${query}`), 400, 'invalid_parameter');
+  });
+
   test('each key sees its own broker and mode only', async () => {
     const w = await brokerWithKeys(t.prisma);
     const other = await brokerWithKeys(t.prisma);

@@ -9,9 +9,15 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createClient } from '@hey-api/openapi-ts';
+import createFetchClient from 'openapi-fetch';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse } from 'yaml';
+import { createTestApp } from '../helpers/app.ts';
+import { apiKey } from '../helpers/factories.ts';
 
 // Inside the work tree, so the program resolves openapi-fetch from its node_modules.
 mkdirSync('var', { recursive: true });
@@ -197,8 +203,51 @@ describe('clients generated from openapi.yaml', () => {
     assert.ok(pin && guide.includes(`TypeScript ${pin} or later`), `the guide names hey-api's TypeScript pin (>=${pin})`);
   });
 
+  it('openapi-typescript needs --default-non-nullable false: by default a request field with a default is required', async () => {
+    const createBody = (text: string) => /\n {8}ServiceCreateBody: \{[\s\S]*?billing_cycle(\??):/.exec(text)?.[1];
+    const byDefault = astToString(await openapiTS(new URL(`file://${contract}`), { silent: true }));
+    assert.equal(createBody(byDefault), '', 'required with the default flags');
+    assert.equal(createBody(readFileSync(path.join(dir, 'api.ts'), 'utf8')), '?', 'optional with --default-non-nullable false');
+  });
+
   it('hey-api\'s client defaults to the production server, the first in servers', () => {
     const generated = readFileSync(path.join(dir, 'hey', 'client.gen.ts'), 'utf8');
     assert.match(generated, /baseUrl: 'https:\/\/api\.example\.com'/);
+  });
+});
+
+describe('a 304 in each generated client, as the Client generators guide shows it', () => {
+  it('openapi-fetch: data undefined and error an empty string; hey-api: data undefined and error {}', async () => {
+    const t = await createTestApp({}, { workers: false });
+    const server: Server = t.app.listen(0, '127.0.0.1');
+    try {
+      await once(server, 'listening');
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const key = (await apiKey(t.prisma, { scopes: ['admin:full'] })).key;
+      const headers = { Authorization: `Bearer ${key}` };
+      const plain = createFetchClient<Record<string, never>>({ baseUrl, headers });
+      const get = plain.GET as unknown as (url: string, init?: object) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+      const first = await get('/api/v1/services');
+      const etag = first.response.headers.get('ETag')!;
+      const again = await get('/api/v1/services', { headers: { 'If-None-Match': etag } });
+      assert.equal(again.response.status, 304);
+      assert.deepEqual([again.data, again.error], [undefined, '']);
+
+      const hey = await import(path.join(dir, 'hey', 'sdk.gen.ts')) as { listServices: (o: object) => Promise<{ data?: unknown; error?: unknown; response: Response }> };
+      const heyClient = (await import(path.join(dir, 'hey', 'client.gen.ts')) as { client: { setConfig(c: object): void } }).client;
+      heyClient.setConfig({ baseUrl, headers });
+      const heyAgain = await hey.listServices({ headers: { 'If-None-Match': etag } });
+      assert.equal(heyAgain.response.status, 304);
+      assert.deepEqual([heyAgain.data, heyAgain.error], [undefined, {}]);
+      await assert.rejects(hey.listServices({ headers: { 'If-None-Match': etag }, throwOnError: true }), (err: unknown) => JSON.stringify(err) === '{}');
+
+      const guide = (parse(readFileSync(contract, 'utf8')) as { tags: Array<{ name: string; description: string }> }).tags
+        .find((tag) => tag.name === 'Client generators')?.description ?? '';
+      assert.ok(guide.includes("`{ data: undefined, error: '' }`") && guide.includes('`{ data: undefined, error: {} }`'), 'the guide says so');
+      assert.ok(guide.includes('--default-non-nullable false'), 'the guide names the flag the generated types above need');
+    } finally {
+      server.close();
+      await t.close();
+    }
   });
 });

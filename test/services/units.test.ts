@@ -194,8 +194,18 @@ describe('sandbox rows', () => {
   });
 
   test('a page holds the row only at offset 0', () => {
-    assert.deepEqual(sandboxPage('r', true, 25, 0), { data: ['r'], pagination: { total: 1, limit: 25, offset: 0, has_more: false } });
-    assert.deepEqual(sandboxPage('r', true, 1, 1), { data: [], pagination: { total: 1, limit: 1, offset: 1, has_more: false } });
-    assert.deepEqual(sandboxPage('r', false, 25, 0), { data: [], pagination: { total: 0, limit: 25, offset: 0, has_more: false } });
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0 }, 7), { data: ['r'], pagination: { total: 1, limit: 25, offset: 0, has_more: false } });
+    assert.deepEqual(sandboxPage('r', true, { limit: 1, offset: 1 }, 7), { data: [], pagination: { total: 1, limit: 1, offset: 1, has_more: false } });
+    assert.deepEqual(sandboxPage('r', false, { limit: 25, offset: 0 }, 7), { data: [], pagination: { total: 0, limit: 25, offset: 0, has_more: false } });
+  });
+
+  test('cursors: nothing follows any cursor; the row, the newest, precedes any cursor but itself', () => {
+    const empty = (offset: number, total = 1) => ({ data: [], pagination: { total, limit: 25, offset, has_more: offset < total } });
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0, startingAfter: 7 }, 7), empty(1));
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0, startingAfter: 8 }, 7), empty(1));
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0, endingBefore: 7 }, 7), empty(0));
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0, endingBefore: 8 }, 7), { data: ['r'], pagination: { total: 1, limit: 25, offset: 0, has_more: false } });
+    assert.deepEqual(sandboxPage('r', false, { limit: 25, offset: 0, endingBefore: 8 }, 7), empty(0, 0));
+    assert.deepEqual(sandboxPage('r', true, { limit: 25, offset: 0, startingAfter: 8, endingBefore: 9 }, 7), empty(1));
   });
 });

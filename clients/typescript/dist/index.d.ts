@@ -15,9 +15,13 @@
  *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
  *
+ * - A result is one of the contract's success answers, told apart by `status` (`200 | 202` where an
+ *   operation has both, each with its own `data`), or, only for a call that sends `If-None-Match`,
+ *   `304` (`notModified: true`, no `data`): the compiler makes code handle that case first.
+ *
  * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
-import { type Client } from './vendor/openapi-fetch.js';
+import { type Client, type MaybeOptionalInit, type ParseAsResponse } from './vendor/openapi-fetch.js';
 import type { components, paths } from './schema.js';
 export type { components, paths };
 export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventObjects, type WebhookEventType, type WebhookHeaders, type WebhookRefusal, } from './webhooks.js';
@@ -50,5 +54,69 @@ export declare class ClientApiError extends Error {
     readonly requestId: string | undefined;
     constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined);
 }
-/** A typed client: `GET`/`POST` of openapi-fetch on the contract's paths; error answers throw `ClientApiError`. */
-export declare function createClient(options: ClientOptions): Client<paths>;
+type SuccessStatus = 200 | 201 | 202 | 203 | 204 | 206;
+type ResponsesOf<Operation> = Operation extends {
+    responses: infer R;
+} ? R : never;
+type BodyOf<Answer> = Answer extends {
+    content: {
+        'application/json': infer Body;
+    };
+} ? Body : Answer extends {
+    content: Record<string, infer Body>;
+} ? Body : undefined;
+/** Each success answer of an operation as its own case: its `status` and the body of that status. */
+export type Answered<Operation, Init = unknown> = {
+    [S in Extract<keyof ResponsesOf<Operation>, SuccessStatus>]: {
+        status: S;
+        notModified: false;
+        data: ParseAsResponse<BodyOf<ResponsesOf<Operation>[S]>, Init>;
+        /** Never set: an error answer is thrown as a `ClientApiError`. */
+        error?: undefined;
+        response: Response;
+    };
+}[Extract<keyof ResponsesOf<Operation>, SuccessStatus>];
+/** `304 Not Modified` to a conditional GET: the copy you hold (its `ETag` sent in `If-None-Match`) is current. */
+export interface NotModified {
+    status: 304;
+    notModified: true;
+    data?: undefined;
+    error?: undefined;
+    /** Its headers: the `ETag`, `X-Request-Id`, the rate-limit figures. */
+    response: Response;
+}
+/** Whether a call's options send `If-None-Match` (in `params.header` or `headers`); headers the compiler cannot see into count as sending it. */
+type SendsIfNoneMatch<Init> = Init extends {
+    params: {
+        header: infer H;
+    };
+} ? ('If-None-Match' extends keyof H ? true : HeadersSend<Init>) : HeadersSend<Init>;
+type HeadersSend<Init> = Init extends {
+    headers: infer H;
+} ? H extends Headers | readonly unknown[] ? true : 'If-None-Match' extends keyof H ? true : 'if-none-match' extends keyof H ? true : false : false;
+/** What a call answers: a success of the contract, or, when it sent `If-None-Match`, also `NotModified`. */
+export type ApiResult<Operation, Init = unknown> = Answered<Operation, Init> | (SendsIfNoneMatch<Init> extends true ? NotModified : never);
+type HttpMethod = 'get' | 'post';
+type PathsWithMethod<Method extends HttpMethod> = {
+    [P in keyof paths]: paths[P] extends {
+        [K in Method]: unknown;
+    } ? P : never;
+}[keyof paths];
+type RequiredKeysOfHelper<T> = {
+    [K in keyof T]: Record<never, never> extends Pick<T, K> ? never : K;
+}[keyof T];
+type RequiredKeysOf<T> = RequiredKeysOfHelper<T> extends undefined ? never : RequiredKeysOfHelper<T>;
+/** The options are required when the operation requires some. */
+type InitParam<Init> = RequiredKeysOf<Init> extends never ? [(Init & {
+    [key: string]: unknown;
+})?] : [Init & {
+    [key: string]: unknown;
+}];
+type ApiMethod<Method extends HttpMethod> = <Path extends PathsWithMethod<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(url: Path, ...init: InitParam<Init>) => Promise<ApiResult<paths[Path][Method], Init>>;
+/** openapi-fetch's client on the contract's paths, with `GET` and `POST` answering `ApiResult`s. */
+export interface ApiClient extends Omit<Client<paths>, 'GET' | 'POST'> {
+    GET: ApiMethod<'get'>;
+    POST: ApiMethod<'post'>;
+}
+/** A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw `ClientApiError`. */
+export declare function createClient(options: ClientOptions): ApiClient;

@@ -15,6 +15,10 @@
  *   const api = createClient({ baseUrl: process.env.CAPI_URL!, apiKey: process.env.CAPI_KEY! });
  *   const { data } = await api.GET('/api/v1/services', { params: { query: { limit: 10 } } });
  *
+ * - A result is one of the contract's success answers, told apart by `status` (`200 | 202` where an
+ *   operation has both, each with its own `data`), or, only for a call that sends `If-None-Match`,
+ *   `304` (`notModified: true`, no `data`): the compiler makes code handle that case first.
+ *
  * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
 import createFetchClient, {} from './vendor/openapi-fetch.js';
@@ -108,7 +112,14 @@ function notModifiedHeaders(response) {
     headers.set('Content-Length', '0');
     return headers;
 }
-/** A typed client: `GET`/`POST` of openapi-fetch on the contract's paths; error answers throw `ClientApiError`. */
+/** openapi-fetch's result with the status it had, and a 304 as its own case. */
+function withStatus(result) {
+    const { response } = result;
+    if (response.status === 304)
+        return { status: 304, notModified: true, data: undefined, error: undefined, response };
+    return { status: response.status, notModified: false, data: result.data, error: undefined, response };
+}
+/** A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw `ClientApiError`. */
 export function createClient(options) {
     const client = createFetchClient({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(options) });
     const idempotencyKey = options.idempotencyKey ?? (() => globalThis.crypto.randomUUID());
@@ -123,7 +134,7 @@ export function createClient(options) {
         },
         async onResponse({ response }) {
             // A 304 (a conditional GET, If-None-Match) is no error: openapi-fetch reads its empty body as
-            // nothing when it says Content-Length: 0, so `data` and `error` are both undefined.
+            // nothing when it says Content-Length: 0, and withStatus makes it the NotModified case.
             if (response.status === 304)
                 return new Response(null, { status: 304, statusText: response.statusText, headers: notModifiedHeaders(response) });
             if (!response.ok)
@@ -131,5 +142,7 @@ export function createClient(options) {
             return response;
         },
     });
-    return client;
+    const call = (method) => async (url, ...init) => withStatus(await method(url, ...init));
+    // The run-time values are what the types say: withStatus makes each result one of ApiResult's cases.
+    return { ...client, GET: call(client.GET), POST: call(client.POST) };
 }

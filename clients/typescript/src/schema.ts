@@ -118,7 +118,20 @@ export interface paths {
         };
         /**
          * List services
-         * @description Lists the broker's services, newest first, with offset pagination.
+         * @description Lists the broker's services, newest first (by `created_at`, then the order of creation).
+         *
+         *     Paging: by `offset`, or by cursor. `starting_after` (a `service_number` of the list, the last
+         *     row of the page before) gives the rows right after that service, `ending_before` (the first
+         *     row of the page after) the rows right before it, still newest first. A cursor names a row,
+         *     not a position: a service created while you page through the list moves nothing on the pages
+         *     after it (new services come first), so a walk with `starting_after` sees every service that
+         *     existed when it began exactly once, where an offset walk would skip or repeat one per insert.
+         *     Use cursors to build a mirror; an offset walk suits a list that holds still. With a cursor,
+         *     `pagination.offset` is the number of matching rows ahead of the page (so `has_more` still
+         *     means `offset + data.length < total`: more rows follow). A cursor that names none of the
+         *     broker's services, or a cursor with an `offset` other than 0, is `400 invalid_parameter`
+         *     (rule `exists` or `exclusive`); both cursors together give the rows between them. Filters apply to the rows; the cursor's
+         *     own service need not match them.
          *
          *     Filters: `status` (exact), `search` (case-insensitive substring of hostname, customer
          *     e-mail, customer name or the service number), `modified_since` (services whose
@@ -131,7 +144,10 @@ export interface paths {
          *     up to 2 seconds, so a change made outside the API (an operator's import) can take that
          *     long to show; a scheduled cancellation shows the moment it falls due.
          *
-         *     Sandbox: at most one generated row, to which every filter, `limit` and `offset` apply.
+         *     Sandbox: at most one generated row (service `731845206`), to which every filter, `limit`,
+         *     `offset` and cursor apply. A cursor may name any number (as the sandbox's detail echoes any);
+         *     the generated row, made now, is the newest, so it is the page before any cursor but itself,
+         *     and the page after any cursor is empty.
          *
          *     Worked example:
          *
@@ -360,13 +376,25 @@ export interface paths {
         };
         /**
          * List service requests
-         * @description Lists the broker's service requests, newest first, with offset pagination.
+         * @description Lists the broker's service requests, newest first (by `created_at`, then the order of creation).
+         *
+         *     Paging: by `offset`, or by cursor, as in *List services*: `starting_after` (a `request_id`
+         *     of the list, the last row of the page before) gives the rows right after that request,
+         *     `ending_before` the rows right before it, still newest first. A request made while you page
+         *     moves nothing on the pages after the cursor, so a cursor walk sees every request that existed
+         *     when it began exactly once. With a cursor, `pagination.offset` is the number of matching rows
+         *     ahead of the page; both cursors together give the rows between them. A cursor that names none
+         *     of the broker's requests, or a cursor with an `offset` other than 0, is `400 invalid_parameter` (rule `exists` or
+         *     `exclusive`).
          *
          *     Filters: `status`, `type`, `source` (exact), `date` (created on that UTC day),
          *     `search` (case-insensitive substring of the request id, hostname, customer e-mail,
          *     plan names, reason or the service number).
          *
-         *     Sandbox: at most one generated row, to which every filter, `limit` and `offset` apply.
+         *     Sandbox: at most one generated row (request `REQ-318274`), to which every filter, `limit`,
+         *     `offset` and cursor apply. A cursor may name any request id (as the sandbox's decisions echo
+         *     any); the generated row, made now, is the newest, so it is the page before any cursor but
+         *     itself, and the page after any cursor is empty.
          *
          *     Worked example:
          *
@@ -771,7 +799,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description Lists the broker's events of the key's mode (a live key live events, a sandbox key the test-mode events of its simulations and pings), 30 days back (older events are deleted): newest first by default (`order=desc`), oldest first with `order=asc`. Cursor pagination: pass the last event's id of a page as `starting_after` for the next one; `pagination.has_more` says whether one follows. `type` filters by event type, `created_gte` and `created_lt` by `created_at`. A `starting_after` that names no event of the key (another broker's, another mode's, or one deleted) is `400 invalid_parameter`.
+         * @description Lists the broker's events of the key's mode (a live key live events, a sandbox key the test-mode events of its simulations and pings), 30 days back (older events are deleted): newest first by default (`order=desc`), oldest first with `order=asc`. Cursor pagination: pass the last event's id of a page as `starting_after` for the next one; `pagination.has_more` says whether one follows. `type` filters by one event type, `types` by several (a comma list), `created_gte` and `created_lt` by `created_at`. A `starting_after` that names no event of the key (another broker's, another mode's, or one deleted) is `400 invalid_parameter`.
          *
          *     **The ascending feed has no gaps.** With `order=asc` and `starting_after`, the answer lists the events that follow that one, oldest first (without `starting_after`, from the oldest kept). `created_at` never goes back along it, and an event appears in it only once every event that sorts before it has committed, and as soon as its own change has committed: a poller that asks again and again for what follows the last event it received gets every event exactly once, in order (see *Polling the event feed*).
          *
@@ -1224,7 +1252,7 @@ export interface components {
              */
             limit: number;
             /**
-             * @description The number of rows skipped.
+             * @description The number of rows skipped (`offset`), or with a cursor the number of matching rows ahead of this page.
              * @example 0
              */
             offset: number;
@@ -5036,6 +5064,26 @@ export interface components {
          */
         RequestLogIdPath: components["schemas"]["RequestLogIdValue"];
         /**
+         * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. With `ending_before` too, the services between the two. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
+         * @example 482913570
+         */
+        ServiceStartingAfter: number;
+        /**
+         * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
+         * @example 482913570
+         */
+        ServiceEndingBefore: number;
+        /**
+         * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. With `ending_before` too, the requests between the two. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
+         * @example REQ-000044
+         */
+        RequestStartingAfter: string;
+        /**
+         * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
+         * @example REQ-000044
+         */
+        RequestEndingBefore: string;
+        /**
          * @description Cursor: the id of the last event of the previous page (or, polling with `order=asc`, the last event received). With `order=desc` the page starts with the next older event, with `order=asc` with the next newer one. One that names no event of the key is `400 invalid_parameter`.
          * @example evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp
          */
@@ -5301,6 +5349,16 @@ export interface operations {
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Cursor: a `service_number` of the list (the last row of the previous page); the page holds the services right after it, newest first. With `ending_before` too, the services between the two. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
+                 * @example 482913570
+                 */
+                starting_after?: components["parameters"]["ServiceStartingAfter"];
+                /**
+                 * @description Cursor: a `service_number` of the list (the first row of the next page); the page holds the services right before it (newer ones), still newest first. One that names none of the broker's services, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any number).
+                 * @example 482913570
+                 */
+                ending_before?: components["parameters"]["ServiceEndingBefore"];
             };
             header?: {
                 /**
@@ -5740,6 +5798,16 @@ export interface operations {
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Cursor: a `request_id` of the list (the last row of the previous page; `REQ-` and digits, any case and padding); the page holds the requests right after it, newest first. With `ending_before` too, the requests between the two. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
+                 * @example REQ-000044
+                 */
+                starting_after?: components["parameters"]["RequestStartingAfter"];
+                /**
+                 * @description Cursor: a `request_id` of the list (the first row of the next page); the page holds the requests right before it (newer ones), still newest first. One that names none of the broker's requests, or sent with an `offset` other than 0, is `400 invalid_parameter` (the sandbox takes any id).
+                 * @example REQ-000044
+                 */
+                ending_before?: components["parameters"]["RequestEndingBefore"];
             };
             header?: {
                 /**
@@ -6616,6 +6684,14 @@ export interface operations {
                  * @example service.created
                  */
                 type?: components["schemas"]["EventType"];
+                /**
+                 * @description Only events of these types, a comma list (`types=service.created,service.updated`) or the parameter repeated. With `type` too, the events of any of them. An unknown type is `400 invalid_parameter`.
+                 * @example [
+                 *       "service.created",
+                 *       "service.updated"
+                 *     ]
+                 */
+                types?: components["schemas"]["EventType"][];
                 /**
                  * @description `desc` (the default): newest first, and `starting_after` pages to older events. `asc`: oldest first, and `starting_after` lists the events that follow it (the feed to poll). Anything else is `400 invalid_parameter`.
                  * @example asc

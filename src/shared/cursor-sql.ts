@@ -1,0 +1,32 @@
+/**
+ * The SQL of a list page ordered newest first, `(created_at, id)` descending, which both offset
+ * and cursor pages share. A cursor compares with its row's own `(created_at, id)`, read in the same
+ * statement: neither changes after insert, so a page after (or before) a row holds the same rows
+ * whatever was inserted meanwhile (new rows sort first).
+ */
+import { Prisma } from '../../generated/prisma/client.ts';
+
+export interface CursorSql {
+  /** The page's extra condition (`true` for an offset page). */
+  page: Prisma.Sql;
+  /** `DESC`, or `ASC` for the rows just before a cursor (the caller then shows them newest first). */
+  direction: Prisma.Sql;
+  /** An aggregate: how many of the filtered rows sort ahead of the page's first row (see `cursorOffset`). */
+  ahead: Prisma.Sql;
+}
+
+/**
+ * `key` is the list's `(created_at, id)`; `after` and `before` select the cursor rows' (the
+ * `starting_after` and `ending_before` rows). With both, the page is the rows between them, from
+ * the one after `after` on.
+ */
+export function cursorSql(key: Prisma.Sql, after: Prisma.Sql | undefined, before: Prisma.Sql | undefined): CursorSql {
+  if (after !== undefined) {
+    const page = before === undefined ? Prisma.sql`${key} < ${after}` : Prisma.sql`${key} < ${after} AND ${key} > ${before}`;
+    return { page, direction: Prisma.sql`DESC`, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} >= ${after})` };
+  }
+  if (before !== undefined) {
+    return { page: Prisma.sql`${key} > ${before}`, direction: Prisma.sql`ASC`, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} > ${before})` };
+  }
+  return { page: Prisma.sql`true`, direction: Prisma.sql`DESC`, ahead: Prisma.sql`0` };
+}
