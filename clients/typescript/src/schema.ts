@@ -3959,6 +3959,30 @@ export interface components {
          * @example req_8f14e45fceea467a9575b5ba30c1a2d3
          */
         RequestLogIdValue: string;
+        /** @description An answer's error as the request log keeps it. */
+        RequestLogError: {
+            /**
+             * @description The answer's `error.code`.
+             * @example invalid_parameter
+             */
+            code: string;
+            /**
+             * @description The answer's `error.message` (`null` for entries recorded before 1.4.0).
+             * @example Invalid parameter plan: must be a plan of a higher tier than Standard VPS
+             */
+            message: string | null;
+            /**
+             * @description The answer's `error.details`, as sent (`{"omitted": true}` in the unlikely case they pass 8 KiB).
+             * @example {
+             *       "field": "plan",
+             *       "location": "body",
+             *       "rule": "tier"
+             *     }
+             */
+            details?: {
+                [key: string]: unknown;
+            };
+        };
         /** @description One API request as the server recorded it (kept 30 days). No body, header, query string or secret is ever recorded: `path` is the path alone, with anything shaped like an API key or a download token redacted as in the server's own log lines. */
         RequestLog: {
             /**
@@ -3994,6 +4018,8 @@ export interface components {
              * @example conflict
              */
             error_code: string | null;
+            /** @description The answer's `error` as it was sent (`code`, `message` and, where the answer had them, `details`), with anything shaped like an API key redacted as in `path`; `null` for a success. Entries recorded before 1.4.0 kept the code only: their `message` is `null`. */
+            error: components["schemas"]["RequestLogError"] | null;
             /**
              * @description Milliseconds from the request's arrival at the key check to the end of its answer.
              * @example 18
