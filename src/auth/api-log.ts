@@ -30,11 +30,19 @@ export interface ApiLogEntry {
 /** An error's message and details as the log keeps them: at most this many characters of JSON. */
 const MAX_STORED_ERROR = 8192;
 
-/** Every string in `value` with its secrets redacted, as the log's path is (scrubSecrets). */
+/**
+ * Text a jsonb column takes: an error can echo a client's value, and PostgreSQL refuses U+0000 and
+ * an unpaired surrogate in JSON, which would fail the whole batch's INSERT.
+ */
+const storable = (text: string): string =>
+  // `toWellFormed` (Node 20+): ES2023, the project's TypeScript lib, does not declare it.
+  scrubSecrets((text as string & { toWellFormed(): string }).toWellFormed().replaceAll('\u0000', '\uFFFD'));
+
+/** Every string in `value` with its secrets redacted, as the log's path is (scrubSecrets), and storable. */
 function redacted(value: unknown): unknown {
-  if (typeof value === 'string') return scrubSecrets(value);
+  if (typeof value === 'string') return storable(value);
   if (Array.isArray(value)) return value.map(redacted);
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrubSecrets(k), redacted(v)]));
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), redacted(v)]));
   return value;
 }
 
@@ -46,7 +54,7 @@ export function loggedError(error: AnsweredError | undefined): Pick<ApiLogEntry,
   if (error === undefined) return { errorCode: null, errorMessage: null, errorDetails: null };
   const details = error.details === undefined ? null : (redacted(error.details) as Record<string, unknown>);
   const fits = details === null || JSON.stringify(details).length <= MAX_STORED_ERROR;
-  return { errorCode: error.code, errorMessage: scrubSecrets(error.message).slice(0, MAX_STORED_ERROR), errorDetails: fits ? details : { omitted: true } };
+  return { errorCode: error.code, errorMessage: storable(error.message).slice(0, MAX_STORED_ERROR), errorDetails: fits ? details : { omitted: true } };
 }
 
 export interface ApiLogOptions {

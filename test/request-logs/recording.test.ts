@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
+import { loggedError } from '../../src/auth/api-log.ts';
 import { scrubPath } from '../../src/ops/redact.ts';
 import { deleteRequestLogsBefore, REQUEST_LOG_RETENTION_DAYS } from '../../src/request-logs/store.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
@@ -139,6 +140,19 @@ describe("the answer's error", () => {
     assert.match(String(entry.error.details.idempotency_key), /^sk_live_\[redacted\]/);
     const rows = await t.prisma.apiLog.findMany({ where: { requestId: rids[1] } });
     assert.ok(!JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)).includes(secret));
+  });
+
+  test('an error echoing a NUL or an unpaired surrogate is stored (as U+FFFD), and the entries written with it are not lost', async () => {
+    const rid = id('surrogate');
+    // The Idempotency-Key a 422 names comes back in its details as sent.
+    const { serviceNumber } = await service(t, { brokerId: live.brokerId, plan: 'Basic VPS' });
+    const key = `k-${randomUUID()}`;
+    for (const [i, plan] of ['Standard VPS', 'Enterprise VPS'].entries()) {
+      await send(t.app, live.key, 'post', `/api/v1/services/${serviceNumber}/upgrade`, i === 0 ? id('first') : rid).set('Idempotency-Key', key).send({ plan });
+    }
+    const stored = loggedError({ code: 'invalid_parameter', message: 'bad \ud800 and \u0000', details: { value: '\udfff', ['\u0000k']: ['\ud83d'] } });
+    assert.deepEqual(stored, { errorCode: 'invalid_parameter', errorMessage: 'bad \ufffd and \ufffd', errorDetails: { value: '\ufffd', ['\ufffdk']: ['\ufffd'] } });
+    assert.equal((await entryOf(t.app, live.key, rid)).status, 422);
   });
 
   test('a replayed error keeps its message and details', async () => {
