@@ -1,5 +1,7 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { AnsweredError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
+import { scrubSecrets } from '../ops/redact.ts';
 import type { KeyMode } from './keys.ts';
 
 /** One row of `api_logs`. Never carries the key itself: only its id. */
@@ -19,7 +21,40 @@ export interface ApiLogEntry {
   operation: string | null;
   /** The error envelope's code; null for a success. */
   errorCode: string | null;
+  /** The error envelope's message and details, their secrets redacted (loggedError); null for a success. */
+  errorMessage: string | null;
+  errorDetails: Record<string, unknown> | null;
   idempotencyReplayed: boolean;
+}
+
+/** An error's message and details as the log keeps them: at most this many characters of JSON. */
+const MAX_STORED_ERROR = 8192;
+
+/**
+ * Text a jsonb column takes: an error can echo a client's value, and PostgreSQL refuses U+0000 and
+ * an unpaired surrogate in JSON, which would fail the whole batch's INSERT.
+ */
+const storable = (text: string): string =>
+  // `toWellFormed` (Node 20+): ES2023, the project's TypeScript lib, does not declare it.
+  scrubSecrets((text as string & { toWellFormed(): string }).toWellFormed().replaceAll('\u0000', '\uFFFD'));
+
+/** Every string in `value` with its secrets redacted, as the log's path is (scrubSecrets), and storable. */
+function redacted(value: unknown): unknown {
+  if (typeof value === 'string') return storable(value);
+  if (Array.isArray(value)) return value.map(redacted);
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), redacted(v)]));
+  return value;
+}
+
+/**
+ * The answer's error as the API log keeps it, redacted; details whose JSON would pass
+ * MAX_STORED_ERROR are kept as `{ omitted: true }` (no detail the server makes comes near it).
+ */
+export function loggedError(error: AnsweredError | undefined): Pick<ApiLogEntry, 'errorCode' | 'errorMessage' | 'errorDetails'> {
+  if (error === undefined) return { errorCode: null, errorMessage: null, errorDetails: null };
+  const details = error.details === undefined ? null : (redacted(error.details) as Record<string, unknown>);
+  const fits = details === null || JSON.stringify(details).length <= MAX_STORED_ERROR;
+  return { errorCode: error.code, errorMessage: storable(error.message).slice(0, MAX_STORED_ERROR), errorDetails: fits ? details : { omitted: true } };
 }
 
 export interface ApiLogOptions {
@@ -77,17 +112,19 @@ async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise
       request_id: e.requestId,
       operation: e.operation,
       error_code: e.errorCode,
+      error_message: e.errorMessage,
+      error_details: e.errorDetails,
       idempotency_replayed: e.idempotencyReplayed,
     })),
   );
   await prisma.$executeRaw`
     INSERT INTO "api_logs" ("at", "api_key_id", "broker_id", "mode", "method", "path", "status", "ip", "duration_ms", "request_id",
-                            "operation", "error_code", "idempotency_replayed")
+                            "operation", "error_code", "error_message", "error_details", "idempotency_replayed")
     SELECT x."at", x."api_key_id", x."broker_id", x."mode"::"key_mode", x."method", x."path", x."status", x."ip", x."duration_ms", x."request_id",
-           x."operation", x."error_code", x."idempotency_replayed"
+           x."operation", x."error_code", x."error_message", x."error_details", x."idempotency_replayed"
       FROM jsonb_to_recordset(${json}::jsonb) AS x("at" timestamptz(3), "api_key_id" text, "broker_id" text, "mode" text,
            "method" text, "path" text, "status" int, "ip" text, "duration_ms" int, "request_id" text,
-           "operation" text, "error_code" text, "idempotency_replayed" boolean)`;
+           "operation" text, "error_code" text, "error_message" text, "error_details" jsonb, "idempotency_replayed" boolean)`;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { OperationInfo } from '../http/contract.ts';
 import { ApiError, notFound, serverError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { cachedScrub, scrubPath } from '../ops/redact.ts';
-import { createApiLog, type ApiLog, type ApiLogOptions } from './api-log.ts';
+import { createApiLog, loggedError, type ApiLog, type ApiLogOptions } from './api-log.ts';
 import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
@@ -302,7 +302,7 @@ function admit(
       durationMs: Math.round(performance.now() - started),
       requestId: String(res.locals.requestId ?? ''),
       operation: res.locals.operation?.operationId ?? null,
-      errorCode: res.locals.errorCode ?? null,
+      ...loggedError(res.locals.error),
       idempotencyReplayed: res.locals.idempotencyReplayed === true,
     });
   });

@@ -295,10 +295,12 @@ const EVENTS: ExampleEvent[] = [
 
 /** getEvent's `delivered` example: evt_2Jf8…'s delivery to the example endpoint, on its third attempt (ms after the event). */
 const DELIVERED_ATTEMPTS = [
-  { number: 1, afterMs: 120, statusCode: 500, error: null, durationMs: 84 },
-  { number: 2, afterMs: 5_310, statusCode: null, error: 'timeout after 15000 ms', durationMs: 15_000 },
-  { number: 3, afterMs: 306_020, statusCode: 200, error: null, durationMs: 61 },
+  { number: 1, afterMs: 120, statusCode: 500, error: null, durationMs: 84, responseExcerpt: '{"error":"database unavailable"}' },
+  { number: 2, afterMs: 5_310, statusCode: null, error: 'timeout after 15000 ms', durationMs: 15_000, responseExcerpt: null },
+  { number: 3, afterMs: 306_020, statusCode: 200, error: null, durationMs: 61, responseExcerpt: 'ok' },
 ];
+/** The example delivery's id (`listWebhookEndpointDeliveries`' examples): the service.created event's to the example endpoint. */
+const EXAMPLE_DELIVERY = 'whd_7c2e9a4f1b8d4e6a9f3c5b1d7e2a8c40';
 const DELIVERED_AFTER_MS = 306_081;
 
 /**
@@ -350,9 +352,9 @@ async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date)
     const after = (ms: number) => new Date(createdAt.getTime() + ms);
     await tx.webhookDelivery.create({
       data: {
-        eventId: e.id, endpointId: EXAMPLE_ENDPOINT, status: 'delivered', attempts: DELIVERED_ATTEMPTS.length, nextAttemptAt: null,
+        publicId: EXAMPLE_DELIVERY, eventId: e.id, endpointId: EXAMPLE_ENDPOINT, status: 'delivered', attempts: DELIVERED_ATTEMPTS.length, nextAttemptAt: null,
         createdAt, completedAt: after(DELIVERED_AFTER_MS),
-        attemptsMade: { create: DELIVERED_ATTEMPTS.map((a) => ({ number: a.number, attemptedAt: after(a.afterMs), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })) },
+        attemptsMade: { create: DELIVERED_ATTEMPTS.map(({ afterMs, ...a }) => ({ ...a, attemptedAt: after(afterMs) })) },
       },
     });
     await tx.webhookEndpoint.update({ where: { id: EXAMPLE_ENDPOINT }, data: { lastSuccessAt: after(DELIVERED_AFTER_MS), updatedAt: at('2025-03-01T09:00:00.000Z') } });

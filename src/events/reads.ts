@@ -24,7 +24,11 @@ export interface AttemptRow {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  responseExcerpt: string | null;
 }
+
+/** What an attempt's row shows (`EventDeliveryAttempt`). */
+export const ATTEMPT_FIELDS = { number: true, attemptedAt: true, statusCode: true, error: true, durationMs: true, responseExcerpt: true } as const;
 
 export interface DeliveryRow {
   endpointId: string;
@@ -92,7 +96,7 @@ export async function findEvent(prisma: PrismaClient, scope: EventScope, id: str
           attempts: true,
           nextAttemptAt: true,
           completedAt: true,
-          attemptsMade: { orderBy: { number: 'asc' }, select: { number: true, attemptedAt: true, statusCode: true, error: true, durationMs: true } },
+          attemptsMade: { orderBy: { number: 'asc' }, select: ATTEMPT_FIELDS },
         },
       },
     },

@@ -2,12 +2,13 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
-import { findEvent, listEvents, redeliver, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
+import { findEvent, listEvents, redeliver, type AttemptRow, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
 import { shownObject, type EventMode } from './store.ts';
 
 export type EventData = components['schemas']['Event'];
 export type EventDetail = components['schemas']['EventDetail'];
 export type EventPagination = components['schemas']['EventPagination'];
+export type AttemptData = components['schemas']['EventDeliveryAttempt'];
 
 export interface EventUseCases {
   list(caller: Caller, query: EventQuery): Promise<{ data: EventData[]; pagination: EventPagination }>;
@@ -31,13 +32,19 @@ function deliveryData(row: DeliveryRow): EventDetail['deliveries'][number] {
     attempt_count: row.attempts,
     next_attempt_at: row.status === 'pending' ? iso(row.nextAttemptAt) : null,
     completed_at: iso(row.completedAt),
-    attempts: row.attemptsMade.map((a) => ({
-      number: a.number,
-      attempted_at: a.attemptedAt.toISOString(),
-      status_code: a.statusCode,
-      error: a.error,
-      duration_ms: a.durationMs,
-    })),
+    attempts: row.attemptsMade.map(attemptData),
+  };
+}
+
+/** One attempt as `getEvent` and `listWebhookEndpointDeliveries` show it. */
+export function attemptData(a: AttemptRow): AttemptData {
+  return {
+    number: a.number,
+    attempted_at: a.attemptedAt.toISOString(),
+    status_code: a.statusCode,
+    error: a.error,
+    duration_ms: a.durationMs,
+    response_excerpt: a.responseExcerpt,
   };
 }
 

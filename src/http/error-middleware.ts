@@ -75,7 +75,7 @@ export function errorAnswers(
     }
     // Set by the request-id middleware, which runs first; the header already carries it.
     const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
-    res.locals.errorCode = apiError.code;
+    res.locals.error = { code: apiError.code, message: apiError.message, details: apiError.details };
     return { status: apiError.status, headers: apiError.headers, body: JSON.stringify(apiError.toBody(requestId)) };
   };
 }

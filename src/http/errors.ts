@@ -55,6 +55,13 @@ export class ApiError extends Error {
   }
 }
 
+/** An error answer's `error` as its envelope carried it (the request id aside), for the API log. */
+export interface AnsweredError {
+  code: string;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+}
+
 export const notFound = (message = 'Resource not found', details?: ErrorDetails) =>
   new ApiError('not_found', message, details);
 

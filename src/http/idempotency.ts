@@ -13,7 +13,7 @@ import stringify from 'safe-stable-stringify';
 import type { Logger } from '../logger.ts';
 import type { IdempotencyKeys } from '../shared/idempotency-keys.ts';
 import { NO_RECORDS, type Effect, type UnitOfWork } from '../shared/unit-of-work.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, type AnsweredError } from './errors.ts';
 import type { Answer } from './fast-path.ts';
 
 /** Seals a recorded answer at rest and opens it again (the service-password cipher). */
@@ -71,7 +71,7 @@ export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options
       case 'replay': {
         const body = claim.body === '' ? '' : seal.decrypt(claim.body);
         res.locals.idempotencyReplayed = true;
-        if (claim.status >= 400) res.locals.errorCode = errorCodeOf(body);
+        if (claim.status >= 400) res.locals.error = errorOf(body);
         return { status: claim.status, headers: REPLAYED, body };
       }
       case 'reused':
@@ -96,11 +96,13 @@ export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options
   };
 }
 
-/** The `error.code` of a recorded error envelope, for the API log of its replay. */
-function errorCodeOf(body: string): string | undefined {
+/** The `error` of a recorded error envelope, for the API log of its replay. */
+function errorOf(body: string): AnsweredError | undefined {
   try {
-    const code = (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'string' ? code : undefined;
+    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown; details?: unknown } }).error;
+    if (typeof error?.code !== 'string' || typeof error.message !== 'string') return undefined;
+    const details = typeof error.details === 'object' && error.details !== null ? (error.details as Record<string, unknown>) : undefined;
+    return { code: error.code, message: error.message, details };
   } catch {
     return undefined;
   }

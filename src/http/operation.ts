@@ -10,6 +10,7 @@ import type { ByMode, Caller } from '../shared/caller.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract, OperationInfo } from './contract.ts';
+import type { AnsweredError } from './errors.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
 import { sendNotModified, type ConditionalReads } from './conditional.ts';
 import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
@@ -35,8 +36,8 @@ declare global {
       operation?: OperationInfo;
       /** The key that called, set by the gate once it has passed every check. */
       auth?: AuthContext;
-      /** The error envelope's code of an error answer, for the API log (set where the answer is made). */
-      errorCode?: string;
+      /** The error envelope's `error` of an error answer, for the API log (set where the answer is made). */
+      error?: AnsweredError;
       /** The answer is an Idempotency-Key replay, for the API log. */
       idempotencyReplayed?: boolean;
       /** Set by the gate with `auth`: gives the request's unit of rate limit back (a `304` costs none). */

@@ -25,6 +25,8 @@ export interface RequestLogRow {
   operation: string | null;
   status: number;
   errorCode: string | null;
+  errorMessage: string | null;
+  errorDetails: unknown;
   durationMs: number;
   apiKeyId: string | null;
   mode: RequestLogMode | null;
@@ -54,6 +56,8 @@ const FIELDS = {
   operation: true,
   status: true,
   errorCode: true,
+  errorMessage: true,
+  errorDetails: true,
   durationMs: true,
   apiKeyId: true,
   mode: true,

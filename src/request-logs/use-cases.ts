@@ -25,6 +25,12 @@ export interface RequestLogDeps {
   flushApiLog: () => Promise<void>;
 }
 
+/** The answer's error as kept; an entry written before 1.4.0 kept only its code. */
+function loggedError(row: RequestLogRow): NonNullable<RequestLogData['error']> {
+  const details = row.errorDetails as Record<string, unknown> | null;
+  return { code: row.errorCode ?? '', message: row.errorMessage, ...(details !== null && { details }) };
+}
+
 export function requestLogData(row: RequestLogRow, mode: RequestLogMode): RequestLogData {
   return {
     object: 'request_log',
@@ -35,6 +41,7 @@ export function requestLogData(row: RequestLogRow, mode: RequestLogMode): Reques
     operation: row.operation,
     status: row.status,
     error_code: row.errorCode,
+    error: row.errorCode === null ? null : loggedError(row),
     duration_ms: row.durationMs,
     // The gate writes both for every entry; the columns are nullable for rows of older versions.
     api_key_id: row.apiKeyId ?? '',

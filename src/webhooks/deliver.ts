@@ -10,6 +10,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
+import { StringDecoder } from 'node:string_decoder';
 import { checkedLookup, checkEndpointUrl, DestinationRefusedError } from './destination.ts';
 import type { SignatureHeaders } from './sign.ts';
 
@@ -36,6 +37,19 @@ export interface DeliveryResult {
   durationMs: number;
   /** 410 Gone: the receiver asks for no more deliveries to this endpoint. */
   gone: boolean;
+  /** The first bytes of the answer's body as text (at most EXCERPT_BYTES), when an answer came. */
+  excerpt?: string;
+}
+
+/** How much of an answer's body an attempt keeps, for the integrator to see why a receiver refused. */
+export const EXCERPT_BYTES = 1024;
+/** How long an attempt waits for the excerpt once the status is in: a slow body does not hold the slot. */
+const EXCERPT_WAIT_MS = 500;
+
+/** Bytes as text a database column takes: UTF-8 (a character cut at the end dropped), NUL replaced. */
+function excerptText(chunks: Buffer[]): string {
+  const text = new StringDecoder('utf8').write(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES));
+  return text.replaceAll('\u0000', '\uFFFD');
 }
 
 /** An attempt's failure in a few words: a system error's code, else the error's message. */
@@ -74,9 +88,9 @@ function send(url: URL, attempt: DeliveryAttempt, onResponse: (res: http.Incomin
 }
 
 /**
- * Makes one attempt. It ends as soon as the answer's status line and headers are in: the status
- * decides the outcome, and the body is never read (nothing keeps it) but dropped with the
- * connection, so a huge, endless or slow body does not hold the attempt's slot.
+ * Makes one attempt. The status decides the outcome; of the body only the first EXCERPT_BYTES are
+ * read, and the attempt ends once they are in, the body ends, or EXCERPT_WAIT_MS after the status
+ * (within the attempt's timeout): a huge, endless or slow body costs at most a kilobyte and half a second.
  */
 export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
   const started = performance.now();
@@ -90,20 +104,24 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
   }
   return new Promise((resolve) => {
     let status: number | undefined;
+    const body: Buffer[] = [];
+    let bodyBytes = 0;
     let request: http.ClientRequest | undefined;
     let settled = false;
     const settle = (error?: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(bodyTimer);
       request?.destroy();
       if (status === undefined) resolve({ ok: false, error: error ?? 'no answer', durationMs: durationMs(), gone: false });
-      else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410 });
+      else resolve({ ok: status >= 200 && status < 300, status, durationMs: durationMs(), gone: status === 410, excerpt: excerptText(body) });
     };
     // A timer counts whole milliseconds of the event loop's clock and can fire up to one before the
     // time measured here has passed: the attempt ends only once the timeout has truly passed, so
     // the recorded duration of `timeout after N ms` is never under N.
     let timer: NodeJS.Timeout;
+    let bodyTimer: NodeJS.Timeout | undefined;
     const expireAt = started + attempt.timeoutMs;
     const arm = (): void => {
       const left = Math.ceil(expireAt - performance.now());
@@ -114,9 +132,15 @@ export function deliver(attempt: DeliveryAttempt): Promise<DeliveryResult> {
     try {
       request = send(url, attempt, (res) => {
         status = res.statusCode;
+        bodyTimer = setTimeout(() => settle(), EXCERPT_WAIT_MS);
         // Destroying the connection under an unread body makes the answer emit an error: expected.
-        res.on('error', () => undefined);
-        settle();
+        res.on('error', () => settle());
+        res.on('data', (chunk: Buffer) => {
+          body.push(chunk);
+          bodyBytes += chunk.length;
+          if (bodyBytes >= EXCERPT_BYTES) settle();
+        });
+        res.on('end', () => settle());
       });
       request.on('error', (error) => settle(describe(error)));
       request.end(attempt.body);

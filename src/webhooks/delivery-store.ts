@@ -181,6 +181,8 @@ export interface AttemptOutcome {
   statusCode?: number | undefined;
   error?: string | undefined;
   durationMs: number;
+  /** The first bytes of the answer's body (deliver's `excerpt`). */
+  responseExcerpt?: string | undefined;
   /** The wait before the next attempt from the retry schedule, or null when it has run out. */
   nextDelayMs: number | null;
   disableAfterHours: number;
@@ -219,8 +221,8 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
          FOR UPDATE`;
     if (held.length === 0) return { recorded: false };
     const inserted = await tx.$queryRaw<unknown[]>`
-      INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms")
-      SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int
+      INSERT INTO "webhook_attempts" ("delivery_id", "number", "attempted_at", "status_code", "error", "duration_ms", "response_excerpt")
+      SELECT ${id}, ${o.number}::int, ${o.attemptedAt}, ${o.statusCode ?? null}::int, ${o.error ?? null}, ${o.durationMs}::int, ${o.responseExcerpt ?? null}::text
        WHERE EXISTS (SELECT 1 FROM "webhook_deliveries" WHERE "id" = ${id} AND "attempts" = ${o.number - 1}::int)
       ON CONFLICT ("delivery_id", "number") DO NOTHING
       RETURNING 1`;

@@ -217,6 +217,7 @@ async function attempt(options: WebhookWorkOptions, log: Logger, delivery: Deliv
     statusCode: result.status,
     error: result.error,
     durationMs: result.durationMs,
+    responseExcerpt: result.excerpt,
     nextDelayMs: result.ok ? null : nextAttemptDelayMs(config.webhookRetrySchedule, number),
     disableAfterHours: config.webhookDisableAfterHours,
   });

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
-import { pageParams, textParam } from '../http/params.ts';
+import { DEFAULT_LIMIT, intParam, pageParams, textParam } from '../http/params.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import type { EndpointChange } from './endpoint-store.ts';
@@ -63,6 +63,19 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     validate: ({ query }) => pageParams(query),
     async handle(page, { caller, useCases }) {
       const { data, pagination } = await useCases.list(caller, page);
+      return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries
+  operation(router, contract, 'listWebhookEndpointDeliveries', {
+    useCases,
+    validate: ({ params, query }) => ({
+      id: params.endpoint_id,
+      query: { status: query.status, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after },
+    }),
+    async handle({ id, query }, { caller, useCases }) {
+      const { data, pagination } = await useCases.deliveries(caller, id, query);
       return { status: 200, data, pagination };
     },
   });

@@ -27,6 +27,7 @@ import {
   type EndpointRow,
   type EndpointScope,
 } from './endpoint-store.ts';
+import { listDeliveries, type DeliveryPage, type DeliveryQuery } from './endpoint-deliveries.ts';
 import { newEndpointSecret } from './secrets.ts';
 
 export type EndpointData = components['schemas']['WebhookEndpoint'];
@@ -51,6 +52,8 @@ export interface WebhookEndpointUseCases {
   ping(caller: Caller, id: string): Promise<EventData>;
   /** Queues again the endpoint's deliveries that ended failed at or after `since` (checkSince). */
   recover(caller: Caller, id: string, since: Date): Promise<RecoveryData>;
+  /** The endpoint's deliveries, newest first. */
+  deliveries(caller: Caller, id: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>>;
 }
 
 export interface EndpointDeps {
@@ -189,6 +192,9 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
     async recover(caller, id, since) {
       const { queued, hasMore } = await recoverFailedDeliveries(prisma, scope(caller), id, since, caller.unitOfWork);
       return { object: 'webhook_recovery', endpoint_id: id, since: since.toISOString(), queued, has_more: hasMore };
+    },
+    async deliveries(caller, id, query) {
+      return listDeliveries(prisma, scope(caller), id, query);
     },
   };
 }

@@ -137,6 +137,8 @@ describe('API log and last-used time', () => {
       requestId: `req_batch_${i}`,
       operation: null,
       errorCode: null,
+      errorMessage: null,
+      errorDetails: null,
       idempotencyReplayed: false,
     });
     log.record(entry(1));

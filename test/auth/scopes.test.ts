@@ -32,6 +32,7 @@ const REQUIRED: Record<string, Scope | null> = {
   rotateWebhookEndpointSecret: 'admin:full',
   pingWebhookEndpoint: 'admin:full',
   recoverWebhookEndpoint: 'admin:full',
+  listWebhookEndpointDeliveries: 'admin:full',
   listEvents: 'admin:full',
   getEvent: 'admin:full',
   redeliverEvent: 'admin:full',

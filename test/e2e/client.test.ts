@@ -122,6 +122,8 @@ for (const mode of ['live', 'test'] as const) {
         body: { endpoint_id: created.data.id },
       })).data!;
       assert.equal(again.data.deliveries.length, 2);
+      const deliveries = (await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/deliveries', endpoint)).data!;
+      assert.deepEqual(deliveries.data.map((d) => [d.object, d.event_id]), [['webhook_delivery', ping.data.id], ['webhook_delivery', ping.data.id]]);
       // Nothing of this endpoint has failed (the workers may still be sending): nothing to queue.
       const recovered = (await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/recover', { ...endpoint, body: { since: created.data.created_at } })).data!;
       assert.deepEqual([recovered.data.object, recovered.data.endpoint_id, recovered.data.has_more], ['webhook_recovery', created.data.id, false]);

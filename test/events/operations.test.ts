@@ -121,7 +121,7 @@ describe('getEvent', () => {
     const delivery = await t.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: id } });
     await t.prisma.webhookAttempt.createMany({
       data: [
-        { deliveryId: delivery.id, number: 1, attemptedAt: new Date('2026-01-02T03:04:05.100Z'), statusCode: 500, durationMs: 84 },
+        { deliveryId: delivery.id, number: 1, attemptedAt: new Date('2026-01-02T03:04:05.100Z'), statusCode: 500, durationMs: 84, responseExcerpt: 'busy' },
         { deliveryId: delivery.id, number: 2, attemptedAt: new Date('2026-01-02T03:04:10.200Z'), error: 'timeout after 15000 ms', durationMs: 15000 },
         { deliveryId: delivery.id, number: 3, attemptedAt: new Date('2026-01-02T03:09:10.300Z'), statusCode: 204, durationMs: 12 },
       ],
@@ -144,9 +144,9 @@ describe('getEvent', () => {
           next_attempt_at: null,
           completed_at: '2026-01-02T03:09:10.312Z',
           attempts: [
-            { number: 1, attempted_at: '2026-01-02T03:04:05.100Z', status_code: 500, error: null, duration_ms: 84 },
-            { number: 2, attempted_at: '2026-01-02T03:04:10.200Z', status_code: null, error: 'timeout after 15000 ms', duration_ms: 15000 },
-            { number: 3, attempted_at: '2026-01-02T03:09:10.300Z', status_code: 204, error: null, duration_ms: 12 },
+            { number: 1, attempted_at: '2026-01-02T03:04:05.100Z', status_code: 500, error: null, duration_ms: 84, response_excerpt: 'busy' },
+            { number: 2, attempted_at: '2026-01-02T03:04:10.200Z', status_code: null, error: 'timeout after 15000 ms', duration_ms: 15000, response_excerpt: null },
+            { number: 3, attempted_at: '2026-01-02T03:09:10.300Z', status_code: 204, error: null, duration_ms: 12, response_excerpt: null },
           ],
         },
       ],

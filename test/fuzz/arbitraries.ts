@@ -281,6 +281,19 @@ const WEBHOOK_OPERATIONS: OpSpec[] = [
   { operationId: 'listWebhookEndpoints', method: 'GET', template: '/api/v1/webhook-endpoints', mutating: false, query: [{ name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) }, { name: 'offset', valid: fc.integer({ min: 0, max: 50 }).map(String) }] },
   { operationId: 'getWebhookEndpoint', method: 'GET', template: '/api/v1/webhook-endpoints/{endpoint_id}', param: 'endpoint_id', mutating: false },
   {
+    operationId: 'listWebhookEndpointDeliveries',
+    method: 'GET',
+    template: '/api/v1/webhook-endpoints/{endpoint_id}/deliveries',
+    param: 'endpoint_id',
+    mutating: false,
+    query: [
+      { name: 'status', valid: fc.constantFrom('pending', 'delivered', 'failed') },
+      { name: 'limit', valid: fc.integer({ min: 1, max: 100 }).map(String) },
+      // Schema-valid, but it names no delivery of the endpoint: refused.
+      { name: 'starting_after', valid: fc.constant('whd_00000000000000000000000000000000'), edge: fc.constant('whd_00000000000000000000000000000000') },
+    ],
+  },
+  {
     operationId: 'updateWebhookEndpoint',
     method: 'POST',
     template: '/api/v1/webhook-endpoints/{endpoint_id}',

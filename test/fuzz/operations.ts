@@ -33,6 +33,7 @@ export const WEBHOOK_OPERATIONS = [
   'rotateWebhookEndpointSecret',
   'pingWebhookEndpoint',
   'recoverWebhookEndpoint',
+  'listWebhookEndpointDeliveries',
   'listEvents',
   'getEvent',
   'redeliverEvent',

@@ -133,6 +133,8 @@ export interface RequestLogOptions {
   operation?: string | null;
   status?: number;
   errorCode?: string | null;
+  errorMessage?: string | null;
+  errorDetails?: { [field: string]: string | number | boolean };
   idempotencyReplayed?: boolean;
 }
 
@@ -150,6 +152,8 @@ export async function requestLog(prisma: PrismaClient, key: Pick<TestApiKey, 'id
       operation: options.operation === undefined ? 'listServices' : options.operation,
       status: options.status ?? 200,
       errorCode: options.errorCode ?? null,
+      errorMessage: options.errorMessage ?? null,
+      ...(options.errorDetails !== undefined && { errorDetails: options.errorDetails }),
       idempotencyReplayed: options.idempotencyReplayed ?? false,
       ip: '203.0.113.10',
       durationMs: 3,

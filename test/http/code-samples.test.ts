@@ -77,7 +77,8 @@ function tsFile(operationId: string, source: string): string {
 const tsSource = (op: (typeof operations)[number]) => op['x-codeSamples']!.find((s) => s.lang === 'TypeScript')!.source;
 
 before(async () => {
-  t = await createTestApp();
+  // Each webhook sample gets an endpoint of its own: more than one broker's default bound.
+  t = await createTestApp({ webhookEndpointsPerBroker: 100 });
   server = t.app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const key = await apiKey(t.prisma, { mode: 'test', scopes: ['admin:full'], rateLimit: 1000 });
@@ -95,7 +96,7 @@ after(async () => {
 
 describe('x-codeSamples', () => {
   test('every operation has a curl and a TypeScript sample', () => {
-    assert.equal(operations.length, 28);
+    assert.equal(operations.length, 29);
     for (const op of operations) {
       const labels = (op['x-codeSamples'] ?? []).map((s) => s.lang).sort();
       assert.deepEqual(labels, ['Shell', 'TypeScript'], op.operationId);

@@ -58,6 +58,8 @@ describe('listRequestLogs', () => {
       operation: 'upgradeService',
       status: 409,
       errorCode: 'conflict',
+      errorMessage: 'Service 482913570 already has a pending upgrade request (REQ-000044)',
+      errorDetails: { current_status: 'pending', pending_request_id: 'REQ-000044' },
     });
     const failed = await requestLog(t.prisma, other, { at: minutesAgo(20), status: 500, errorCode: 'server_error' });
     const ids = [ok, limited, conflict, failed];
@@ -90,6 +92,11 @@ describe('listRequestLogs', () => {
       operation: 'upgradeService',
       status: 409,
       error_code: 'conflict',
+      error: {
+        code: 'conflict',
+        message: 'Service 482913570 already has a pending upgrade request (REQ-000044)',
+        details: { current_status: 'pending', pending_request_id: 'REQ-000044' },
+      },
       duration_ms: 3,
       api_key_id: w.live.id,
       mode: 'live',

@@ -1,7 +1,7 @@
 /**
  * What the gate records and how soon it can be read (src/auth/gate.ts, src/auth/api-log.ts): real
  * requests, then their entries through the API. The path redacted as the log lines' (no query), the
- * operation, the error code (of a replayed error too), the replay flag; an entry readable within
+ * operation, the answer's error (code, message and details, redacted; of a replayed error too), the replay flag; an entry readable within
  * 2 s of its answer through another API process (polled with a deadline, never timed), at once
  * through the same one; a read of the logs logged itself; 30 days' retention.
  */
@@ -10,10 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Express } from 'express';
 import request from 'supertest';
+import { loggedError } from '../../src/auth/api-log.ts';
 import { scrubPath } from '../../src/ops/redact.ts';
 import { deleteRequestLogsBefore, REQUEST_LOG_RETENTION_DAYS } from '../../src/request-logs/store.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker, requestLog, type TestApiKey } from '../helpers/factories.ts';
+import { service } from '../helpers/service-factories.ts';
 
 let t: TestApp;
 let live: TestApiKey;
@@ -99,6 +101,73 @@ describe('what is recorded', () => {
     assert.deepEqual([replayed.status, replayed.error_code, replayed.idempotency_replayed], [400, 'invalid_parameter', true]);
     // The live key does not see the sandbox's entries.
     assert.equal((await request(t.app).get(`/api/v1/request-logs/${ids[0]}`).set('Authorization', `Bearer ${live.key}`)).status, 404);
+  });
+});
+
+describe("the answer's error", () => {
+  /** What an error answer's envelope carried, as the entry must keep it. */
+  const sent = (body: { error: Record<string, unknown> }) => {
+    const { request_id: _id, ...error } = body.error;
+    return error;
+  };
+
+  test('a refused upgrade keeps its code, message and details exactly; a success keeps none', async () => {
+    const { serviceNumber } = await service(t, { brokerId: live.brokerId, plan: 'Professional VPS' });
+    const rid = id('tier');
+    const res = await send(t.app, live.key, 'post', `/api/v1/services/${serviceNumber}/upgrade`, rid).send({ plan: 'Basic VPS' });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.ok(res.body.error.details, 'the answer has details');
+    const entry = await entryOf(t.app, live.key, rid);
+    assert.deepEqual(entry.error, sent(res.body));
+    assert.equal(entry.error_code, res.body.error.code);
+    const ok = id('no-error');
+    assert.equal((await send(t.app, live.key, 'get', '/api/v1/auth-check', ok)).status, 200);
+    assert.equal((await entryOf(t.app, live.key, ok)).error, null);
+  });
+
+  test('a key in the error (here a key-shaped Idempotency-Key the 422 names) is redacted, in the answer log and the row', async () => {
+    const secret = `sk_live_${'Z9y8X7w6'.repeat(4)}`;
+    const rids = [id('first'), id('reused')];
+    const bodies = [{ plan: 'Standard VPS' }, { plan: 'Enterprise VPS' }];
+    const { serviceNumber } = await service(t, { brokerId: live.brokerId, plan: 'Basic VPS' });
+    for (const [i, rid] of rids.entries()) {
+      await send(t.app, live.key, 'post', `/api/v1/services/${serviceNumber}/upgrade`, rid).set('Idempotency-Key', secret).send(bodies[i]);
+    }
+    const res = await request(t.app).get(`/api/v1/request-logs/${rids[1]}`).set('Authorization', `Bearer ${live.key}`);
+    const entry = (res.body.data ?? (await entryOf(t.app, live.key, rids[1]!))) as { error: { code: string; details: Record<string, unknown> } };
+    assert.equal(entry.error.code, 'idempotency_key_reused');
+    assert.ok(!JSON.stringify(entry).includes(secret), JSON.stringify(entry));
+    assert.match(String(entry.error.details.idempotency_key), /^sk_live_\[redacted\]/);
+    const rows = await t.prisma.apiLog.findMany({ where: { requestId: rids[1] } });
+    assert.ok(!JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)).includes(secret));
+  });
+
+  test('an error echoing a NUL or an unpaired surrogate is stored (as U+FFFD), and the entries written with it are not lost', async () => {
+    const rid = id('surrogate');
+    // The Idempotency-Key a 422 names comes back in its details as sent.
+    const { serviceNumber } = await service(t, { brokerId: live.brokerId, plan: 'Basic VPS' });
+    const key = `k-${randomUUID()}`;
+    for (const [i, plan] of ['Standard VPS', 'Enterprise VPS'].entries()) {
+      await send(t.app, live.key, 'post', `/api/v1/services/${serviceNumber}/upgrade`, i === 0 ? id('first') : rid).set('Idempotency-Key', key).send({ plan });
+    }
+    const stored = loggedError({ code: 'invalid_parameter', message: 'bad \ud800 and \u0000', details: { value: '\udfff', ['\u0000k']: ['\ud83d'] } });
+    assert.deepEqual(stored, { errorCode: 'invalid_parameter', errorMessage: 'bad \ufffd and \ufffd', errorDetails: { value: '\ufffd', ['\ufffdk']: ['\ufffd'] } });
+    assert.equal((await entryOf(t.app, live.key, rid)).status, 422);
+  });
+
+  test('a replayed error keeps its message and details', async () => {
+    const key = randomUUID();
+    const rids = [id('error'), id('error-replay')];
+    const answers = [];
+    for (const rid of rids) {
+      const body = { plan: 'Standard VPS', hostname: 'a.example', customer_email: 'a@example.com' };
+      answers.push(await send(t.app, sandbox.key, 'post', '/api/v1/service-create', rid).set('Idempotency-Key', key).set('X-Test-Scenario', 'validation_error').send(body));
+    }
+    assert.equal(answers[1]!.headers['idempotent-replayed'], 'true');
+    assert.ok(answers[1]!.body.error.details, 'the answer has details');
+    const replayed = await entryOf(t.app, sandbox.key, rids[1]!);
+    assert.deepEqual(replayed.error, sent(answers[1]!.body));
+    assert.equal(replayed.idempotency_replayed, true);
   });
 });
 

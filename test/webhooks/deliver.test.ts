@@ -39,6 +39,11 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
       return void res.writeHead(500).end('x'.repeat(5000));
     case '/gone':
       return void res.writeHead(410).end('endpoint removed');
+    case '/nul':
+      return void res.writeHead(400).end('bad\u0000input');
+    case '/cut':
+      // 1023 ASCII bytes, then a 3-byte character across the 1 KiB mark.
+      return void res.writeHead(500).end(`${'a'.repeat(1023)}€€`);
     case '/redirect':
       return void res.writeHead(302, { location: `${base}/target` }).end();
     case '/target':
@@ -111,12 +116,15 @@ function outcome({ durationMs, ...rest }: DeliveryResult): Omit<DeliveryResult, 
 
 describe('deliver() against a real receiver', () => {
   const rows: Array<[path: string, expected: Omit<DeliveryResult, 'durationMs'>]> = [
-    ['/ok', { ok: true, status: 200, gone: false }],
-    ['/accepted', { ok: true, status: 202, gone: false }],
-    ['/fail', { ok: false, status: 500, gone: false }],
-    ['/gone', { ok: false, status: 410, gone: true }],
-    ['/redirect', { ok: false, status: 302, gone: false }],
-    ['/nowhere', { ok: false, status: 404, gone: false }],
+    ['/ok', { ok: true, status: 200, gone: false, excerpt: 'thanks' }],
+    ['/accepted', { ok: true, status: 202, gone: false, excerpt: '' }],
+    ['/fail', { ok: false, status: 500, gone: false, excerpt: 'x'.repeat(1024) }],
+    ['/gone', { ok: false, status: 410, gone: true, excerpt: 'endpoint removed' }],
+    ['/redirect', { ok: false, status: 302, gone: false, excerpt: '' }],
+    ['/nowhere', { ok: false, status: 404, gone: false, excerpt: '' }],
+    // A database text column holds no NUL; a character cut at 1 KiB is dropped, not mangled.
+    ['/nul', { ok: false, status: 400, gone: false, excerpt: 'bad\uFFFDinput' }],
+    ['/cut', { ok: false, status: 500, gone: false, excerpt: 'a'.repeat(1023) }],
   ];
   for (const [path, expected] of rows) {
     test(`${path} → ${expected.ok ? 'ok' : 'failed'}, ${expected.status}${expected.gone ? ', gone' : ''}`, async () => {
@@ -174,12 +182,15 @@ describe('deliver() against a real receiver', () => {
     assert.ok(Math.min(...durations) >= 10, durations.join(' '));
   });
 
-  // The attempt ends with the status line and headers: the body is never read, and the connection
-  // is dropped at once, so what the receiver sends after holds no slot.
-  for (const path of ['/drip', '/huge', '/endless', '/slow']) {
-    test(`${path}: a 200 whose body does not end is over once its headers are in, and its connection dropped`, async () => {
+  // Of the body only the first kilobyte is read, for at most half a second after the headers; then
+  // the connection is dropped, so what the receiver sends after holds no slot.
+  const excerpts: Record<string, RegExp> = { '/drip': /^still working$/, '/huge': /^x{1024}$/, '/endless': /^x{1024}$/, '/slow': /^x+$/ };
+  for (const [path, excerpt] of Object.entries(excerpts)) {
+    test(`${path}: a 200 whose body does not end is over once its first kilobyte or half a second is in, and its connection dropped`, async () => {
       const result = await deliver(attempt(`${base}${path}`, { timeoutMs: 10_000 }));
-      assert.deepEqual(outcome(result), { ok: true, status: 200, gone: false });
+      const { excerpt: text, ...rest } = outcome(result);
+      assert.deepEqual(rest, { ok: true, status: 200, gone: false });
+      assert.match(text ?? '', excerpt);
       assert.ok(result.durationMs < 2000, String(result.durationMs));
       let open = -1;
       for (let tries = 0; tries < 100 && open !== 0; tries++) {

@@ -99,6 +99,8 @@ describe('webhook delivery', () => {
       const [eventId] = await happen(b.brokerId);
       const d = await final(eventId!, b.endpoint.id);
       assert.deepEqual(d.attemptsMade.map((a) => a.statusCode), row.codes);
+      // Each attempt keeps what the receiver answered (its body's first kilobyte).
+      assert.deepEqual(d.attemptsMade.map((a) => a.responseExcerpt), row.codes.map((code) => `answer ${code}`));
       assert.equal(d.status, row.status);
       assert.deepEqual(receiver.to(path).map((c) => c.headers['webhook-id']), row.codes.map(() => eventId), 'the same webhook-id on every attempt');
       for (const copy of receiver.to(path)) verified(b.endpoint.secret, copy);

@@ -789,6 +789,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The deliveries owed to this endpoint, newest first: each names its event (`event_id`, `event_type`), its `status` (`pending`, `delivered`, `failed`, as in `getEvent`), how many attempts were made, when the next one is due (pending only), and its last attempt: when, the receiver's status code or the error, how long it took, and the first bytes of what the receiver answered (`response_excerpt`), which usually says why it refused. Every attempt of a delivery is in `getEvent` of its event. A redelivery or a recover adds a delivery of its own.
+         *
+         *     Cursor pagination, as in `listEvents`: pass a page's `pagination.next_starting_after` (the last delivery's `id`) as `starting_after` for the next, older page; a delivery that arrives meanwhile never shifts it. `status` filters. A `starting_after` that names no delivery of this endpoint is `400 invalid_parameter`. Deliveries are kept as long as their events (30 days).
+         *
+         *     A live key sees the broker's live endpoints, a sandbox key its test endpoints (with the deliveries of the sandbox's test-mode events); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         */
+        get: operations["listWebhookEndpointDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -3735,6 +3759,83 @@ export interface components {
              * @example 84
              */
             duration_ms: number;
+            /**
+             * @description The first bytes of the receiver's answer body (at most 1 KiB, read as UTF-8, a character cut at the end dropped), or `null` when no answer came. The body is read for at most half a second after the status: an attempt never waits on a slow body. Attempts recorded before 1.4.0 show `null`.
+             * @example {"error":"database unavailable"}
+             */
+            response_excerpt: string | null;
+        };
+        /**
+         * @description A delivery's id: `whd_` and 32 hex digits.
+         * @example whd_7c2e9a4f1b8d4e6a9f3c5b1d7e2a8c40
+         */
+        WebhookDeliveryIdValue: string;
+        /**
+         * @description `pending` (its next attempt is due at `next_attempt_at`, or under way), `delivered` (a `2xx` came back), `failed` (given up: the retry schedule ran out, the endpoint answered `410`, or it was disabled).
+         * @example failed
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "delivered" | "failed";
+        /** @description An event owed to one endpoint, with its last attempt (`getEvent` of its event has every attempt). */
+        WebhookDelivery: {
+            /**
+             * @description Always `webhook_delivery`: this object is a delivery.
+             * @example webhook_delivery
+             * @enum {string}
+             */
+            object: "webhook_delivery";
+            id: components["schemas"]["WebhookDeliveryIdValue"];
+            endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
+            event_id: components["schemas"]["EventIdValue"];
+            event_type: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * @description Attempts made so far.
+             * @example 3
+             */
+            attempt_count: number;
+            next_attempt_at: components["schemas"]["NullableTimestamp"];
+            completed_at: components["schemas"]["NullableTimestamp"];
+            created_at: components["schemas"]["Timestamp"];
+            /** @description The latest attempt, or `null` before the first. */
+            last_attempt: components["schemas"]["EventDeliveryAttempt"] | null;
+        };
+        /** @description Position of a deliveries page (cursor pagination). */
+        WebhookDeliveryPagination: {
+            /**
+             * @description The page size used.
+             * @example 25
+             */
+            limit: number;
+            /**
+             * @description `true` when older deliveries follow this page.
+             * @example false
+             */
+            has_more: boolean;
+            /** @description The `starting_after` of the next page (the last delivery's id), or `null` when none follows. */
+            next_starting_after: components["schemas"]["WebhookDeliveryIdValue"] | null;
+        };
+        /** @description Success envelope with a page of an endpoint's deliveries. */
+        WebhookDeliveryListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["WebhookDeliveryPagination"];
+        };
+        /** @description HTTP 400 error body of `listWebhookEndpointDeliveries`: the endpoint id or `starting_after` malformed, `status` unknown, `limit` out of range, or `starting_after` naming no delivery of the endpoint. */
+        ListWebhookEndpointDeliveriesError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details: components["schemas"]["InvalidParameterDetails"];
+            };
         };
         /** @description The event owed to one endpoint. */
         EventDelivery: {
@@ -3885,6 +3986,30 @@ export interface components {
          * @example req_8f14e45fceea467a9575b5ba30c1a2d3
          */
         RequestLogIdValue: string;
+        /** @description An answer's error as the request log keeps it. */
+        RequestLogError: {
+            /**
+             * @description The answer's `error.code`.
+             * @example invalid_parameter
+             */
+            code: string;
+            /**
+             * @description The answer's `error.message` (`null` for entries recorded before 1.4.0).
+             * @example Invalid parameter plan: must be a plan of a higher tier than Standard VPS
+             */
+            message: string | null;
+            /**
+             * @description The answer's `error.details`, as sent (`{"omitted": true}` in the unlikely case they pass 8 KiB).
+             * @example {
+             *       "field": "plan",
+             *       "location": "body",
+             *       "rule": "tier"
+             *     }
+             */
+            details?: {
+                [key: string]: unknown;
+            };
+        };
         /** @description One API request as the server recorded it (kept 30 days). No body, header, query string or secret is ever recorded: `path` is the path alone, with anything shaped like an API key or a download token redacted as in the server's own log lines. */
         RequestLog: {
             /**
@@ -3920,6 +4045,8 @@ export interface components {
              * @example conflict
              */
             error_code: string | null;
+            /** @description The answer's `error` as it was sent (`code`, `message` and, where the answer had them, `details`), with anything shaped like an API key redacted as in `path`; `null` for a success. Entries recorded before 1.4.0 kept the code only: their `message` is `null`. */
+            error: components["schemas"]["RequestLogError"] | null;
             /**
              * @description Milliseconds from the request's arrival at the key check to the end of its answer.
              * @example 18
@@ -4776,6 +4903,21 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ListWebhookEndpointsError400"];
+            };
+        };
+        /** @description Invalid request to `listWebhookEndpointDeliveries`: the endpoint id or `starting_after` malformed, `status` unknown, `limit` out of range, or `starting_after` naming no delivery of the endpoint. Do not retry unchanged. */
+        ListWebhookEndpointDeliveriesBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListWebhookEndpointDeliveriesError400"];
             };
         };
         /** @description Invalid request to `getWebhookEndpoint`: the id is malformed. Do not retry unchanged. */
@@ -6671,6 +6813,87 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             409: components["responses"]["RecoverConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listWebhookEndpointDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state. Another value is `400 invalid_parameter`.
+                 * @example delivered
+                 */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor: the `id` of the last delivery of the previous page; the page starts with the next older delivery. One that names no delivery of this endpoint is `400 invalid_parameter`.
+                 * @example whd_7c2e9a4f1b8d4e6a9f3c5b1d7e2a8c40
+                 */
+                starting_after?: components["schemas"]["WebhookDeliveryIdValue"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the endpoint's deliveries, newest first. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["ListWebhookEndpointDeliveriesBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
