@@ -53,6 +53,7 @@ before(async () => {
     live: {
       ...common,
       getWebhookEndpoint: `/api/v1/webhook-endpoints/${endpointId}`,
+      listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${endpointId}/deliveries`,
       getEvent: `/api/v1/events/${liveEvent}`,
       listRequestLogs: '/api/v1/request-logs?request_id=etag-fixture-live',
       getRequestLog: '/api/v1/request-logs/etag-fixture-live',
@@ -60,6 +61,7 @@ before(async () => {
     test: {
       ...common,
       getWebhookEndpoint: `/api/v1/webhook-endpoints/${testEndpoint}`,
+      listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${testEndpoint}/deliveries`,
       getEvent: `/api/v1/events/${testEvent}`,
       listRequestLogs: '/api/v1/request-logs?request_id=etag-fixture-test',
       getRequestLog: '/api/v1/request-logs/etag-fixture-test',
