@@ -1,13 +1,11 @@
 /**
- * API keys and download tokens never reach a log line or a record (the logger's redact paths,
- * src/logger.ts, remove the `Authorization` header and key-named fields). Text is read as a person
- * would: percent-encoding (once or more) and `+` decoded, letters in any case. A key is any
- * spelling of its prefix (`_`, `-`, `.`, white space, other separators or none between `sk`, the
- * mode and the secret) and everything after it to the end of its path segment or query value: a
- * character put into the secret (`%0A`, `-`, a soft hyphen, a double-encoded escape) does not end it.
- * Any run of id characters (letters, digits, `_`, `-`) as long as a key's secret is one too, prefix
- * or not: no id of the contract is, but for a report's UUID. When anything is found, the decoded
- * text is what gets logged, scrubbed.
+ * API keys and download tokens never reach a log line or a record (src/logger.ts removes the
+ * `Authorization` header). Text is read as a person would: percent-encoding (once or more) and `+`
+ * decoded, letters in any case. A key is any spelling of its prefix (`_`, `-`, `.`, white space,
+ * other separators or none between `sk`, the mode and the secret) and everything after it to the end
+ * of its path segment or query value, whatever was put into the secret (`%0A`, `-`, a soft hyphen).
+ * Any run of id characters as long as a key's secret is one too, prefix or not (no id of the
+ * contract is, but for a report's UUID). When anything is found, the decoded text is logged, scrubbed.
  */
 // Not `[` or `]`, so that `sk_live_[redacted]` is never matched again.
 const SEPARATOR = '(?:%[0-9a-f]{2}|[^a-z0-9?&=#[\\]]){0,6}';
