@@ -67,6 +67,11 @@ export interface OperationHandler<O extends OperationId, Input, U> extends Opera
    */
   validate?: (request: OperationRequest<O>, context: InputContext<U>) => Input | Promise<Input>;
   handle: (input: Input, context: OperationContext<U>) => Promise<Reply<O> | SerializedReply<O>>;
+  /**
+   * What an Idempotency-Key's retry must repeat, where it is less than the raw body: the input as
+   * the operation reads it (a report's recipients are a set). Default: the body, keys sorted.
+   */
+  sameRequest?: (input: Input) => unknown;
 }
 
 /** What the app hands every operation it mounts (src/app.ts). */
@@ -157,7 +162,7 @@ function answered<O extends OperationId, Input, U>(
       } catch (err) {
         return checked(req, res, runtime, runtime.errorAnswer(err, req, res));
       }
-    });
+    }, handler.sameRequest?.(input));
   };
   // Waited for only when it is a promise: most operations' own checks are synchronous.
   const validated = handler.validate ? handler.validate(request, { auth, useCases }) : (undefined as Input);
