@@ -44,6 +44,9 @@ function noneMatch(header: string, tag: string): boolean {
   return false;
 }
 
+/** `GET`, or `HEAD`, which is a `GET` without its body (RFC 9110, section 9.3.2): conditional alike. */
+export const isRead = (method: string): boolean => method === 'GET' || method === 'HEAD';
+
 /** A `304`: the headers set so far, the ETag among them, and no body. */
 export function sendNotModified(res: Response): void {
   res.status(304);
@@ -90,7 +93,7 @@ export function createConditionalReads(): ConditionalReads {
     shortcut(req, res, next) {
       const header = req.headers['if-none-match'];
       const auth = res.locals.auth;
-      if (req.method !== 'GET' || header === undefined || !auth) return next();
+      if (!isRead(req.method) || header === undefined || !auth) return next();
       const key = rememberedAs(req, auth.keyId);
       const tag = key === undefined ? undefined : remembered.get(key);
       if (!tag || !tag.fresh() || !noneMatch(header, tag.etag)) return next();

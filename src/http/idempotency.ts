@@ -45,26 +45,31 @@ export interface Idempotency {
    * just that; with one, once per key: a retry gets the recorded answer, and the key's errors
    * (reused, in use, answer lost) are thrown.
    */
-  run(req: Request, res: Response, apiKeyId: string, operation: AnsweredOperation): Promise<Answer>;
+  run(req: Request, res: Response, apiKeyId: string, operation: AnsweredOperation, sameRequest?: unknown): Promise<Answer>;
 }
 
-/** What makes two requests "the same": method, path, the body with its keys sorted, and the test scenario. */
-export function fingerprintOf(req: Request): string {
+/**
+ * What makes two requests "the same": method, path, the body with its keys sorted (or, where the
+ * operation says what it reads of the body, `sameRequest`: recipients as the set they normalize to),
+ * and the test scenario.
+ */
+export function fingerprintOf(req: Request, sameRequest?: unknown): string {
   const scenario = String(req.headers['x-test-scenario'] ?? '').toLowerCase();
-  return createHash('sha256').update(stringify([req.method, req.path, scenario, req.body ?? null]) ?? '').digest('hex');
+  const body = sameRequest === undefined ? (req.body ?? null) : sameRequest;
+  return createHash('sha256').update(stringify([req.method, req.path, scenario, body]) ?? '').digest('hex');
 }
 
 export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options: IdempotencyOptions): Idempotency {
   const purgeEveryMs = options.purgeEveryMs ?? 60_000;
   let nextPurge = 0;
-  const runWithKey = async (req: Request, res: Response, apiKeyId: string, key: string, operation: AnsweredOperation): Promise<Answer> => {
+  const runWithKey = async (req: Request, res: Response, apiKeyId: string, key: string, operation: AnsweredOperation, sameRequest: unknown): Promise<Answer> => {
     if (Date.now() >= nextPurge) {
       nextPurge = Date.now() + purgeEveryMs;
       keys.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not delete expired idempotency keys'));
     }
     // Opened before the key is taken: a cipher that cannot be opened must not leave the key held.
     const seal = await options.seal();
-    const claim = await keys.claim(apiKeyId, key, fingerprintOf(req), options.leaseMs);
+    const claim = await keys.claim(apiKeyId, key, fingerprintOf(req, sameRequest), options.leaseMs);
     switch (claim.kind) {
       case 'run':
         return hold({ keys, logger, seal, res, key, id: claim.id, owner: claim.owner }, operation);
@@ -87,11 +92,11 @@ export function createIdempotency(keys: IdempotencyKeys, logger: Logger, options
     }
   };
   return {
-    run(req, res, apiKeyId, operation) {
+    run(req, res, apiKeyId, operation, sameRequest) {
       const key = req.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
       // Without a key, the operation's own promise: not one more async step on every request.
       if (typeof key !== 'string') return operation(NO_RECORDS);
-      return runWithKey(req, res, apiKeyId, key, operation);
+      return runWithKey(req, res, apiKeyId, key, operation, sameRequest);
     },
   };
 }

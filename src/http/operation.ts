@@ -12,7 +12,7 @@ import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract, OperationInfo } from './contract.ts';
 import type { AnsweredError } from './errors.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
-import { sendNotModified, type ConditionalReads } from './conditional.ts';
+import { isRead, sendNotModified, type ConditionalReads } from './conditional.ts';
 import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
@@ -67,6 +67,11 @@ export interface OperationHandler<O extends OperationId, Input, U> extends Opera
    */
   validate?: (request: OperationRequest<O>, context: InputContext<U>) => Input | Promise<Input>;
   handle: (input: Input, context: OperationContext<U>) => Promise<Reply<O> | SerializedReply<O>>;
+  /**
+   * What an Idempotency-Key's retry must repeat, where it is less than the raw body: the input as
+   * the operation reads it (a report's recipients are a set). Default: the body, keys sorted.
+   */
+  sameRequest?: (input: Input) => unknown;
 }
 
 /** What the app hands every operation it mounts (src/app.ts). */
@@ -127,7 +132,7 @@ function requestHandler<O extends OperationId, Input, U>(
       answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
     }
     // Only a 200 of a GET is a representation a client can keep and ask about again.
-    if (answer.status === 200 && req.method === 'GET' && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
+    if (answer.status === 200 && isRead(req.method) && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
     else sendAnswer(res, answer);
   };
 }
@@ -157,7 +162,7 @@ function answered<O extends OperationId, Input, U>(
       } catch (err) {
         return checked(req, res, runtime, runtime.errorAnswer(err, req, res));
       }
-    });
+    }, handler.sameRequest?.(input));
   };
   // Waited for only when it is a promise: most operations' own checks are synchronous.
   const validated = handler.validate ? handler.validate(request, { auth, useCases }) : (undefined as Input);

@@ -163,8 +163,7 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
     for (const name of headers) key += `\n${String(req.headers[name] ?? '')}`;
     return key;
   };
-  return (req: ValidatedRequest, res, next) => {
-    if (req.method !== 'GET') return validate(req, res, next);
+  const validGet: RequestHandler = (req: ValidatedRequest, res, next) => {
     const key = keyOf(req);
     const known = valid.get(key);
     if (known) {
@@ -178,6 +177,17 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
         if (valid.size >= VALID_GETS_KEPT) valid.clear();
         valid.set(key, { openapi: req.openapi, params: req.params, query: { ...req.query } });
       }
+      next(err);
+    });
+  };
+  return (req, res, next) => {
+    if (req.method === 'GET') return validGet(req, res, next);
+    if (req.method !== 'HEAD') return validate(req, res, next);
+    // The contract has no HEAD operations, so the validator left a HEAD's path parameters unread
+    // (`getService` answered 404 for `Service NaN`): a HEAD is validated as its GET, then is a HEAD again.
+    req.method = 'GET';
+    return validGet(req, res, (err?: unknown) => {
+      req.method = 'HEAD';
       next(err);
     });
   };

@@ -43,6 +43,11 @@ function servicesReportInput(body: Record<string, unknown>): ServicesReportInput
   };
 }
 
+/** A retry is the same report whatever the order or spelling of its recipients: they are the set they normalize to. */
+function recipientsAsSet<I extends { recipients: string[] }>(input: I): I {
+  return { ...input, recipients: [...input.recipients].sort() };
+}
+
 export function reportUseCases(deps: ReportRouteDeps): ByMode<ReportUseCases> {
   const live = liveReports({ prisma: deps.prisma, config: deps.config, log: deps.logger, queues: deps.jobs.queues });
   return { live, sandbox: sandboxReports(deps) };
@@ -61,6 +66,7 @@ export function registerReportRoutes(router: Router, deps: ReportRouteDeps): voi
     // The schema has already checked presence and types; these are the operation's own rules, run
     // before any sandbox test scenario.
     validate: ({ body }) => invoicesReportInput(body as Record<string, unknown>),
+    sameRequest: recipientsAsSet,
     handle: async (input, { caller, useCases }) => ({ status: 200, data: await useCases.sendInvoicesReport(caller, input) }),
   });
 
@@ -71,6 +77,7 @@ export function registerReportRoutes(router: Router, deps: ReportRouteDeps): voi
     bodyRules: servicesReportInput,
     fieldDetails: RECIPIENT_DETAILS,
     validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
+    sameRequest: recipientsAsSet,
     handle: async (input, { caller, useCases }) => ({ status: 200, data: await useCases.sendServicesReport(caller, input) }),
   });
 

@@ -219,6 +219,28 @@ describe('a 304 does not count against the rate limit', () => {
   });
 });
 
+describe('HEAD is a GET without its body: conditional alike', () => {
+  const head = (path: string, key: TestApiKey, headers: Record<string, string> = {}) =>
+    request(t.app).head(path).set({ Authorization: `Bearer ${key.key}`, ...headers });
+
+  test('every GET operation: the GET\'s tag; a matching If-None-Match is 304 and leaves the rate limit as it was', async () => {
+    const key = await apiKey(t.prisma, { brokerId: live.brokerId, scopes: ['admin:full'], rateLimit: 1000 });
+    for (const [operationId, url] of Object.entries(urls.live)) {
+      const got = await get(url, key);
+      const headed = await head(url, key);
+      assert.equal(headed.status, 200, operationId);
+      assert.equal(headed.headers.etag, got.headers.etag, `${operationId}: the GET's tag`);
+      const before = remaining(headed);
+      const res = await head(url, key, { 'If-None-Match': got.headers.etag! });
+      assert.equal(res.status, 304, operationId);
+      assert.equal(res.headers.etag, got.headers.etag, operationId);
+      assert.equal(res.headers['cache-control'], 'no-store', operationId);
+      assert.equal(remaining(res), before, `${operationId}: a HEAD's 304 is counted as a GET's`);
+      assert.equal((await head(url, key, { 'If-None-Match': '"other"' })).status, 200, operationId);
+    }
+  });
+});
+
 test('a 304 is logged: its api_logs row and its request log line', async () => {
   const capture = new LogCapture();
   const logger = createLogger('info', capture);

@@ -77,6 +77,25 @@ describe('a retry with the same key and request', () => {
     assert.equal(await servicesNamed(body.hostname), 1);
   });
 
+  // A report's recipients are the set they normalize to (trimmed, lower-cased, de-duplicated, empty items dropped).
+  for (const [operation, path, extra] of [
+    ['sendServicesReport', '/api/v1/reports/services', {}],
+    ['sendInvoicesReport', '/api/v1/reports/invoices', { start_date: '2025-01-01', end_date: '2025-01-31' }],
+  ] as const) {
+    test(`${operation}: the same recipients in another order, case or with duplicates is the same request; another set is not`, async () => {
+      const key = randomUUID();
+      const first = await post(sandbox.key, path, { recipients: ['Ops@Client.example', 'billing@client.example'], ...extra }, key);
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      const same = await post(sandbox.key, path, { recipients: [' billing@client.example', '', 'ops@client.example', 'OPS@client.example'], ...extra }, key);
+      assert.equal(same.status, 200, JSON.stringify(same.body));
+      assert.equal(same.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(same.body, first.body);
+      const other = await post(sandbox.key, path, { recipients: ['ops@client.example'], ...extra }, key);
+      assert.equal(other.status, 422, JSON.stringify(other.body));
+      assert.equal(other.body.error.code, 'idempotency_key_reused');
+    });
+  }
+
   test('another API process (same database) replays it too', async () => {
     const body = newService();
     const key = randomUUID();
