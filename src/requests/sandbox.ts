@@ -84,7 +84,9 @@ async function pendingRequest(prisma: PrismaClient, caller: Caller, requestId: b
   const made = await simulatedRequestObject(prisma, caller.brokerId, id);
   if (made && kindOfRequest(made.request_type as RequestData['request_type'], made.cancel_when as RequestData['cancel_when']) === kind) {
     const { mode: _mode, simulated: _simulated, ...request } = made;
-    return { ...(request as unknown as RequestData), request_status: 'pending' };
+    // A decision is simulated on the request as it waited: pending, and a create with no service yet.
+    const pending = { ...(request as unknown as RequestData), request_status: 'pending' as const };
+    return pending.request_type === 'create' ? { ...pending, service_number: null, decided_at: null } : { ...pending, decided_at: null };
   }
   const type = kind === 'cancel_immediate' || kind === 'cancel_end_of_billing_period' ? 'cancel' : kind;
   return sandboxRequestRow(
@@ -107,8 +109,7 @@ async function pendingRequest(prisma: PrismaClient, caller: Caller, requestId: b
  * What carrying out the approved request does to its service, as the event a live approval of that
  * type writes (src/requests/store.ts): the service as it stood when the request was made, and after.
  */
-function serviceEvent(approved: RequestData, now: Date): SimulatedEvent {
-  const serviceNumber = approved.service_number ?? sandboxServiceNumberOf(BigInt(approved.request_id.slice(4)));
+function serviceEvent(approved: RequestData, serviceNumber: number, now: Date): SimulatedEvent {
   const made = new Date(approved.created_at);
   const before = {
     ...sandboxService(serviceNumber, made),
@@ -163,7 +164,7 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
       const approved = sandboxed({ ...base, request_status: 'approved' as const, service_number: serviceNumber, updated_at: at, decided_at: at });
       await recordSimulatedEvents(deps.prisma, caller, effect, [
         { type: 'request.approved', object: approved, previousAttributes: previousAttributes(pending, approved) },
-        serviceEvent(approved, now),
+        serviceEvent(approved, serviceNumber, now),
       ]);
       return { decided: approved };
     },
