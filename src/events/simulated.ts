@@ -23,3 +23,21 @@ export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller
     await caller.unitOfWork.within(tx).recordEffect(effect);
   });
 }
+
+/** How far back a sandbox decision looks for the request it decides: the broker's newest simulated requests. */
+const MADE_REQUESTS_SEARCHED = 1000;
+
+/**
+ * The object of the newest `request.created` the sandbox wrote for this broker with `requestId`, if
+ * any of its newest ones has it: what a sandbox decision reads back instead of a stored request.
+ */
+export async function simulatedRequestObject(prisma: PrismaClient, brokerId: string, requestId: string): Promise<Record<string, unknown> | undefined> {
+  const rows = await prisma.$queryRaw<Array<{ object: Record<string, unknown> }>>`
+    SELECT e."data"->'object' AS "object"
+      FROM (SELECT "data", "seq" FROM "events"
+             WHERE "broker_id" = ${brokerId} AND "mode" = 'test' AND "type" = 'request.created'
+             ORDER BY "seq" DESC LIMIT ${MADE_REQUESTS_SEARCHED}) AS e
+     WHERE e."data"->'object'->>'request_id' = ${requestId}
+     ORDER BY e."seq" DESC LIMIT 1`;
+  return rows[0]?.object;
+}

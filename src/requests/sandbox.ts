@@ -1,10 +1,21 @@
 /** Generated, never stored; a simulated decision still writes a live one's events, in test mode. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { recordSimulatedEvents } from '../events/simulated.ts';
+import { recordSimulatedEvents, simulatedRequestObject, type SimulatedEvent } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
+import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import type { RequestData } from '../services/change-requests.ts';
-import { sandboxed, sandboxPage, sandboxRequestRow, sandboxService } from '../services/sandbox.ts';
-import { canonicalRequestId, randomServiceNumber } from '../shared/ids.ts';
+import type { ServiceData } from '../services/present.ts';
+import {
+  kindOfRequest,
+  SANDBOX_DOWNGRADE_FROM,
+  SANDBOX_UPGRADE_FROM,
+  sandboxed,
+  sandboxPage,
+  sandboxRequestRow,
+  sandboxService,
+} from '../services/sandbox.ts';
+import type { Caller } from '../shared/caller.ts';
+import { canonicalRequestId, sandboxRequestKind, sandboxServiceNumberOf, type SandboxRequestKind } from '../shared/ids.ts';
 import type { RequestUseCases } from './use-cases.ts';
 
 /** The one generated row of the sandbox requests list: a pending create request (fixed, so it can be searched and managed). */
@@ -55,6 +66,76 @@ export function requestMatches(row: RequestData, filters: RequestListFilters): b
   return true;
 }
 
+const GENERATED_PLANS: Record<SandboxRequestKind, { current_plan: string | null; requested_plan: string | null }> = {
+  create: { current_plan: null, requested_plan: 'Standard VPS' },
+  upgrade: { current_plan: SANDBOX_UPGRADE_FROM, requested_plan: 'Standard VPS' },
+  downgrade: { current_plan: SANDBOX_DOWNGRADE_FROM, requested_plan: 'Standard VPS' },
+  cancel_immediate: { current_plan: 'Standard VPS', requested_plan: null },
+  cancel_end_of_billing_period: { current_plan: 'Standard VPS', requested_plan: null },
+};
+
+/**
+ * The pending request a sandbox decision starts from: the one the sandbox answered with this id, as
+ * its `request.created` event tells (so the decision names that service number), else one generated
+ * from the id alone, of the kind its last digit tells, made a second before `now`.
+ */
+async function pendingRequest(prisma: PrismaClient, caller: Caller, requestId: bigint, now: Date): Promise<RequestData> {
+  const id = canonicalRequestId(requestId);
+  const kind = sandboxRequestKind(requestId);
+  const made = await simulatedRequestObject(prisma, caller.brokerId, id);
+  if (made && kindOfRequest(made.request_type as RequestData['request_type'], made.cancel_when as RequestData['cancel_when']) === kind) {
+    const { mode: _mode, simulated: _simulated, ...request } = made;
+    // A decision is simulated on the request as it waited: pending, and a create with no service yet.
+    const pending = { ...(request as unknown as RequestData), request_status: 'pending' as const };
+    return pending.request_type === 'create' ? { ...pending, service_number: null, decided_at: null } : { ...pending, decided_at: null };
+  }
+  const type = kind === 'cancel_immediate' || kind === 'cancel_end_of_billing_period' ? 'cancel' : kind;
+  return sandboxRequestRow(
+    {
+      request_id: id,
+      request_type: type,
+      request_status: 'pending',
+      service_number: type === 'create' ? null : sandboxServiceNumberOf(requestId),
+      ...GENERATED_PLANS[kind],
+      hostname: 'test-server.example.com',
+      customer_email: 'test.customer@example.com',
+      reason: type === 'cancel' ? 'Simulated cancellation' : null,
+      cancel_when: kind === 'cancel_immediate' ? 'immediate' : kind === 'cancel_end_of_billing_period' ? 'end_of_billing_period' : null,
+    },
+    new Date(now.getTime() - 1000),
+  );
+}
+
+/**
+ * What carrying out the approved request does to its service, as the event a live approval of that
+ * type writes (src/requests/store.ts): the service as it stood when the request was made, and after.
+ */
+function serviceEvent(approved: RequestData, serviceNumber: number, now: Date): SimulatedEvent {
+  const made = new Date(approved.created_at);
+  const before = {
+    ...sandboxService(serviceNumber, made),
+    plan: approved.current_plan ?? 'Standard VPS',
+    hostname: approved.hostname ?? 'test-server.example.com',
+    customer_email: approved.customer_email ?? 'test.customer@example.com',
+  };
+  const at = now.toISOString();
+  if (approved.request_type === 'create') {
+    return { type: 'service.created', object: sandboxed({ ...before, plan: approved.requested_plan ?? before.plan, created_at: at, updated_at: at }) };
+  }
+  let after: ServiceData;
+  if (approved.request_type === 'upgrade' || approved.request_type === 'downgrade') {
+    after = { ...before, plan: approved.requested_plan ?? before.plan, updated_at: at };
+  } else if (approved.cancel_when === 'immediate') {
+    after = { ...before, status: 'cancelled', cancelled_at: at, cancel_at: null, updated_at: at };
+  } else {
+    // Scheduled, not yet taken effect: `service.cancelled` follows at `cancel_at`, as in live.
+    const cancelAt = endOfCurrentBillingPeriod(made, before.billing_cycle, now).toISOString();
+    after = { ...before, cancel_at: cancelAt, updated_at: at };
+  }
+  const type = after.status === 'cancelled' ? 'service.cancelled' : 'service.updated';
+  return { type, object: sandboxed(after), previousAttributes: previousAttributes(before, after) };
+}
+
 /** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored but their events. */
 export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases {
   return {
@@ -65,45 +146,26 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
 
     async decide(caller, requestId, decision) {
       // A denial is answered as a denial even under provider_review (the denial comes first).
-      const now = new Date().toISOString();
-      const base = {
-        object: 'service_request' as const,
-        request_id: canonicalRequestId(requestId),
-        request_type: 'create' as const,
-        source: 'api' as const,
-        current_plan: null,
-        requested_plan: 'Standard VPS',
-        hostname: 'test-server.example.com',
-        customer_email: 'test.customer@example.com',
-        reason: null,
-        cancel_when: null,
-        created_at: now,
-        updated_at: now,
-      };
+      const now = new Date();
+      const at = now.toISOString();
+      const base = await pendingRequest(deps.prisma, caller, requestId, now);
       const effect = { type: 'request' as const, id: base.request_id };
-      // The generated request as it stood before the decision: pending, made now.
-      const pending = sandboxed({ ...base, request_status: 'pending' as const, service_number: null, denial_reason: null, decided_at: null });
+      // The request as it stood before the decision: pending.
+      const pending = sandboxed(base);
       if (decision.action === 'deny') {
-        const denied = sandboxed({ ...base, request_status: 'denied' as const, service_number: null, denial_reason: decision.denialReason, decided_at: now });
+        const denied = sandboxed({ ...base, request_status: 'denied' as const, denial_reason: decision.denialReason, updated_at: at, decided_at: at });
         await recordSimulatedEvents(deps.prisma, caller, effect, [{ type: 'request.denied', object: denied, previousAttributes: previousAttributes(pending, denied) }]);
         return { decided: denied };
       }
       if (caller.providerReview) {
         // Neither approved nor denied yet: no event tells of a request waiting for the provider.
-        const waiting = { ...base, request_status: 'provider_review' as const, service_number: null, denial_reason: null, decided_at: null };
-        return { inReview: sandboxed(waiting) };
+        return { inReview: sandboxed({ ...base, request_status: 'provider_review' as const }) };
       }
-      const approved = sandboxed({ ...base, request_status: 'approved' as const, service_number: randomServiceNumber(), denial_reason: null, decided_at: now });
-      // The approved create request made its service, as a live approval's events tell.
-      const service = sandboxed({
-        ...sandboxService(approved.service_number, new Date(now)),
-        plan: approved.requested_plan,
-        hostname: approved.hostname,
-        customer_email: approved.customer_email,
-      });
+      const serviceNumber = base.service_number ?? sandboxServiceNumberOf(requestId);
+      const approved = sandboxed({ ...base, request_status: 'approved' as const, service_number: serviceNumber, updated_at: at, decided_at: at });
       await recordSimulatedEvents(deps.prisma, caller, effect, [
         { type: 'request.approved', object: approved, previousAttributes: previousAttributes(pending, approved) },
-        { type: 'service.created', object: service },
+        serviceEvent(approved, serviceNumber, now),
       ]);
       return { decided: approved };
     },

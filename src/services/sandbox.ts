@@ -6,7 +6,7 @@ import { recordSimulatedEvents } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
 import { pageOf, type Page, type PageWindow } from '../shared/page.ts';
-import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber } from '../shared/ids.ts';
+import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber, type SandboxRequestKind } from '../shared/ids.ts';
 import type { RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange } from './plans.ts';
@@ -102,11 +102,17 @@ export function sandboxRequestRow(fields: RequestFields, now = new Date()): Requ
   };
 }
 
-/** A generated request answered to a change, `REQ-` plus six random digits; never stored. */
+/** The kind of request a sandbox request id tells (src/shared/ids.ts), so that its approval answers as the live one would. */
+export function kindOfRequest(type: RequestData['request_type'], when: RequestData['cancel_when']): SandboxRequestKind {
+  if (type !== 'cancel') return type;
+  return when === 'end_of_billing_period' ? 'cancel_end_of_billing_period' : 'cancel_immediate';
+}
+
+/** A generated request answered to a change, `REQ-` plus six random digits, the last telling its kind; never stored. */
 function sandboxRequest(caller: Caller, fields: Omit<RequestFields, 'request_id' | 'request_status'>): RequestData {
   return sandboxed(
     sandboxRequestRow({
-      request_id: formatRequestId(randomSandboxRequestNumber()),
+      request_id: formatRequestId(randomSandboxRequestNumber(kindOfRequest(fields.request_type, fields.cancel_when ?? null))),
       request_status: caller.providerReview ? 'provider_review' : 'pending',
       ...fields,
     }),

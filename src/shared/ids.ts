@@ -1,4 +1,5 @@
 /** Request ids are `REQ-` + the row id padded to six digits; paths accept any case and padding. */
+import { createHash } from 'node:crypto';
 import { BASE62, randomIntBetween, randomString } from './random.ts';
 
 export const SERVICE_NUMBER_MIN = 100_000_000;
@@ -12,9 +13,36 @@ export function randomServiceNumber(): number {
   return randomIntBetween(SERVICE_NUMBER_MIN, SERVICE_NUMBER_MAX);
 }
 
-/** A random six-digit number for sandbox request ids (never stored). */
-export function randomSandboxRequestNumber(): number {
-  return randomIntBetween(100_000, 999_999);
+/**
+ * What a sandbox request asks for, told by its id's last digit (openapi.yaml "Identifiers"), since
+ * the sandbox stores nothing: 6 upgrade, 7 downgrade, 8 cancel now, 9 cancel at the end of the
+ * billing period, any other digit create. Every id decodes, generated or not.
+ */
+export type SandboxRequestKind = 'create' | 'upgrade' | 'downgrade' | 'cancel_immediate' | 'cancel_end_of_billing_period';
+
+const KIND_DIGIT: Record<Exclude<SandboxRequestKind, 'create'>, number> = {
+  upgrade: 6,
+  downgrade: 7,
+  cancel_immediate: 8,
+  cancel_end_of_billing_period: 9,
+};
+
+/** A random six-digit number for a sandbox request id (never stored) whose last digit tells `kind`. */
+export function randomSandboxRequestNumber(kind: SandboxRequestKind = 'create'): number {
+  const last = kind === 'create' ? randomIntBetween(0, 5) : KIND_DIGIT[kind];
+  return randomIntBetween(10_000, 99_999) * 10 + last;
+}
+
+export function sandboxRequestKind(id: bigint): SandboxRequestKind {
+  const last = Number(id % 10n);
+  const kind = (Object.keys(KIND_DIGIT) as Array<keyof typeof KIND_DIGIT>).find((k) => KIND_DIGIT[k] === last);
+  return kind ?? 'create';
+}
+
+/** The nine-digit service number a sandbox approval of `id` names when nothing tells another: the same for the same id. */
+export function sandboxServiceNumberOf(id: bigint): number {
+  const digest = createHash('sha256').update(canonicalRequestId(id)).digest();
+  return SERVICE_NUMBER_MIN + (digest.readUInt32BE(0) % (SERVICE_NUMBER_MAX - SERVICE_NUMBER_MIN + 1));
 }
 
 const REQUEST_ID = /^req-([0-9]+)$/i;

@@ -321,12 +321,16 @@ describe('sandbox: requests', () => {
     assert.equal(long.body.data.request_id, 'REQ-1234567');
   });
 
-  test('manage: a simulated denial carries the reason', async () => {
-    const res = await post(writer, '/api/v1/requests/REQ-000007/manage', { action: 'deny', denial_reason: 'Duplicate' });
+  test('manage: a simulated denial carries the reason, and the request its id tells', async () => {
+    const res = await post(writer, '/api/v1/requests/REQ-000005/manage', { action: 'deny', denial_reason: 'Duplicate' });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.data.request_status, 'denied');
     assert.equal(res.body.data.denial_reason, 'Duplicate');
-    assert.equal(res.body.data.service_number, null);
+    assert.equal(res.body.data.request_type, 'create');
+    assert.equal(res.body.data.service_number, null, 'a denied create made no service');
+    const downgrade = await post(writer, '/api/v1/requests/REQ-000007/manage', { action: 'deny', denial_reason: 'Duplicate' });
+    assert.deepEqual([downgrade.body.data.request_type, downgrade.body.data.request_status], ['downgrade', 'denied']);
+    assert.match(String(downgrade.body.data.service_number), /^\d{9}$/, 'a denied downgrade names its service, as in live');
   });
 
   test('manage: provider_review makes an approval 202, but a denial is answered first', async () => {

@@ -439,7 +439,12 @@ export interface paths {
          *     The path id matches case-insensitively (`req-44`, `REQ-000044`); the answer uses the
          *     canonical `REQ-` form padded to six digits.
          *
-         *     Sandbox: a simulated approval (with a generated nine-digit `service_number`) or denial;
+         *     Sandbox: a simulated approval or denial of the request whose type the id's last digit tells
+         *     (`6` upgrade, `7` downgrade, `8` cancel now, `9` cancel at the end of the billing period,
+         *     any other create; see the *Sandbox* tag). An approval answers and records what the live
+         *     approval of that type would (`service.updated`, `service.cancelled` or a scheduled
+         *     `cancel_at`), naming the `service_number` the sandbox's upgrade, downgrade or cancel was
+         *     called on when it answered the id, else a nine-digit number derived from the id;
          *     with `X-Test-Scenario: provider_review` an approval answers `202` with
          *     `request_status: "provider_review"` (a denial is answered as a denial first).
          *
@@ -1378,7 +1383,8 @@ export interface components {
         /**
          * @description A service request (`create`, `upgrade`, `downgrade`, `cancel`) and where it stands. Fields
          *     that do not apply to the request type are `null`. In the sandbox the object is generated
-         *     (id `REQ-` plus six digits) and carries `mode: "test"` and `simulated: true`.
+         *     (id `REQ-` plus six digits, the last telling the request type: see the *Sandbox* tag) and
+         *     carries `mode: "test"` and `simulated: true`.
          * @example {
          *       "object": "service_request",
          *       "request_id": "REQ-000044",
