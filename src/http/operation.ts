@@ -11,7 +11,7 @@ import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { hasScope, type AuthContext } from './auth-context.ts';
 import type { Contract, OperationInfo } from './contract.ts';
 import type { ErrorAnswers } from './error-middleware.ts';
-import { sendNotModified, type ConditionalReads } from './conditional.ts';
+import { isRead, sendNotModified, type ConditionalReads } from './conditional.ts';
 import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
@@ -125,8 +125,8 @@ function requestHandler<O extends OperationId, Input, U>(
     } catch (err) {
       answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
     }
-    // Only a 200 of a GET is a representation a client can keep and ask about again.
-    if (answer.status === 200 && req.method === 'GET' && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
+    // Only a 200 of a GET (or HEAD) is a representation a client can keep and ask about again.
+    if (answer.status === 200 && isRead(req) && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
     else sendAnswer(res, answer);
   };
 }

@@ -164,7 +164,8 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
     return key;
   };
   return (req: ValidatedRequest, res, next) => {
-    if (req.method !== 'GET') return validate(req, res, next);
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) return validate(req, res, next);
     const key = keyOf(req);
     const known = valid.get(key);
     if (known) {
@@ -173,7 +174,11 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
       req.query = { ...known.query };
       return next();
     }
+    // A HEAD is its GET without the body (RFC 9110): validated as the GET, which the validator knows
+    // (else it leaves no path parameters, and a HEAD of a record answered 404).
+    if (head) req.method = 'GET';
     validate(req, res, (err?: unknown) => {
+      if (head) req.method = 'HEAD';
       if (err === undefined || err === null) {
         if (valid.size >= VALID_GETS_KEPT) valid.clear();
         valid.set(key, { openapi: req.openapi, params: req.params, query: { ...req.query } });
