@@ -1,21 +1,37 @@
 /**
  * Conditional reads (RFC 9110, section 13.1.2): every `200` of a `GET` carries an `ETag`, and a
  * `GET` whose `If-None-Match` names it is answered `304` with no body. Billing panels poll; a
- * `304` spares them the body and, as GitHub's does, a unit of the key's rate limit.
+ * `304` spares them the body and, when answered from a cached page without the query, a unit of the
+ * key's rate limit (a `304` the query had to run for keeps its unit: the limit bounds the work).
  */
-import { hash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { knownHeader, setKnownHeader } from './known-headers.ts';
 
 const ETAG = knownHeader('ETag');
 
+/** The purpose string whose HMAC under the credentials key is the tag key (one key, many uses). */
+const TAG_KEY_PURPOSE = 'capi entity tag key v1';
+
 /**
- * A strong validator: a digest of the body's exact bytes, so any change to them (a record, a page,
- * a count) changes the tag, and the same bytes always give the same tag, on every API process.
- * SHA-1 as Express's own ETags: a fingerprint, not a secret (the caller holds the body anyway).
+ * The key of the entity tags: a process's own random one until the server derives it from the
+ * credentials key, which every process on a database shares (checked by its fingerprint).
+ */
+let tagKey: Buffer = randomBytes(32);
+
+/** Tags under a key derived from the credentials key: the same tag for the same body on every API process. */
+export function useEntityTagSecret(credentialsKey: Buffer): void {
+  tagKey = createHmac('sha256', credentialsKey).update(TAG_KEY_PURPOSE, 'utf8').digest();
+}
+
+/**
+ * A strong validator: a keyed digest (HMAC-SHA256, 160 bits kept) of the body's exact bytes, so
+ * any change to them changes the tag and the same bytes give the same tag on every API process.
+ * Keyed, because a body may hold a service's password: an unkeyed hash seen in a proxy log would
+ * let anyone test password guesses offline; without the key a tag tells nothing of the body.
  */
 export function entityTag(body: string | Buffer): string {
-  return `"${hash('sha1', body, 'base64url')}"`;
+  return `"${createHmac('sha256', tagKey).update(body).digest().toString('base64url', 0, 20)}"`;
 }
 
 /** A `200` answer's body, and its tag when it was made with the body (a cached page's). */
@@ -44,9 +60,6 @@ function noneMatch(header: string, tag: string): boolean {
   return false;
 }
 
-/** `GET`, or `HEAD`, which is a `GET` without its body (RFC 9110, section 9.3.2): conditional alike. */
-export const isRead = (method: string): boolean => method === 'GET' || method === 'HEAD';
-
 /** A `304`: the headers set so far, the ETag among them, and no body. */
 export function sendNotModified(res: Response): void {
   res.status(304);
@@ -69,10 +82,15 @@ export interface ConditionalReads {
    */
   shortcut: RequestHandler;
   /**
-   * Puts the `ETag` of a `GET`'s `200` on the response; true when the request's `If-None-Match`
-   * names it, and then the request's unit of rate limit is given back: the caller answers `304`.
+   * Puts the `ETag` of a `GET`'s (or `HEAD`'s) `200` on the response; true when the request's
+   * `If-None-Match` names it: the caller answers `304`. The unit of rate limit is kept (the query ran).
    */
   notModified(req: Request, res: Response, answer: TaggedBody): boolean;
+}
+
+/** A `GET`, or a `HEAD` (a `GET` without its body, conditional as the `GET` is). */
+export function isRead(req: Request): boolean {
+  return req.method === 'GET' || req.method === 'HEAD';
 }
 
 /** What a request's answer depends on besides the key: its exact URL (path and query string). */
@@ -84,20 +102,18 @@ function rememberedAs(req: Request, keyId: string): string | undefined {
 export function createConditionalReads(): ConditionalReads {
   const remembered = new Map<string, Remembered>();
 
-  const answer304 = (res: Response, etag: string): void => {
-    setKnownHeader(res, ETAG, etag);
-    res.locals.refundRateLimit?.(res);
-  };
 
   return {
     shortcut(req, res, next) {
       const header = req.headers['if-none-match'];
       const auth = res.locals.auth;
-      if (!isRead(req.method) || header === undefined || !auth) return next();
+      if (!isRead(req) || header === undefined || !auth) return next();
       const key = rememberedAs(req, auth.keyId);
       const tag = key === undefined ? undefined : remembered.get(key);
       if (!tag || !tag.fresh() || !noneMatch(header, tag.etag)) return next();
-      answer304(res, tag.etag);
+      setKnownHeader(res, ETAG, tag.etag);
+      // Answered without the operation's query: the unit is given back (openapi.yaml, "Conditional requests").
+      res.locals.refundRateLimit?.(res);
       sendNotModified(res);
     },
 
@@ -116,7 +132,8 @@ export function createConditionalReads(): ConditionalReads {
         setKnownHeader(res, ETAG, etag);
         return false;
       }
-      answer304(res, etag);
+      // The query ran to find the tag: the 304 keeps its unit, so the rate limit bounds that work.
+      setKnownHeader(res, ETAG, etag);
       return true;
     },
   };

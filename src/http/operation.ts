@@ -131,8 +131,8 @@ function requestHandler<O extends OperationId, Input, U>(
     } catch (err) {
       answer = await checked(req, res, runtime, runtime.errorAnswer(err, req, res));
     }
-    // Only a 200 of a GET is a representation a client can keep and ask about again.
-    if (answer.status === 200 && isRead(req.method) && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
+    // Only a 200 of a GET (or HEAD) is a representation a client can keep and ask about again.
+    if (answer.status === 200 && isRead(req) && runtime.conditionalReads.notModified(req, res, answer)) sendNotModified(res);
     else sendAnswer(res, answer);
   };
 }

@@ -163,7 +163,9 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
     for (const name of headers) key += `\n${String(req.headers[name] ?? '')}`;
     return key;
   };
-  const validGet: RequestHandler = (req: ValidatedRequest, res, next) => {
+  return (req: ValidatedRequest, res, next) => {
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) return validate(req, res, next);
     const key = keyOf(req);
     const known = valid.get(key);
     if (known) {
@@ -172,22 +174,15 @@ export function rememberingValidGets(steps: RequestHandler[], headers: string[])
       req.query = { ...known.query };
       return next();
     }
+    // A HEAD is its GET without the body (RFC 9110): validated as the GET, which the validator knows
+    // (else it leaves no path parameters, and a HEAD of a record answered 404).
+    if (head) req.method = 'GET';
     validate(req, res, (err?: unknown) => {
+      if (head) req.method = 'HEAD';
       if (err === undefined || err === null) {
         if (valid.size >= VALID_GETS_KEPT) valid.clear();
         valid.set(key, { openapi: req.openapi, params: req.params, query: { ...req.query } });
       }
-      next(err);
-    });
-  };
-  return (req, res, next) => {
-    if (req.method === 'GET') return validGet(req, res, next);
-    if (req.method !== 'HEAD') return validate(req, res, next);
-    // The contract has no HEAD operations, so the validator left a HEAD's path parameters unread
-    // (`getService` answered 404 for `Service NaN`): a HEAD is validated as its GET, then is a HEAD again.
-    req.method = 'GET';
-    return validGet(req, res, (err?: unknown) => {
-      req.method = 'HEAD';
       next(err);
     });
   };

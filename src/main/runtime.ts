@@ -21,6 +21,7 @@ import { startDatabaseProcess } from '../db/process.ts';
 import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
+import { useEntityTagSecret } from '../http/conditional.ts';
 import { protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
 import { createJobs, type CreateJobsOptions } from '../background.ts';
@@ -185,7 +186,10 @@ function requireSharedSettings(role: Role, config: Config, env: NodeJS.ProcessEn
  */
 async function checkKeyAgainstDatabase(config: Config, database: Database, logger: Logger): Promise<void> {
   const source = { envKey: config.credentialsKey, dataDir: config.dataDir };
-  const outcome = await checkCredentialsKey(database.prisma, await loadCredentialsKey(source), source);
+  const key = await loadCredentialsKey(source);
+  const outcome = await checkCredentialsKey(database.prisma, key, source);
+  // The key every process shares: so are the ETags made under a key derived from it.
+  useEntityTagSecret(key);
   logger.info({ component: 'credentials' }, outcome === 'recorded' ? 'credentials key fingerprint recorded in the database' : 'credentials key matches the database');
 }
 

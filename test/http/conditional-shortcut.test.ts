@@ -60,6 +60,20 @@ describe('a cached page\'s conditional read', () => {
     assert.equal(reads, 2);
   });
 
+  test('a HEAD naming the tag is answered the same way: 304, its unit given back, the operation not reached', async () => {
+    const url = '/api/v1/services?limit=9';
+    const first = await get(url);
+    const etag = first.headers.etag!;
+    assert.equal(reads, 1);
+    for (let i = 0; i < 3; i++) {
+      const res = await request(t.app).head(url).set({ Authorization: `Bearer ${key.key}`, 'If-None-Match': etag });
+      assert.equal(res.status, 304);
+      assert.equal(res.headers.etag, etag);
+      assert.equal(res.headers['x-ratelimit-remaining'], first.headers['x-ratelimit-remaining']);
+    }
+    assert.equal(reads, 1, 'the HEAD 304s did not reach the operation');
+  });
+
   test('is logged with its operation, as every request', async () => {
     const url = '/api/v1/services?limit=11';
     const etag = (await get(url)).headers.etag!;
