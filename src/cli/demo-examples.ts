@@ -12,7 +12,7 @@ import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { lockFeeds, recordEvents, type NewEvent } from '../events/store.ts';
+import { recordEvents, recordFixedEvents, type EventType, type NewEvent } from '../events/store.ts';
 import { REQUEST_INCLUDE } from '../services/change-requests.ts';
 import { serviceData } from '../services/present.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
@@ -265,7 +265,7 @@ const DEMO_DISABLED_REASON = 'disabled by the demo command: hooks.broker.example
 
 interface ExampleEvent {
   id: string;
-  type: string;
+  type: EventType;
   /** Minutes before the demo run: events are kept EVENT_RETENTION_DAYS, so the examples' 2025 dates would be deleted. */
   minutesAgo: number;
   object: object;
@@ -292,6 +292,9 @@ const EVENTS: ExampleEvent[] = [
   },
   { id: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp', type: 'ping', minutesAgo: 5, object: { object: 'ping', endpoint_id: EXAMPLE_ENDPOINT } },
 ];
+
+/** The examples' event ids: rewritten by every run, not changes of it. */
+export const EXAMPLE_EVENT_IDS: readonly string[] = EVENTS.map((e) => e.id);
 
 /** getEvent's `delivered` example: evt_2Jf8…'s delivery to the example endpoint, on its third attempt (ms after the event). */
 const DELIVERED_ATTEMPTS = [
@@ -342,12 +345,15 @@ async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date)
   const others = await tx.event.findMany({ where: { id: { in: ids }, NOT: { brokerId, mode: 'live' } }, select: { id: true } });
   const taken = new Set(others.map((e) => e.id));
   await tx.event.deleteMany({ where: { id: { in: ids }, brokerId, mode: 'live' } });
-  // The examples keep their fixed, back-dated times (the docs show them so) but take the feed's place in commit order.
-  await lockFeeds(tx, [{ brokerId, mode: 'live' }]);
-  for (const e of EVENTS) {
-    if (taken.has(e.id)) continue;
-    const createdAt = new Date(now.getTime() - e.minutesAgo * 60_000);
-    await tx.event.create({ data: { id: e.id, brokerId, mode: 'live', type: e.type, data: { object: e.object }, createdAt } });
+  // The examples keep their back-dated times where the feed allows it, never before its last event
+  // (a second run, or the demo's own events just written, date them later: the feed never goes back).
+  const written = EVENTS.filter((e) => !taken.has(e.id));
+  const dates = await recordFixedEvents(
+    tx,
+    written.map((e) => ({ id: e.id, brokerId, mode: 'live' as const, type: e.type, object: e.object, wishedAt: new Date(now.getTime() - e.minutesAgo * 60_000) })),
+  );
+  for (const [i, e] of written.entries()) {
+    const createdAt = dates[i]!;
     if (e.type !== 'service.created' || !endpoint) continue;
     const after = (ms: number) => new Date(createdAt.getTime() + ms);
     await tx.webhookDelivery.create({

@@ -126,6 +126,33 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
   return rows.map((r) => r.id);
 }
 
+/** An event with a fixed id and a wished date (the demo's contract examples), written without deliveries. */
+export interface FixedEvent {
+  id: string;
+  brokerId: string;
+  mode: EventMode;
+  type: EventType;
+  object: object;
+  /** Kept only if it is not before the feed's last event; else the event is dated as that one. */
+  wishedAt: Date;
+}
+
+/**
+ * Written in order, each dated `max(wishedAt, the feed's last created_at)` under the feed's lock, so
+ * even a back-dated example never goes back along the ascending feed; returns each event's date.
+ */
+export async function recordFixedEvents(tx: Prisma.TransactionClient, events: FixedEvent[]): Promise<Date[]> {
+  await lockFeeds(tx, events.map((e) => ({ brokerId: e.brokerId, mode: e.mode })));
+  const dates: Date[] = [];
+  for (const e of events) {
+    const last = await tx.event.findFirst({ where: { brokerId: e.brokerId, mode: e.mode }, orderBy: { seq: 'desc' }, select: { createdAt: true } });
+    const createdAt = last && last.createdAt > e.wishedAt ? last.createdAt : e.wishedAt;
+    await tx.event.create({ data: { id: e.id, brokerId: e.brokerId, mode: e.mode, type: e.type, data: { object: e.object }, createdAt } });
+    dates.push(createdAt);
+  }
+  return dates;
+}
+
 /** Deletes the events written before `before`, a batch at a time; how many went. */
 export async function deleteEventsBefore(db: Db, before: Date, batch = 5000): Promise<number> {
   return db.$executeRaw`

@@ -174,7 +174,7 @@ export async function approveRequest(
       const object = requestData(approved);
       await recordEvents(
         tx,
-        [{ brokerId, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, ...(serviceEvent ? [{ brokerId, ...serviceEvent }] : [])],
+        [{ brokerId, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, { brokerId, ...serviceEvent }],
         now,
       );
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
@@ -183,11 +183,10 @@ export async function approveRequest(
   );
 }
 
-/** What carrying out a request did to its service, as the event that tells of it (none: a cancellation only scheduled). */
+/** What carrying out a request did to its service, as the event that tells of it. */
 type ServiceEvent =
   | { type: 'service.created'; object: ServiceData }
-  | { type: 'service.updated' | 'service.cancelled'; object: ServiceData; previousAttributes: PreviousAttributes }
-  | undefined;
+  | { type: 'service.updated' | 'service.cancelled'; object: ServiceData; previousAttributes: PreviousAttributes };
 
 async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<ServiceEvent> {
   if (request.type === 'create') {
@@ -239,10 +238,11 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
     });
     return serviceChange('service.cancelled', service, cancelled);
   }
-  // `service.cancelled` is written when the cancellation takes effect (applyDueCancellations).
+  // Scheduled: `cancel_at` is a change of the service (service.updated); `service.cancelled` is
+  // written when the cancellation takes effect (applyDueCancellations).
   const cancelAt = endOfCurrentBillingPeriod(service.createdAt, service.billingCycle, now);
-  await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now } });
-  return undefined;
+  const scheduled = await tx.service.update({ where: { id: service.id }, data: { cancelAt, updatedAt: now }, include: { plan: true } });
+  return serviceChange('service.updated', service, scheduled);
 }
 
 function serviceChange(type: 'service.updated' | 'service.cancelled', before: ServiceWithPlan, after: ServiceWithPlan): ServiceEvent {

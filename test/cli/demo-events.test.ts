@@ -11,6 +11,7 @@ import { storedEvents, type StoredEvent } from '../helpers/events.ts';
 import { webhookEndpoint } from '../helpers/webhook-factories.ts';
 import type { Credentials } from '../../src/db/credentials.ts';
 import { DEMO_SLUG, runDemo } from '../../src/cli/demo.ts';
+import { EXAMPLE_EVENT_IDS } from '../../src/cli/demo-examples.ts';
 import { formatRequestId } from '../../src/shared/ids.ts';
 
 let t: TestApp;
@@ -60,8 +61,9 @@ test('the first run writes service.created for each service and request.created 
   const events = await runEvents(now);
   const broker = await t.prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG } });
   brokerId = broker.id;
-  exampleEvents = new Set(events.filter((e) => e.createdAt.getTime() < now.getTime()).map((e) => e.id));
-  assert.equal(exampleEvents.size, 3, 'the examples\' three events, dated minutes before the run');
+  exampleEvents = new Set(EXAMPLE_EVENT_IDS);
+  // Wished minutes before the run, but dated no earlier than the run's own events just before them: the feed never goes back.
+  assert.deepEqual(events.slice(-3).map((e) => e.id), [...EXAMPLE_EVENT_IDS], 'the examples\' three events, last');
   const changes = events.filter((e) => !exampleEvents.has(e.id));
   // Stamped where the feed's order is decided (src/events/store.ts), so at the run's write, not before it.
   assert.ok(changes.every((e) => e.mode === 'live' && e.createdAt.getTime() >= now.getTime()), 'live, dated the run');
@@ -115,4 +117,19 @@ test("a later run denies an integrator's open request with request.denied, and w
 test('a run that changes nothing writes no event', async () => {
   const changes = (await runEvents(new Date())).filter((e) => !exampleEvents.has(e.id));
   assert.deepEqual(changes, []);
+});
+
+test('after demo runs twice the feed never goes back: ascending by seq, created_at never decreases', async () => {
+  await runEvents(new Date());
+  await runEvents(new Date());
+  const feed = await storedEvents(t.prisma, { brokerId, mode: 'live' });
+  assert.ok(feed.length > exampleEvents.size);
+  for (let i = 1; i < feed.length; i += 1) {
+    assert.ok(feed[i]!.createdAt >= feed[i - 1]!.createdAt, `${feed[i]!.id} (${feed[i]!.createdAt.toISOString()}) after ${feed[i - 1]!.id} (${feed[i - 1]!.createdAt.toISOString()})`);
+  }
+  // The API's own answer agrees: order=asc never goes back, order=desc lists the newest first.
+  const asc = await live('/api/v1/events?order=asc&limit=100');
+  assert.equal(asc.status, 200, JSON.stringify(asc.body));
+  const dates = (asc.body.data as Array<{ created_at: string }>).map((e) => e.created_at);
+  assert.deepEqual(dates, [...dates].sort());
 });

@@ -164,11 +164,11 @@ const rows: Row[] = [
     },
   },
   {
-    what: 'a cancellation at the end of the billing period approved (the service event comes when it falls due)',
+    what: 'a cancellation at the end of the billing period approved (scheduled: cancel_at set, service.updated)',
     mode: 'live',
     async change(b) {
       await decided(b, 'cancel', APPROVE, { cancelWhen: 'end_of_billing_period' });
-      return { events: () => [['request.approved', APPROVED_FROM_PENDING]] };
+      return { events: () => [['request.approved', APPROVED_FROM_PENDING], ['service.updated', { cancel_at: null, updated_at: E }]] };
     },
   },
   {

@@ -97,7 +97,7 @@ describe('events written with each change (live)', () => {
     { what: 'approve a create', type: 'create', body: { action: 'approve' }, expect: ['request.approved', 'service.created'] },
     { what: 'approve an upgrade', type: 'upgrade', body: { action: 'approve' }, expect: ['request.approved', 'service.updated'] },
     { what: 'approve an immediate cancel', type: 'cancel', cancelWhen: 'immediate', body: { action: 'approve' }, expect: ['request.approved', 'service.cancelled'] },
-    { what: 'approve a cancel at the end of the billing period', type: 'cancel', cancelWhen: 'end_of_billing_period', body: { action: 'approve' }, expect: ['request.approved'] },
+    { what: 'approve a cancel at the end of the billing period', type: 'cancel', cancelWhen: 'end_of_billing_period', body: { action: 'approve' }, expect: ['request.approved', 'service.updated'] },
     { what: 'deny', type: 'upgrade', body: { action: 'deny', denial_reason: 'not now' }, expect: ['request.denied'] },
   ] as const;
   for (const row of decisions) {
@@ -119,7 +119,15 @@ describe('events written with each change (live)', () => {
       assert.deepEqual(events.map((e) => e.type), row.expect);
       assert.deepEqual(events[0]!.object, answer, 'the request as the answer shows it');
       if (events[1]) assert.equal(events[1].object.service_number, answer.service_number);
-      if (row.expect.includes('service.updated' as never)) assert.equal(events[1]!.object.plan, 'Professional VPS');
+      if (row.expect.includes('service.updated' as never) && row.type === 'upgrade') assert.equal(events[1]!.object.plan, 'Professional VPS');
+      if (row.type === 'cancel' && row.cancelWhen === 'end_of_billing_period') {
+        // The schedule is a change of the service: cancel_at set, status still active, was null before.
+        const shown = (await get(manual.key, `/api/v1/services/${String(answer.service_number)}`)).body.data as Record<string, unknown>;
+        assert.equal(events[1]!.object.status, 'active');
+        assert.equal(events[1]!.object.cancel_at, shown.cancel_at);
+        assert.ok(typeof shown.cancel_at === 'string');
+        assert.equal(events[1]!.previousAttributes?.cancel_at, null);
+      }
       if (row.expect.includes('service.cancelled' as never)) assert.equal(events[1]!.object.status, 'cancelled');
     });
   }

@@ -7,12 +7,17 @@ export interface StoredEvent {
   mode: string;
   createdAt: Date;
   object: Record<string, unknown>;
+  /** `data.previous_attributes`, for an event of a change. */
+  previousAttributes?: Record<string, unknown>;
 }
 
 /** The events `where` selects, in the order they were written. */
 export async function storedEvents(prisma: PrismaClient, where: Prisma.EventWhereInput): Promise<StoredEvent[]> {
   const rows = await prisma.event.findMany({ where, orderBy: { seq: 'asc' } });
-  return rows.map((e) => ({ id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: (e.data as { object: Record<string, unknown> }).object }));
+  return rows.map((e) => {
+    const data = e.data as { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> };
+    return { id: e.id, type: e.type, mode: e.mode, createdAt: e.createdAt, object: data.object, ...(data.previous_attributes && { previousAttributes: data.previous_attributes }) };
+  });
 }
 
 /** What `change` came to, and the broker's events it wrote, oldest first. */
