@@ -266,9 +266,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
           lastHeard = Date.now();
           subscribed = !closed;
         },
-        heard: () => {
-          lastHeard = Date.now();
-        },
+        heard: () => (lastHeard = Date.now()),
         lost: () => {
           subscribed = false;
           answers.clear();
@@ -296,10 +294,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
         const { value, until } = await loaded;
         if (until) entry.until = Math.min(entry.until, until.getTime());
         if (entry.until <= Date.now()) forget();
-        else if (typeof value === 'object' && value !== null) {
-          const cached = fresh(entry.until);
-          freshness.set(value, () => live() && cached());
-        }
+        else if (typeof value === 'object' && value !== null) freshness.set(value, both(live, fresh(entry.until)));
         return value;
       } catch (err) {
         // A failed read is not kept: the next request asks again.
@@ -317,11 +312,9 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       // the notice), so the client's next request finds the change wherever it lands; a process
       // silent past the bound shows it within its cache time.
       const started = Date.now();
-      if (await notices.send(brokerId, subscribed)) return;
       // PUBLISH unanswered (Redis stalled): the notice may be lost, but then no heartbeat arrives
       // either; past the liveness bound no process serves a page loaded before this write.
-      const rest = started + livenessMs - Date.now();
-      if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+      if (!(await notices.send(brokerId, subscribed))) await sleep(started + livenessMs - Date.now());
     },
 
     async close() {
@@ -335,6 +328,10 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
   };
 }
 
+const both = (a: Freshness, b: Freshness): Freshness => () => a() && b();
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
 /**
  * A connection of its own (a subscribed client can send nothing else), which keeps retrying while
  * Redis is away; the cache is off from `lost` until `subscribed` again. Acknowledgements go out on
@@ -344,7 +341,7 @@ function subscribeToChanges(
   redis: Redis,
   logger: Logger,
   tag: string,
-  on: { subscribed(): void; heard(): void; lost(): void; changed(brokerId: string): void; acknowledged(seq: string): void },
+  on: { subscribed(): void; heard(): unknown; lost(): void; changed(brokerId: string): void; acknowledged(seq: string): void },
 ): Redis {
   const subscriber = redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
   const ackChannel = ACK_CHANNEL_PREFIX + tag;
