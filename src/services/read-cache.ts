@@ -29,6 +29,17 @@ const LEGACY_CHANNEL = 'capi:services-changed';
 /** The longest `changed()` waits for every API process to drop a broker's pages; past it the TTL bounds staleness. */
 export const ACK_WAIT_MS = 250;
 
+/** How often each process publishes a heartbeat on the notice channel (it hears its own, echoed). */
+export const HEARTBEAT_MS = 250;
+
+/**
+ * A process serves nothing from its cache once the last message its subscription heard is this old:
+ * a stalled Redis (connections open, nothing answers) stops heartbeats and notices alike. A write
+ * whose PUBLISH goes unanswered waits this long before answering, so by then no process serves a
+ * page it loaded before the write (plus a receiver's event-loop lag in handling a message).
+ */
+export const LIVENESS_MS = 4 * HEARTBEAT_MS;
+
 /** Entries kept before the cache starts over (a bound on memory, not a working-set size). */
 const MAX_ENTRIES = 2000;
 
@@ -70,6 +81,9 @@ export interface ServiceReadCacheOptions {
   logger: Logger;
   /** The longest `changed()` waits for the other processes' acknowledgements (default ACK_WAIT_MS). */
   ackWaitMs?: number;
+  /** Heartbeat period and the silence past which nothing is served from the cache (HEARTBEAT_MS, LIVENESS_MS). */
+  heartbeatMs?: number;
+  livenessMs?: number;
 }
 
 /** The cached answers of one process, by broker and key. */
@@ -178,16 +192,23 @@ class Notices {
    * dropping, and this waits for as many acknowledgements as PUBLISH counts receivers, at most
    * `waitMs`. Unless `listening` (our subscription is up) none can reach us: then it only publishes.
    */
-  async send(brokerId: string, listening: boolean): Promise<void> {
+  async send(brokerId: string, listening: boolean): Promise<boolean> {
+    // Resolves true unless PUBLISH was still unanswered when the wait ended (see `changed()`).
     const seq = String((this.sequence += 1));
     const acks = new Acks(this.waitMs);
+    /** Whether PUBLISH answered or failed: still pending when the wait ends means a stalled Redis. */
+    let answered = false;
     if (listening) this.waiting.set(seq, acks);
     Promise.all([
       this.redis.publish(SERVICES_CHANGED_CHANNEL, `${this.tag} ${seq} ${brokerId}`),
       this.redis.publish(LEGACY_CHANNEL, brokerId),
     ]).then(
-      ([receivers]) => acks.expect(listening ? receivers : 0),
+      ([receivers]) => {
+        answered = true;
+        acks.expect(listening ? receivers : 0);
+      },
       (err: unknown) => {
+        answered = true;
         this.logger.warn({ err, brokerId }, 'services cache: change not published; other API processes see it within their cache time');
         acks.stop();
       },
@@ -200,6 +221,21 @@ class Notices {
         'services cache: not every API process acknowledged the change in time; they show it within their cache time',
       );
     }
+    return answered;
+  }
+
+  /** One heartbeat at a time: with Redis stalled they would pile up until the command timeout. */
+  private beating = false;
+  heartbeat(): void {
+    if (this.beating) return;
+    this.beating = true;
+    this.redis.publish(SERVICES_CHANGED_CHANNEL, `${this.tag} heartbeat`).then(
+      () => { this.beating = false; },
+      (err: unknown) => {
+        this.beating = false;
+        this.logger.debug({ err }, 'services cache: heartbeat not published');
+      },
+    );
   }
 
   acknowledged(seq: string): void {
@@ -212,19 +248,25 @@ class Notices {
 }
 
 export function createServiceReadCache(options: ServiceReadCacheOptions): ServiceReadCache {
-  const { ttlMs, redis, logger, ackWaitMs = ACK_WAIT_MS } = options;
+  const { ttlMs, redis, logger, ackWaitMs = ACK_WAIT_MS, heartbeatMs = HEARTBEAT_MS, livenessMs = LIVENESS_MS } = options;
   const answers = new Answers();
   const freshness = new WeakMap<object, Freshness>();
   const notices = new Notices(redis, logger, ackWaitMs);
   let subscribed = false;
   let closed = false;
+  /** When the subscription last heard anything (a heartbeat, ours included, or a notice). */
+  let lastHeard = 0;
+  /** The cache is used only while notices are known to arrive: subscribed and heard from lately. */
+  const live = (): boolean => subscribed && Date.now() - lastHeard < livenessMs;
 
   const subscriber = ttlMs > 0
     ? subscribeToChanges(redis, logger, notices.tag, {
         subscribed: () => {
           answers.clear();
+          lastHeard = Date.now();
           subscribed = !closed;
         },
+        heard: () => (lastHeard = Date.now()),
         lost: () => {
           subscribed = false;
           answers.clear();
@@ -233,10 +275,12 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
         acknowledged: (seq) => notices.acknowledged(seq),
       })
     : undefined;
+  const heartbeats = subscriber ? setInterval(() => notices.heartbeat(), heartbeatMs) : undefined;
+  heartbeats?.unref();
 
   return {
     async read<T>(brokerId: string, key: string, load: () => Promise<Loaded<T>>): Promise<T> {
-      if (!subscribed) return (await load()).value;
+      if (!live()) return (await load()).value;
       const started = Date.now();
       const hit = answers.get(brokerId, key);
       if (hit && hit.until > started) return hit.value as Promise<T>;
@@ -250,7 +294,7 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
         const { value, until } = await loaded;
         if (until) entry.until = Math.min(entry.until, until.getTime());
         if (entry.until <= Date.now()) forget();
-        else if (typeof value === 'object' && value !== null) freshness.set(value, fresh(entry.until));
+        else if (typeof value === 'object' && value !== null) freshness.set(value, both(live, fresh(entry.until)));
         return value;
       } catch (err) {
         // A failed read is not kept: the next request asks again.
@@ -267,18 +311,26 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
       // Returns once every other API process has dropped the broker's pages too (each acknowledges
       // the notice), so the client's next request finds the change wherever it lands; a process
       // silent past the bound shows it within its cache time.
-      await notices.send(brokerId, subscribed);
+      const started = Date.now();
+      // PUBLISH unanswered (Redis stalled): the notice may be lost, but then no heartbeat arrives
+      // either; past the liveness bound no process serves a page loaded before this write.
+      if (!(await notices.send(brokerId, subscribed))) await sleep(started + livenessMs - Date.now());
     },
 
     async close() {
       closed = true;
       subscribed = false;
+      clearInterval(heartbeats);
       answers.clear();
       notices.stopAll();
       subscriber?.disconnect();
     },
   };
 }
+
+const both = (a: Freshness, b: Freshness): Freshness => () => a() && b();
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /**
  * A connection of its own (a subscribed client can send nothing else), which keeps retrying while
@@ -289,7 +341,7 @@ function subscribeToChanges(
   redis: Redis,
   logger: Logger,
   tag: string,
-  on: { subscribed(): void; lost(): void; changed(brokerId: string): void; acknowledged(seq: string): void },
+  on: { subscribed(): void; heard(): unknown; lost(): void; changed(brokerId: string): void; acknowledged(seq: string): void },
 ): Redis {
   const subscriber = redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
   const ackChannel = ACK_CHANNEL_PREFIX + tag;
@@ -300,6 +352,7 @@ function subscribeToChanges(
     );
   };
   subscriber.on('message', (channel: string, message: string) => {
+    on.heard();
     if (channel === ackChannel) return on.acknowledged(message);
     if (channel === LEGACY_CHANNEL) return on.changed(message);
     const [from, seq, brokerId] = message.split(' ');

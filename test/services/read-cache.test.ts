@@ -4,6 +4,7 @@
  * Rows written behind the API's back (as an admin CLI import does) stand in for "outside the API".
  */
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -500,5 +501,61 @@ describe('the cache itself', () => {
       await cache.read('b5', 'count', async () => ({ value: 3 }));
       assert.equal(cache.freshness(page('never read')), undefined);
     });
+  });
+});
+
+// Issue 40 item 8: Redis frozen (SIGSTOP) keeps every connection open and answers nothing, so
+// neither "subscription lost" nor a change notice arrives. Two caches, each with its own Redis
+// connections and subscription, stand for two API processes; the loads stand for the database.
+describe('a stalled Redis (SIGSTOP)', () => {
+  let server: ChildProcess;
+  let port: number;
+
+  before(async () => {
+    port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  });
+  after(() => {
+    server.kill('SIGCONT');
+    server.kill('SIGKILL');
+  });
+
+  test('a write on one process is never followed by the old page on the other', async () => {
+    const connect = async () => {
+      const r = requestRedis({ options: { port, host: '127.0.0.1' }, description: 'stalling redis', stop: async () => {} });
+      r.on('error', () => {});
+      await waitUntilReady(r);
+      return r;
+    };
+    const [r1, r2] = [await connect(), await connect()];
+    const one = createServiceReadCache({ ttlMs: 60_000, redis: r1, logger });
+    const two = createServiceReadCache({ ttlMs: 60_000, redis: r2, logger });
+    let database = 'old';
+    const load = async () => ({ value: { page: database } });
+    try {
+      let first = await two.read('b', 'list', load);
+      for (let i = 0; i < 200 && two.freshness(first) === undefined; i += 1) {
+        await sleep(10);
+        first = await two.read('b', 'list', load);
+      }
+      assert.equal(two.freshness(first)?.(), true, 'the other process serves the page from its cache');
+      server.kill('SIGSTOP');
+      database = 'new';
+      await one.changed('b');
+      assert.deepEqual(await two.read('b', 'list', load), { page: 'new' }, 'no old page after the write');
+      assert.equal(two.freshness(first)?.(), false, 'no 304 for the old page either');
+      server.kill('SIGCONT');
+    } finally {
+      server.kill('SIGCONT');
+      await one.close();
+      await two.close();
+      r1.disconnect();
+      r2.disconnect();
+    }
   });
 });
