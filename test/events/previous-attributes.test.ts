@@ -73,6 +73,8 @@ function documentedFields(type: string): string[] {
 /** When the records a row changes were last changed: their `updated_at` before the change. */
 const EARLIER = new Date('2026-01-05T10:00:00.000Z');
 const E = EARLIER.toISOString();
+/** The instant a second before `at` (an ISO timestamp). */
+const aSecondBefore = (at: unknown): string => new Date(Date.parse(String(at)) - 1000).toISOString();
 
 type Attrs = Record<string, unknown>;
 /** An event the change writes: its type and its previous_attributes (undefined: it has none). */
@@ -265,7 +267,7 @@ const rows: Row[] = [
       };
     },
   },
-  // ---- sandbox: the generated record is made at the moment of the call, so its updated_at does not change ----
+  // ---- sandbox: a generated service is made at the moment of the call, so its updated_at does not change ----
   {
     what: 'a new password',
     mode: 'test',
@@ -279,7 +281,8 @@ const rows: Row[] = [
     mode: 'test',
     async change(b) {
       await ok(post(b.keys.test, '/api/v1/requests/REQ-318274/manage', APPROVE));
-      return { events: () => [['request.approved', { request_status: 'pending', service_number: null, decided_at: null }], ['service.created', undefined]] };
+      // The sandbox's generated pending request is dated a second before its decision, as a live one is dated before it.
+      return { events: ([r]) => [['request.approved', { request_status: 'pending', service_number: null, updated_at: aSecondBefore(r!.updated_at), decided_at: null }], ['service.created', undefined]] };
     },
   },
   {
@@ -287,7 +290,7 @@ const rows: Row[] = [
     mode: 'test',
     async change(b) {
       await ok(post(b.keys.test, '/api/v1/requests/REQ-318274/manage', { action: 'deny', denial_reason: 'not now' }));
-      return { events: () => [['request.denied', { request_status: 'pending', denial_reason: null, decided_at: null }]] };
+      return { events: ([r]) => [['request.denied', { request_status: 'pending', denial_reason: null, updated_at: aSecondBefore(r!.updated_at), decided_at: null }]] };
     },
   },
   {
