@@ -102,7 +102,6 @@ function rememberedAs(req: Request, keyId: string): string | undefined {
 export function createConditionalReads(): ConditionalReads {
   const remembered = new Map<string, Remembered>();
 
-
   return {
     shortcut(req, res, next) {
       const header = req.headers['if-none-match'];
@@ -127,14 +126,10 @@ export function createConditionalReads(): ConditionalReads {
           remembered.set(key, { etag, fresh: answer.fresh });
         }
       }
-      const header = req.headers['if-none-match'];
-      if (header === undefined || !noneMatch(header, etag)) {
-        setKnownHeader(res, ETAG, etag);
-        return false;
-      }
-      // The query ran to find the tag: the 304 keeps its unit, so the rate limit bounds that work.
       setKnownHeader(res, ETAG, etag);
-      return true;
+      // A 304 here keeps its unit: the query ran to find the tag, so the rate limit bounds that work.
+      const header = req.headers['if-none-match'];
+      return header !== undefined && noneMatch(header, etag);
     },
   };
 }
