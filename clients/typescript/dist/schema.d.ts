@@ -539,9 +539,11 @@ export interface paths {
          *     sent). Recipient status: `pending` (waiting for its first or next attempt), `sending` (an
          *     attempt is under way), `sent`, `failed`.
          *
-         *     A `report_id` that is not one of the broker's runs (another broker's, or not an id at
-         *     all): `404 not_found`. Sandbox: any `report_id` answers a simulated completed invoices
-         *     run with one recipient, `mode: "test"` and `simulated: true`; nothing is read.
+         *     A `report_id` that is not one of the broker's runs of the key's mode (another broker's, a
+         *     live run asked with a sandbox key or a test run with a live key, or not an id at all):
+         *     `404 not_found`. Sandbox: the run a sandbox report recorded (test mode), as its answer
+         *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
+         *     for a `failed` or a `pending` recipient.
          *
          *     Worked example:
          *
@@ -584,7 +586,9 @@ export interface paths {
          *     an error. A broker with no (matching) service still gets the report, with zero totals
          *     (there is no `no_data` here). The attachment is `services-<YYYY-MM-DD>.xlsx` (one row per
          *     service and a summary by status). Sandbox: fixed totals (4 services, one in each status;
-         *     with `status`, the one service of that status), `recipient_count`, no file and no e-mail.
+         *     with `status`, the one service of that status), `recipient_count`, the recipients'
+         *     simulated outcomes (every one `sent` but the test recipients: *Test recipients* under
+         *     *Reports*), the run recorded in test mode for `getReport`; no file and no e-mail.
          *
          *     After the body's checks, a live report past the broker's report bounds (reports running at
          *     once, reports per hour; see *Rate limits*) is `429 rate_limit_exceeded` with `Retry-After`,
@@ -648,7 +652,9 @@ export interface paths {
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
          *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
-         *     `simulated: true`; no invoices read, no file, no e-mail.
+         *     `simulated: true`, the recipients' simulated outcomes (every one `sent` but the test
+         *     recipients: *Test recipients* under *Reports*), the run recorded in test mode for
+         *     `getReport`; no invoices read, no file, no e-mail.
          *
          *     Worked example:
          *
@@ -1230,7 +1236,7 @@ export interface components {
          */
         SandboxSimulated: true;
         /**
-         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to. Present only in sandbox responses.
+         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to, equal to `recipients_sent + recipients_failed + recipients_pending`. Present only in sandbox responses.
          * @example 2
          */
         RecipientCount: number;
@@ -1297,7 +1303,10 @@ export interface components {
          *     Missing or `null`: `missing_parameter`; not an array, a non-string item, an invalid
          *     address, or nothing left: `invalid_parameter` (`details.max_recipients: 10`); more than 10
          *     unique addresses: `too_many_recipients`. (The item rules are checked by the server, not by
-         *     this schema, so that empty items can be dropped first.)
+         *     this schema, so that empty items can be dropped first.) Addresses at the reserved domains
+         *     `failed.test` and `pending.test` are test recipients: in the sandbox, and with a live key
+         *     on a server whose mail goes to the local outbox, they end `failed` or stay `pending` (see
+         *     *Test recipients* under *Reports*).
          * @example [
          *       "finance@broker.example",
          *       "ceo@broker.example"
@@ -1666,9 +1675,10 @@ export interface components {
          * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
          *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
          *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
-         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, a simulated
-         *     `report_id`, every count 0). The counts are read from the run's records when the answer is
-         *     made (see *Delivery and what the counts mean* under the *Reports* tag).
+         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, the `report_id` of
+         *     the run recorded in test mode, the counts of its simulated outcomes, adding up to
+         *     `recipient_count`). The counts are read from the run's records when the answer is made (see
+         *     *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "invoices_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1768,7 +1778,7 @@ export interface components {
             cancelled: number;
         };
         /**
-         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, a simulated `report_id`, every count 0). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* under the *Reports* tag).
+         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, the `report_id` of the run recorded in test mode, the counts of its simulated outcomes, adding up to `recipient_count`). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "services_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1834,14 +1844,14 @@ export interface components {
             recipient_count?: components["schemas"]["RecipientCount"];
         };
         /**
-         * @description The id of a report run (a UUID; simulated in sandbox answers). `GET /api/v1/reports/{report_id}` returns the run.
+         * @description The id of a report run (a UUID; a sandbox key's runs are recorded in test mode). `GET /api/v1/reports/{report_id}` returns the run to a key of its broker and mode.
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
          */
         ReportIdValue: string;
         /** @description One recipient of a report run and the delivery of its e-mail. */
         ReportRunRecipient: {
             /**
-             * @description The normalized address.
+             * @description The normalized address (one at `failed.test` or `pending.test` is a test recipient; see *Test recipients* under *Reports*).
              * @example finance@broker.example
              */
             email: string;
@@ -1896,7 +1906,7 @@ export interface components {
              */
             ip: string;
         };
-        /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
+        /** @description A report run as recorded, with each recipient's delivery. The runs of sandbox keys are recorded in test mode and add `mode` and `simulated`. */
         ReportRun: {
             /**
              * @description Always `report`: this object is a report run. (enum property replaced by openapi-typescript)
