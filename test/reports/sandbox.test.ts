@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
+import { claimRecipient, claimRunForBuild, runsWaitingForBuild, runsWithWorkbooksToRelease, unfinishedRuns, waitingRecipients } from '../../src/reports/runs/store.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, type TestApiKey } from '../helpers/factories.ts';
 
@@ -110,6 +111,21 @@ describe('sandbox runs and the pipeline', () => {
     assert.deepEqual([run.mode, run.workbookBuild, run.chunks.length, run.links.length], ['test', null, 0, 0]);
     const outbox = path.join(t.dataDir, 'outbox');
     assert.equal(existsSync(outbox) ? readdirSync(outbox).length : 0, 0);
+  });
+
+  test('the pipeline never takes a sandbox run up: no build claim, no send claim, nothing for the reconciler', async () => {
+    const res = await post(sandbox, REPORTS.services.url, { recipients: ['p@pending.test'] });
+    const runId: string = res.body.data.report_id;
+    const [recipient] = await t.prisma.reportRecipient.findMany({ where: { reportRunId: runId } });
+    const later = new Date(Date.now() + 3600_000);
+    assert.equal(await claimRunForBuild(t.prisma, runId), false);
+    assert.equal(await claimRecipient(t.prisma, recipient!.id), false);
+    assert.ok(!(await waitingRecipients(t.prisma, later)).some((r) => r.reportRunId === runId));
+    assert.ok(!(await runsWaitingForBuild(t.prisma, later)).some((r) => r.id === runId));
+    assert.ok(!(await unfinishedRuns(t.prisma, later)).some((r) => r.id === runId));
+    assert.ok(!(await runsWithWorkbooksToRelease(t.prisma, later)).some((r) => r.id === runId));
+    const after = (await get(sandbox, `/api/v1/reports/${runId}`)).body.data as Run;
+    assert.deepEqual([after.status, after.recipients[0]!.status, after.recipients[0]!.attempts], ['sending', 'pending', 1]);
   });
 
   test('a sandbox run does not count against the broker\'s live report bounds', async () => {
