@@ -24,7 +24,6 @@ import {
   rotateSecret,
   updateEndpoint,
   type EndpointChange,
-  type EndpointRow,
   type EndpointScope,
 } from './endpoint-store.ts';
 import { endpointData, type EndpointData } from './endpoint-data.ts';
