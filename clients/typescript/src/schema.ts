@@ -878,7 +878,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver an event
-         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type. Answers with the event and all its deliveries, the new ones `pending`.
+         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type (for a `webhook_endpoint.*` event, but the endpoint it tells of). Answers with the event and all its deliveries, the new ones `pending`.
          *
          *     An unknown event or endpoint (another broker's or mode's included) is `404 not_found`.
          *
