@@ -3224,7 +3224,7 @@ export interface components {
             };
         };
         /**
-         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`).
+         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
          */
@@ -3553,7 +3553,7 @@ export interface components {
             /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
             error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
         };
-        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `WebhookEndpoint` (`webhook_endpoint`, as `getWebhookEndpoint` shows it, never a secret) for `webhook_endpoint.*`, a `PingObject` (`ping`) for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
+        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `WebhookEndpoint` (`webhook_endpoint`, as `getWebhookEndpoint` shows it, never a secret) for `webhook_endpoint.*`, a `PingObject` (`ping`) for `ping`; kinds are added in minor versions with their event types. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
         EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["WebhookEndpoint"] | components["schemas"]["PingObject"];
         /**
          * @description The object of a `ping` event: the endpoint it was sent to.
