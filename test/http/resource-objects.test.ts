@@ -25,6 +25,9 @@ const OBJECT_OF_EVENT: Record<string, string> = {
   'request.denied': 'service_request',
   'report.completed': 'report',
   'report.failed': 'report',
+  'webhook_endpoint.created': 'webhook_endpoint',
+  'webhook_endpoint.updated': 'webhook_endpoint',
+  'webhook_endpoint.deleted': 'webhook_endpoint',
   ping: 'ping',
 };
 

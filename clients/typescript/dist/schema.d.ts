@@ -928,7 +928,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver an event
-         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type. Answers with the event and all its deliveries, the new ones `pending`.
+         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type (for a `webhook_endpoint.*` event, but the endpoint it tells of). Answers with the event and all its deliveries, the new ones `pending`.
          *
          *     An unknown event or endpoint (another broker's or mode's included) is `404 not_found`.
          *
@@ -1206,6 +1206,66 @@ export interface webhooks {
          * @description A report run failed (the workbook could not be built, or the report could not be queued); nothing was sent. Verify the signature before trusting the body (see *Receiving webhooks*).
          */
         post: operations["webhookReportFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook_endpoint.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.created
+         * @description A webhook endpoint was created (`createWebhookEndpoint`), sent to the mode's other endpoints that take it, never to the new one. The object is the endpoint as `getWebhookEndpoint` shows it, never its secret. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook_endpoint.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.updated
+         * @description A webhook endpoint changed: its URL, event types, description or status (`updateWebhookEndpoint`, or the server disabling it), or its secret was rotated (`previous_secret_expires_at` and `updated_at` change; a secret is never in an event). Sent to the mode's other endpoints that take it. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook_endpoint.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.deleted
+         * @description A webhook endpoint was deleted (`deleteWebhookEndpoint`); the object is the endpoint as it was, never its secret. Sent to the mode's other endpoints that take it. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointDeleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3321,11 +3381,11 @@ export interface components {
             };
         };
         /**
-         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `ping` (`pingWebhookEndpoint`).
+         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
          */
-        EventType: "service.created" | "service.updated" | "service.cancelled" | "request.created" | "request.approved" | "request.denied" | "report.completed" | "report.failed" | "ping";
+        EventType: "service.created" | "service.updated" | "service.cancelled" | "request.created" | "request.approved" | "request.denied" | "report.completed" | "report.failed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "ping";
         /**
          * @description A webhook endpoint's id: `we_` and 24 letters and digits.
          * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
@@ -3363,8 +3423,7 @@ export interface components {
          */
         WebhookEndpoint: {
             /**
-             * @description Always `webhook_endpoint`: this object is a webhook endpoint.
-             * @example webhook_endpoint
+             * @description Always `webhook_endpoint`: this object is a webhook endpoint. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             object: "webhook_endpoint";
@@ -3651,8 +3710,8 @@ export interface components {
             /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
             error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
         };
-        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `PingObject` (`ping`) for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
-        EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["PingObject"];
+        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `WebhookEndpoint` (`webhook_endpoint`, as `getWebhookEndpoint` shows it, never a secret) for `webhook_endpoint.*`, a `PingObject` (`ping`) for `ping`; kinds are added in minor versions with their event types. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
+        EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["WebhookEndpoint"] | components["schemas"]["PingObject"];
         /**
          * @description The object of a `ping` event: the endpoint it was sent to.
          * @example {
@@ -3671,12 +3730,14 @@ export interface components {
         /**
          * @description On an event of a change to a record that already existed (`service.updated`,
          *     `service.cancelled`, `request.approved`, `request.denied`, `report.completed`,
-         *     `report.failed`): every field of `data.object` that the change altered, with its value
+         *     `report.failed`, `webhook_endpoint.updated`): every field of `data.object` that the change altered, with its value
          *     before the change, under the same name and in the same format as in `data.object`; fields
          *     the change left alone are absent. Credentials never appear: a password change adds
-         *     `password_changed: true`. Events of a creation (`service.created`, `request.created`) and
-         *     `ping` have no `previous_attributes`. Each type's own schema: `ServicePreviousAttributes`,
-         *     `ServiceRequestPreviousAttributes`, `ReportRunPreviousAttributes` (the `webhooks` section).
+         *     `password_changed: true`. Events of a creation (`service.created`, `request.created`,
+         *     `webhook_endpoint.created`), `webhook_endpoint.deleted` and `ping` have no
+         *     `previous_attributes`. Each type's own schema: `ServicePreviousAttributes`,
+         *     `ServiceRequestPreviousAttributes`, `ReportRunPreviousAttributes`,
+         *     `WebhookEndpointPreviousAttributes` (the `webhooks` section).
          * @example {
          *       "plan": "Basic VPS",
          *       "updated_at": "2025-03-01T09:30:00.000Z"
@@ -3784,6 +3845,59 @@ export interface components {
             created_at?: components["schemas"]["Timestamp"];
             updated_at?: components["schemas"]["Timestamp"];
             decided_at?: components["schemas"]["NullableTimestamp"];
+        };
+        /**
+         * @description `previous_attributes` of a `webhook_endpoint.updated` event: the fields of the
+         *     `WebhookEndpoint` (as `getWebhookEndpoint` shows it) that the change altered, each with its
+         *     value before it, and always `updated_at`. Disabling shows `status` (`enabled`) and
+         *     `disabled_reason` (`null`); enabling `status`, `disabled_reason` and the failure figures it
+         *     cleared; a secret rotation `previous_secret_expires_at` (never a secret).
+         * @example {
+         *       "status": "enabled",
+         *       "disabled_reason": null,
+         *       "updated_at": "2025-03-01T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpointPreviousAttributes: {
+            /**
+             * Format: uri
+             * @description Where the events were POSTed.
+             * @example https://hooks.broker.example/old
+             */
+            url?: string;
+            /**
+             * @description The broker's own note, or `null`.
+             * @example Order system
+             */
+            description?: string | null;
+            /**
+             * @description The event types it took; empty: every type.
+             * @example [
+             *       "service.created"
+             *     ]
+             */
+            events?: components["schemas"]["EventType"][];
+            /**
+             * @description `enabled` or `disabled`.
+             * @example enabled
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+            /**
+             * @description Why it was disabled, or `null`.
+             * @example null
+             */
+            disabled_reason?: string | null;
+            last_success_at?: components["schemas"]["NullableTimestamp"];
+            last_failure_at?: components["schemas"]["NullableTimestamp"];
+            failing_since?: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Failed attempts since the last success.
+             * @example 3
+             */
+            consecutive_failures?: number;
+            previous_secret_expires_at?: components["schemas"]["NullableTimestamp"];
+            updated_at?: components["schemas"]["Timestamp"];
         };
         /**
          * @description `previous_attributes` of a `report.completed` or `report.failed` event: the fields of the run
@@ -4524,6 +4638,73 @@ export interface components {
             data: {
                 object: components["schemas"]["ReportRun"];
                 previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
+            };
+        };
+        /** @description The body of a `webhook_endpoint.created` delivery. */
+        WebhookPayloadWebhookEndpointCreated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.created
+             * @constant
+             */
+            type: "webhook_endpoint.created";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as `getWebhookEndpoint` shows it (never a secret). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /** @description The body of a `webhook_endpoint.updated` delivery. */
+        WebhookPayloadWebhookEndpointUpdated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.updated
+             * @constant
+             */
+            type: "webhook_endpoint.updated";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as it is now (never a secret), and what the change altered (`previous_attributes`). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
+                previous_attributes?: components["schemas"]["WebhookEndpointPreviousAttributes"];
+            };
+        };
+        /** @description The body of a `webhook_endpoint.deleted` delivery. */
+        WebhookPayloadWebhookEndpointDeleted: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.deleted
+             * @constant
+             */
+            type: "webhook_endpoint.deleted";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as it was when it was deleted (never a secret). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
             };
         };
         /** @description The body of a `ping` delivery. */
@@ -7997,6 +8178,135 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookPayloadReportFailed"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointCreated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointUpdated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointDeleted"];
             };
         };
         responses: {
