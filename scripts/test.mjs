@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with node's own test runner (each file in its own process, so each
 // file's private database and Redis are its own). Extra arguments narrow the files by substring.
-// Files start longest first (scripts/test-durations.json, new files before all), so the workers
-// finish together instead of one running the slowest file alone at the end; `node --test` sorts
-// its files by name, so scripts/test-run.mjs runs them through node:test's run() in this order.
+// Files start longest first (scripts/test-durations.json; a file not in it counts as the median),
+// so the workers finish together instead of one running the slowest file alone at the end;
+// `node --test` sorts its files by name, so scripts/test-run.mjs runs them in this order.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,7 +16,9 @@ try {
 } catch (e) {
   if (e.code !== 'ENOENT') throw e;
 }
-const seconds = (f) => known[f] ?? Infinity;
+const times = Object.values(known).sort((a, b) => a - b);
+const median = times[Math.floor(times.length / 2)] ?? 0;
+const seconds = (f) => known[f] ?? median;
 const files = readdirSync('test', { recursive: true })
   .map(String)
   .filter((f) => f.endsWith('.test.ts'))
