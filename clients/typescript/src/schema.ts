@@ -472,6 +472,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List report runs
+         * @description Lists the report runs of the key's broker and mode, newest first (by `created_at`, then
+         *     `report_id`), each exactly as `getReport` answers it: its status, its recipient counts and
+         *     each recipient's delivery. A live key lists the live runs; a sandbox key lists the runs its
+         *     broker's sandbox keys made (test mode), never a live one, and a live key never sees those.
+         *
+         *     Paging: by `offset`, or by cursor, as `listServices`. `starting_after` (a `report_id` of the
+         *     list, the last row of the page before) gives the runs right after it, `ending_before` (the
+         *     first row of the page after) the runs right before it, still newest first; both together
+         *     the runs between them. A cursor names a run, not a position: a report started while you page
+         *     moves nothing on the pages after it (new runs come first). With a cursor,
+         *     `pagination.offset` is the number of runs ahead of the page. A cursor that names none of the
+         *     broker's runs of the key's mode, or a cursor with an `offset` other than 0, is
+         *     `400 invalid_parameter` (rule `exists` or `exclusive`).
+         *
+         *     Worked example:
+         *
+         *     ```
+         *     GET /api/v1/reports?limit=1
+         *     Authorization: Bearer sk_live_...
+         *
+         *     200 {"success":true,"data":[{"object":"report","report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices",
+         *          "status":"completed", ... ,"recipients_sent":1,"recipients_failed":1,"recipients_pending":0, ...}],
+         *          "pagination":{"total":7,"limit":1,"offset":0,"has_more":true}}
+         *
+         *     GET /api/v1/reports?limit=1&starting_after=5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         *     ```
+         */
+        get: operations["listReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{report_id}": {
         parameters: {
             query?: never;
@@ -495,9 +540,11 @@ export interface paths {
          *     sent). Recipient status: `pending` (waiting for its first or next attempt), `sending` (an
          *     attempt is under way), `sent`, `failed`.
          *
-         *     A `report_id` that is not one of the broker's runs (another broker's, or not an id at
-         *     all): `404 not_found`. Sandbox: any `report_id` answers a simulated completed invoices
-         *     run with one recipient, `mode: "test"` and `simulated: true`; nothing is read.
+         *     A `report_id` that is not one of the broker's runs of the key's mode (another broker's, a
+         *     live run asked with a sandbox key or a test run with a live key, or not an id at all):
+         *     `404 not_found`. Sandbox: the run a sandbox report recorded (test mode), as its answer
+         *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
+         *     for a `failed` or a `pending` recipient.
          *
          *     Worked example:
          *
@@ -540,7 +587,9 @@ export interface paths {
          *     an error. A broker with no (matching) service still gets the report, with zero totals
          *     (there is no `no_data` here). The attachment is `services-<YYYY-MM-DD>.xlsx` (one row per
          *     service and a summary by status). Sandbox: fixed totals (4 services, one in each status;
-         *     with `status`, the one service of that status), `recipient_count`, no file and no e-mail.
+         *     with `status`, the one service of that status), `recipient_count`, the recipients'
+         *     simulated outcomes (every one `sent` but the test recipients: *Test recipients* under
+         *     *Reports*), the run recorded in test mode for `getReport`; no file and no e-mail.
          *
          *     After the body's checks, a live report past the broker's report bounds (reports running at
          *     once, reports per hour; see *Rate limits*) is `429 rate_limit_exceeded` with `Retry-After`,
@@ -604,7 +653,9 @@ export interface paths {
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
          *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
-         *     `simulated: true`; no invoices read, no file, no e-mail.
+         *     `simulated: true`, the recipients' simulated outcomes (every one `sent` but the test
+         *     recipients: *Test recipients* under *Reports*), the run recorded in test mode for
+         *     `getReport`; no invoices read, no file, no e-mail.
          *
          *     Worked example:
          *
@@ -937,6 +988,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/console-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the console
+         * @description Answers a link that opens the broker's console (see [Console](#tag/Console)) in a browser, acting with this key's broker, mode and scopes. The link works once, for 10 minutes (`expires_at`). Opening it starts a session of at most an hour, held in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` on HTTPS); the session ends at once when this key is revoked or expires. The key itself never reaches the browser.
+         *
+         *     The console's calls are calls of this API made with the session's cookie instead of the `Authorization` header. They are counted against this key's rate limit, checked against its IP whitelist, and appear in the request logs with `source: "console"`. A call that changes something must carry the session's CSRF token in `X-CSRF-Token`, else it is `403 insufficient_permissions` (`details.reason: csrf_token`). A console session cannot open another one (`403`, `details.reason: console_session`).
+         *
+         *     A sandbox key opens the console in test mode: it shows and changes only the sandbox's test-mode data, under a banner that says so.
+         */
+        post: operations["createConsoleSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/downloads/reports/{token}": {
         parameters: {
             query?: never;
@@ -1246,7 +1321,7 @@ export interface components {
          */
         SandboxSimulated: true;
         /**
-         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to. Present only in sandbox responses.
+         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to, equal to `recipients_sent + recipients_failed + recipients_pending`. Present only in sandbox responses.
          * @example 2
          */
         RecipientCount: number;
@@ -1313,7 +1388,10 @@ export interface components {
          *     Missing or `null`: `missing_parameter`; not an array, a non-string item, an invalid
          *     address, or nothing left: `invalid_parameter` (`details.max_recipients: 10`); more than 10
          *     unique addresses: `too_many_recipients`. (The item rules are checked by the server, not by
-         *     this schema, so that empty items can be dropped first.)
+         *     this schema, so that empty items can be dropped first.) Addresses at the reserved domains
+         *     `failed.test` and `pending.test` are test recipients: in the sandbox, and with a live key
+         *     on a server whose mail goes to the local outbox, they end `failed` or stay `pending` (see
+         *     *Test recipients* under *Reports*).
          * @example [
          *       "finance@broker.example",
          *       "ceo@broker.example"
@@ -1682,9 +1760,10 @@ export interface components {
          * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
          *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
          *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
-         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, a simulated
-         *     `report_id`, every count 0). The counts are read from the run's records when the answer is
-         *     made (see *Delivery and what the counts mean* under the *Reports* tag).
+         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, the `report_id` of
+         *     the run recorded in test mode, the counts of its simulated outcomes, adding up to
+         *     `recipient_count`). The counts are read from the run's records when the answer is made (see
+         *     *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "invoices_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1784,7 +1863,7 @@ export interface components {
             cancelled: number;
         };
         /**
-         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, a simulated `report_id`, every count 0). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* under the *Reports* tag).
+         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, the `report_id` of the run recorded in test mode, the counts of its simulated outcomes, adding up to `recipient_count`). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "services_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1850,14 +1929,14 @@ export interface components {
             recipient_count?: components["schemas"]["RecipientCount"];
         };
         /**
-         * @description The id of a report run (a UUID; simulated in sandbox answers). `GET /api/v1/reports/{report_id}` returns the run.
+         * @description The id of a report run (a UUID; a sandbox key's runs are recorded in test mode). `GET /api/v1/reports/{report_id}` returns the run to a key of its broker and mode.
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
          */
         ReportIdValue: string;
         /** @description One recipient of a report run and the delivery of its e-mail. */
         ReportRunRecipient: {
             /**
-             * @description The normalized address.
+             * @description The normalized address (one at `failed.test` or `pending.test` is a test recipient; see *Test recipients* under *Reports*).
              * @example finance@broker.example
              */
             email: string;
@@ -1912,7 +1991,7 @@ export interface components {
              */
             ip: string;
         };
-        /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
+        /** @description A report run as recorded, with each recipient's delivery. The runs of sandbox keys are recorded in test mode and add `mode` and `simulated`. */
         ReportRun: {
             /**
              * @description Always `report`: this object is a report run. (enum property replaced by openapi-typescript)
@@ -2182,6 +2261,13 @@ export interface components {
         ServicesReportEnvelope: {
             success: components["schemas"]["SuccessFlag"];
             data: components["schemas"]["ServicesReport"];
+        };
+        /** @description Success envelope of listReports, a page of report runs. */
+        ReportRunListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            /** @description The runs of this page (at most `limit`), newest first, each as `getReport` answers it. */
+            data: components["schemas"]["ReportRun"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description Success envelope of getReport. */
         ReportRunEnvelope: {
@@ -2476,11 +2562,11 @@ export interface components {
              */
             required_scopes?: components["schemas"]["Scope"][];
             /**
-             * @description Why the caller was refused.
+             * @description Why the caller was refused: `ip_not_allowed` (the key's IP whitelist), `csrf_token` (a console call that changes something without the session's `X-CSRF-Token`), `console_session` (a console session cannot open another one).
              * @example ip_not_allowed
              * @enum {string}
              */
-            reason?: "ip_not_allowed";
+            reason?: "ip_not_allowed" | "csrf_token" | "console_session";
             /**
              * @description The caller IP address the server saw.
              * @example 203.0.113.7
@@ -2626,6 +2712,46 @@ export interface components {
             success: components["schemas"]["ErrorFlag"];
             /** @description The error; `code` tells which shape it has. */
             error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /**
+         * @description HTTP 400 error body of `createConsoleSession`.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "invalid_parameter",
+         *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
+         *         "details": {
+         *           "scenario": "validation_error"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        CreateConsoleSessionError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description Success envelope of createConsoleSession. */
+        ConsoleSessionEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["ConsoleSession"];
+        };
+        /** @description A link that opens the console once (see [Console](#tag/Console)). */
+        ConsoleSession: {
+            /**
+             * @description What this object is: always `console_session`.
+             * @example console_session
+             * @enum {string}
+             */
+            object: "console_session";
+            /**
+             * Format: uri
+             * @description Open it in a browser. It works once, until `expires_at`; it holds a secret token, so treat it as you treat the key.
+             * @example https://api.broker.example/console/start?token=cst_Xr2vQ9mT4kL7pW1zN8bY5cJ3hD6fG0aSeUoRiPqVtMw
+             */
+            url: string;
+            expires_at: components["schemas"]["Timestamp"];
         };
         /**
          * @description HTTP 400 error body of `createService`.
@@ -2824,6 +2950,38 @@ export interface components {
          *     }
          */
         ListRequestsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /**
+         * @description HTTP 400 error body of `listReports`.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "invalid_parameter",
+         *         "message": "Invalid parameter starting_after: no report 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11 of this broker and mode",
+         *         "details": {
+         *           "field": "starting_after",
+         *           "location": "query",
+         *           "rule": "exists",
+         *           "reason": "no report 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11 of this broker and mode"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ListReportsError400: {
             success: components["schemas"]["ErrorFlag"];
             /** @description The error. */
             error: {
@@ -4189,6 +4347,12 @@ export interface components {
              * @example false
              */
             idempotency_replayed: boolean;
+            /**
+             * @description `console` for a call the console made with a console session (see [Console](#tag/Console)), `api` for a call made with the key itself.
+             * @example api
+             * @enum {string}
+             */
+            source: "api" | "console";
         };
         /** @description Position of a request logs page (cursor pagination). */
         RequestLogPagination: {
@@ -4853,6 +5017,21 @@ export interface components {
                 "application/json": components["schemas"]["PostAuthCheckError400"];
             };
         };
+        /** @description Invalid request to `createConsoleSession`. A body that is sent must be valid JSON, and an `Idempotency-Key` well formed; or the sandbox `validation_error` scenario. Do not retry unchanged. */
+        CreateConsoleSessionBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CreateConsoleSessionError400"];
+            };
+        };
         /** @description Invalid request to `createService`. The body is not a JSON object or breaks a field rule. Do not retry unchanged. */
         CreateServiceBadRequest: {
             headers: {
@@ -4986,6 +5165,21 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ListRequestsError400"];
+            };
+        };
+        /** @description Invalid request to `listReports`. A query parameter breaks its rule, or a cursor names none of the broker's runs of the key's mode. Do not retry unchanged. */
+        ListReportsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListReportsError400"];
             };
         };
         /** @description Invalid request to `manageRequest`. The body is not a JSON object, `action` is missing or unknown, a denial has no `denial_reason`, or the request id is malformed. Do not retry unchanged. */
@@ -5372,6 +5566,16 @@ export interface components {
          * @example REQ-000044
          */
         RequestIdPath: string;
+        /**
+         * @description Cursor: a `report_id` of the list (the last row of the previous page); the page holds the runs right after it, newest first. With `ending_before` too, the runs between the two. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportStartingAfter: string;
+        /**
+         * @description Cursor: a `report_id` of the list (the first row of the next page); the page holds the runs right before it (newer ones), still newest first. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportEndingBefore: string;
         /**
          * @description The `report_id` of a report answer (a UUID). Anything that names none of the key's broker's report runs is `404 not_found`.
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
@@ -6275,6 +6479,85 @@ export interface operations {
             404: components["responses"]["RequestNotFound"];
             409: components["responses"]["RequestConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listReports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Rows to skip, an integer >= 0 (default 0). Anything else is `400 invalid_parameter`.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Cursor: a `report_id` of the list (the last row of the previous page); the page holds the runs right after it, newest first. With `ending_before` too, the runs between the two. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+                 * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+                 */
+                starting_after?: components["parameters"]["ReportStartingAfter"];
+                /**
+                 * @description Cursor: a `report_id` of the list (the first row of the next page); the page holds the runs right before it (newer ones), still newest first. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+                 * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+                 */
+                ending_before?: components["parameters"]["ReportEndingBefore"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of report runs. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportRunListEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["ListReportsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -7480,6 +7763,65 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["RequestLogNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    createConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console link. Open it in a browser within 10 minutes; it works once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSessionEnvelope"];
+                };
+            };
+            400: components["responses"]["CreateConsoleSessionBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
