@@ -130,8 +130,11 @@ for (const [path, item] of Object.entries(document.paths as Record<string, Json>
 }
 const calls = operations.flatMap(({ path, method, op }) => callsOf(path, method, op));
 
-/** Ids of one mode's records (ids are unique across modes): the demo holds these live only, so a test key's 404 on them is the contract's answer. */
-const LIVE_ONLY = /\b(we|evt|whd)_[A-Za-z0-9]+/;
+/**
+ * Ids of one mode's records (ids are unique across modes): endpoints, events, deliveries and report
+ * runs (UUIDs). The demo holds these live only, so a test key's 404 on them is the contract's answer.
+ */
+const LIVE_ONLY = /\b(we|evt|whd)_[A-Za-z0-9]+|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/;
 
 /** Calls that end what later calls use (an endpoint deleted, a service cancelled): after all others. */
 const DESTRUCTIVE = /^(delete|cancel)/;
