@@ -546,6 +546,9 @@ export interface paths {
          *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
          *     for a `failed` or a `pending` recipient.
          *
+         *     The samples read the run's id from the environment variable `REPORT_ID` (the `report_id`
+         *     of a report answer, or of a run `listReports` lists).
+         *
          *     Worked example:
          *
          *     ```
