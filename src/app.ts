@@ -24,6 +24,7 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
+import { registerConsoleAssets } from './console/static.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered
@@ -150,6 +151,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerOps(app, deps, { queueNames: deps.jobs.queueNames });
   registerDocs(app, contract);
   registerClientPackage(app);
+  registerConsoleAssets(app);
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(errorAnswer));

@@ -1,0 +1,98 @@
+/**
+ * The console's page and files (issue 41): `/console/assets/*` from the bundle that
+ * `npm run build:console` writes to dist/console/, and the HTML shell, console/index.html with the
+ * session's CSRF token, mode and broker filled in. No session logic lives here: whoever knows the
+ * session (src/console/sessions*.ts) hands it to `consoleShell`.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import express, { type Express, type RequestHandler, type Response } from 'express';
+import { ROOT_DIR } from '../root.ts';
+
+export const CONSOLE_DIR = path.join(ROOT_DIR, 'dist', 'console');
+const ASSETS_DIR = path.join(CONSOLE_DIR, 'assets');
+
+/** No inline script or style and no other origin: the page loads only its own bundle and calls only this server. */
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** What the page is told of its session, in its `<meta>` tags. */
+export interface ConsoleShellSession {
+  csrfToken: string;
+  mode: 'live' | 'test';
+  broker: string;
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** The headers of every /console answer: its own CSP, never cached (the shell holds a CSRF token). */
+export function consoleHeaders(res: Response): void {
+  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+}
+
+let template: string | undefined;
+
+/** dist/console/index.html, read once; a server without the build says so instead of serving a blank page. */
+function shellTemplate(): string | undefined {
+  if (template === undefined && existsSync(path.join(CONSOLE_DIR, 'index.html'))) {
+    template = readFileSync(path.join(CONSOLE_DIR, 'index.html'), 'utf8');
+  }
+  return template;
+}
+
+/** The console's HTML for one session. */
+export function consoleShellHtml(session: ConsoleShellSession): string {
+  const page = shellTemplate();
+  if (page === undefined) return consoleErrorHtml('Console not built', 'Run npm run build:console on the server.');
+  const values: Record<string, string> = { csrf_token: session.csrfToken, mode: session.mode, broker: session.broker };
+  return page.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => escapeHtml(values[name] ?? ''));
+}
+
+/** A page of its own for what the console refuses (a used link, no session): no script, the same CSP. */
+export function consoleErrorHtml(title: string, message: string): string {
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/console/assets/console-style.css"></head>`,
+    `<body><main class="refused"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`,
+    '<p>Ask for a new console link: <code>POST /api/v1/console-sessions</code>.</p></main></body></html>',
+  ].join('');
+}
+
+/** Answers `status` with an HTML page (the console's own headers). */
+export function sendConsoleHtml(res: Response, status: number, html: string): void {
+  consoleHeaders(res);
+  res.status(status).type('html').send(html);
+}
+
+/**
+ * The shell for `/console/` and every `/console/*` view but `/console/start` (the link's own
+ * route) and `/console/assets/*`; `session` finds the request's session, or none (a 401 page).
+ */
+export function consoleShell(session: (req: express.Request) => Promise<ConsoleShellSession | undefined>): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    session(req).then((found) => {
+      if (!found) return sendConsoleHtml(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
+      sendConsoleHtml(res, 200, consoleShellHtml(found));
+    }, next);
+  };
+}
+
+/** `/console/assets/*`: the bundle's files, revalidated on each load (their names carry no hash). */
+export function registerConsoleAssets(app: Express): void {
+  const files = express.static(ASSETS_DIR, { index: false, redirect: false, fallthrough: true, cacheControl: false, etag: true });
+  app.use('/console/assets', (req, res, next) => {
+    consoleHeaders(res);
+    res.setHeader('Cache-Control', 'no-cache');
+    files(req, res, next);
+  });
+}
+
+/** Where the shell is mounted: `/console` and below, less the link's route and the assets. */
+export const CONSOLE_SHELL_PATHS = /^\/console(?:\/(?!start(?:\/|$)|assets(?:\/|$)).*)?$/;
