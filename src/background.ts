@@ -4,6 +4,7 @@
  * e-mails' processor. API processes enqueue (mode `producer`); worker processes run the jobs
  * (mode `worker`); `npm start` and the tests do both in one process.
  */
+import { deleteEndedConsoleSessions } from './console/index.ts';
 import type { Job } from 'bullmq';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { Database } from './db/client.ts';
@@ -81,6 +82,7 @@ async function housekeeping(prisma: PrismaClient, log: Logger): Promise<void> {
   if (cancelled > 0) log.info({ cancelled }, 'scheduled cancellations took effect');
   await deleteEventsBefore(prisma, new Date(now.getTime() - EVENT_RETENTION_DAYS * 86_400_000));
   await deleteRequestLogsBefore(prisma, new Date(now.getTime() - REQUEST_LOG_RETENTION_DAYS * 86_400_000));
+  await deleteEndedConsoleSessions(prisma, now);
 }
 /** A dead worker's job is handed on after this: shorter than BullMQ's 30 s, far above a lock renewal. */
 const STALLED_AFTER_MS = 15_000;

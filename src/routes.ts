@@ -1,6 +1,7 @@
 import type { AppDeps } from './deps.ts';
 import type { RegisterRoutes } from './http/resource.ts';
 import { registerAuthRoutes } from './auth/adapter.ts';
+import { registerConsoleRoutes } from './console/index.ts';
 import { registerEventRoutes } from './events/adapter.ts';
 import { registerReportRoutes } from './reports/index.ts';
 import { registerRequestLogRoutes } from './request-logs/adapter.ts';
@@ -17,4 +18,5 @@ export const resourceModules: Array<RegisterRoutes<AppDeps>> = [
   registerWebhookEndpointRoutes,
   registerEventRoutes,
   registerRequestLogRoutes,
+  registerConsoleRoutes,
 ];

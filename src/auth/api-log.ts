@@ -25,6 +25,8 @@ export interface ApiLogEntry {
   errorMessage: string | null;
   errorDetails: Record<string, unknown> | null;
   idempotencyReplayed: boolean;
+  /** Made by the console with a console session's cookie, not with the key itself. */
+  viaConsole: boolean;
 }
 
 /** An error's message and details as the log keeps them: at most this many characters of JSON. */
@@ -115,16 +117,17 @@ async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise
       error_message: e.errorMessage,
       error_details: e.errorDetails,
       idempotency_replayed: e.idempotencyReplayed,
+      via_console: e.viaConsole,
     })),
   );
   await prisma.$executeRaw`
     INSERT INTO "api_logs" ("at", "api_key_id", "broker_id", "mode", "method", "path", "status", "ip", "duration_ms", "request_id",
-                            "operation", "error_code", "error_message", "error_details", "idempotency_replayed")
+                            "operation", "error_code", "error_message", "error_details", "idempotency_replayed", "via_console")
     SELECT x."at", x."api_key_id", x."broker_id", x."mode"::"key_mode", x."method", x."path", x."status", x."ip", x."duration_ms", x."request_id",
-           x."operation", x."error_code", x."error_message", x."error_details", x."idempotency_replayed"
+           x."operation", x."error_code", x."error_message", x."error_details", x."idempotency_replayed", x."via_console"
       FROM jsonb_to_recordset(${json}::jsonb) AS x("at" timestamptz(3), "api_key_id" text, "broker_id" text, "mode" text,
            "method" text, "path" text, "status" int, "ip" text, "duration_ms" int, "request_id" text,
-           "operation" text, "error_code" text, "error_message" text, "error_details" jsonb, "idempotency_replayed" boolean)`;
+           "operation" text, "error_code" text, "error_message" text, "error_details" jsonb, "idempotency_replayed" boolean, "via_console" boolean)`;
 }
 
 /**

@@ -12,6 +12,7 @@ import { createApiLog, loggedError, type ApiLog, type ApiLogOptions } from './ap
 import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
+import { consoleCookie, cookieHashOf, csrfTokenMatches, findConsoleSession } from './console-sessions.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import {
   createKeyRateLimiter,
@@ -38,6 +39,9 @@ export interface GateDeps {
   /** Clock, for tests of expiry. */
   now?: () => Date;
 }
+
+/** Methods that change nothing: a console call of any other needs the session's CSRF token. */
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 export interface Gate {
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
@@ -123,6 +127,22 @@ function verifiedKey(key: StoredKey | undefined, presented: PresentedKey, now: D
     throw authFailed('This API key has expired', 'invalid_token');
   }
   return key;
+}
+
+/**
+ * A console call that changes something carries the session's CSRF token, and is not made from
+ * another site's page (Fetch Metadata), on top of the SameSite=Strict cookie.
+ */
+function checkConsoleCall(req: Request, res: Response, cookie: string): void {
+  res.locals.viaConsole = true;
+  if (SAFE_METHODS.has(req.method)) return;
+  const site = req.headers['sec-fetch-site'];
+  const token = req.headers['x-csrf-token'];
+  if ((site !== undefined && site !== 'same-origin') || !csrfTokenMatches(cookie, typeof token === 'string' ? token : undefined)) {
+    throw new ApiError('insufficient_permissions', 'A console call that changes something must carry the session\'s CSRF token in X-CSRF-Token', {
+      reason: 'csrf_token',
+    });
+  }
 }
 
 /** Step 2: a restricted key (live or sandbox) only answers callers on its whitelist. */
@@ -219,7 +239,8 @@ function afterCount(g: GateParts, req: Request, res: Response, next: NextFunctio
     const { operation } = res.locals;
     if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
     checkScopes(auth, operation);
-    res.locals.auth = auth;
+    // A console call's context is its own (the cached one is shared by every call of the key).
+    res.locals.auth = res.locals.viaConsole === true ? { ...auth, viaConsole: true } : auth;
     res.locals.refundRateLimit = refundOf(g, key);
   } catch (err) {
     next(err);
@@ -278,6 +299,7 @@ function admit(
   presented: PresentedKey,
   at: Date,
   started: number,
+  consoleCookie?: string,
 ): void {
   let key: StoredKey;
   try {
@@ -304,10 +326,12 @@ function admit(
       operation: res.locals.operation?.operationId ?? null,
       ...loggedError(res.locals.error),
       idempotencyReplayed: res.locals.idempotencyReplayed === true,
+      viaConsole: consoleCookie !== undefined,
     });
   });
 
   try {
+    if (consoleCookie !== undefined) checkConsoleCall(req, res, consoleCookie);
     checkIp(key, ip);
   } catch (err) {
     void headersWithoutCounting(res, g.limiter, key, g.logger).then(() => next(err));
@@ -351,9 +375,37 @@ export function createGate(deps: GateDeps): Gate {
   const g: GateParts = { logger, limiter, failures, apiLog, contexts, refunds };
 
   // Not async: a cached key counted from this process's block passes without a microtask turn.
+  /** Step 1 for a console call: the session's cookie names a started, unexpired session and its key. */
+  const viaConsole = (req: Request, res: Response, next: NextFunction, cookie: string, at: Date, started: number): void => {
+    findConsoleSession(deps.prisma, cookieHashOf(cookie)).then(
+      (session) => {
+        if (!session) return refuse(g, req, res, next, authFailed('Invalid console session: open a new console link'));
+        if (session.expiresAt.getTime() <= at.getTime()) {
+          return refuse(g, req, res, next, authFailed('This console session has expired: open a new console link'));
+        }
+        const presented: PresentedKey = { hash: session.keyHash, claimedMode: session.mode };
+        const cached = keys.cached(presented.hash);
+        if (cached) return admit(g, req, res, next, cached, presented, at, started, cookie);
+        keys.findByHash(presented.hash).then(
+          (found) => admit(g, req, res, next, found, presented, at, started, cookie),
+          (err: unknown) => next(err),
+        );
+      },
+      (err: unknown) => next(err),
+    );
+  };
+
   const gate: RequestHandler = (req, res, next) => {
     const started = performance.now();
     const at = now();
+    // The key itself always wins: a console cookie is read only from a request without one.
+    if (req.headers.authorization === undefined) {
+      const cookie = consoleCookie(req);
+      if (cookie !== undefined) {
+        viaConsole(req, res, next, cookie, at, started);
+        return;
+      }
+    }
     let presented: PresentedKey;
     try {
       presented = presentedKey(req);

@@ -14,6 +14,7 @@ import { createKey, listKeys, parseExpiresAt, parseIpWhitelist, parseRateLimit, 
 import { readImportFile } from './import-file.ts';
 import { importInvoices, importServices, validateInvoiceRows } from './imports.ts';
 import { runDemo } from './demo.ts';
+import { consoleLink, type PrintedConsoleLink } from './console.ts';
 
 export const USAGE = `Usage: npm run --silent cli -- <command> [options] [--json]
 
@@ -25,6 +26,8 @@ Commands:
   keys revoke ID
   invoices import --broker SLUG --file PATH    (JSON array or CSV with a header row)
   services import --broker SLUG --file PATH    (JSON array or CSV with a header row)
+  console --broker SLUG [--mode live|test] [--key ID]
+              (a single-use console link, valid 10 minutes; default: the newest admin:full live key)
   demo
 
 --json prints exactly one JSON object on stdout. Errors: one line on stderr, exit status 1.
@@ -201,6 +204,24 @@ const COMMANDS: Record<string, Command> = {
       return importServices(prisma, slug, rows, { credentials: await serverCredentials(io, prisma) });
     },
     human: (r) => `Imported ${(r as { imported: number }).imported} services`,
+  },
+
+  console: {
+    options: { broker: { type: 'string' }, mode: { type: 'string' }, key: { type: 'string' } },
+    async run({ values, db }) {
+      const brokerSlug = need(values, 'broker');
+      const mode = str(values, 'mode') ?? 'live';
+      if (mode !== 'live' && mode !== 'test') throw new CliError(`--mode must be live or test, got ${JSON.stringify(mode)}`);
+      return consoleLink((await db()).prisma, loadConfig(), { brokerSlug, mode, keyId: str(values, 'key') });
+    },
+    human: (r) => {
+      const link = r as PrintedConsoleLink;
+      return [
+        `Console link (${link.mode} mode, key ${link.key_id}); it works once, until ${link.expires_at}:`,
+        '',
+        `  ${link.url}`,
+      ].join('\n');
+    },
   },
 
   demo: {

@@ -13,6 +13,8 @@ export interface AuthContext {
   readonly brokerId: string;
   readonly brokerName: string;
   readonly brokerApproval: 'automatic' | 'manual';
+  /** Made by the console with a console session's cookie, not with the key itself. */
+  readonly viaConsole?: true;
 }
 
 export const hasScope = (auth: AuthContext, ...scopes: Scope[]): boolean =>

@@ -40,6 +40,8 @@ declare global {
       error?: AnsweredError;
       /** The answer is an Idempotency-Key replay, for the API log. */
       idempotencyReplayed?: boolean;
+      /** Set by the gate for a call made with a console session's cookie instead of the key. */
+      viaConsole?: boolean;
       /** Set by the gate with `auth`: gives the request's unit of rate limit back (a `304` costs none). */
       refundRateLimit?: RateLimitRefund;
     }

@@ -32,6 +32,7 @@ export interface RequestLogRow {
   mode: RequestLogMode | null;
   ip: string;
   idempotencyReplayed: boolean;
+  viaConsole: boolean;
 }
 
 export interface RequestLogQuery {
@@ -63,6 +64,7 @@ const FIELDS = {
   mode: true,
   ip: true,
   idempotencyReplayed: true,
+  viaConsole: true,
 } as const;
 
 const NEWEST_FIRST = [{ at: 'desc' }, { id: 'desc' }] as const satisfies Prisma.ApiLogOrderByWithRelationInput[];

@@ -48,6 +48,7 @@ export function requestLogData(row: RequestLogRow, mode: RequestLogMode): Reques
     mode: row.mode ?? mode,
     ip: row.ip,
     idempotency_replayed: row.idempotencyReplayed,
+    source: row.viaConsole ? 'console' : 'api',
   };
 }
 

@@ -140,6 +140,7 @@ describe('API log and last-used time', () => {
       errorMessage: null,
       errorDetails: null,
       idempotencyReplayed: false,
+      viaConsole: false,
     });
     log.record(entry(1));
     log.record(entry(2));

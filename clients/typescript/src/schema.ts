@@ -937,6 +937,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/console-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the console
+         * @description Answers a link that opens the broker's console (see [Console](#tag/Console)) in a browser, acting with this key's broker, mode and scopes. The link works once, for 10 minutes (`expires_at`). Opening it starts a session of at most an hour, held in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` on HTTPS); the session ends at once when this key is revoked or expires. The key itself never reaches the browser.
+         *
+         *     The console's calls are calls of this API made with the session's cookie instead of the `Authorization` header. They are counted against this key's rate limit, checked against its IP whitelist, and appear in the request logs with `source: "console"`. A call that changes something must carry the session's CSRF token in `X-CSRF-Token`, else it is `403 insufficient_permissions` (`details.reason: csrf_token`). A console session cannot open another one (`403`, `details.reason: console_session`).
+         *
+         *     A sandbox key opens the console in test mode: it shows and changes only the sandbox's test-mode data, under a banner that says so.
+         */
+        post: operations["createConsoleSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/downloads/reports/{token}": {
         parameters: {
             query?: never;
@@ -2416,11 +2440,11 @@ export interface components {
              */
             required_scopes?: components["schemas"]["Scope"][];
             /**
-             * @description Why the caller was refused.
+             * @description Why the caller was refused: `ip_not_allowed` (the key's IP whitelist), `csrf_token` (a console call that changes something without the session's `X-CSRF-Token`), `console_session` (a console session cannot open another one).
              * @example ip_not_allowed
              * @enum {string}
              */
-            reason?: "ip_not_allowed";
+            reason?: "ip_not_allowed" | "csrf_token" | "console_session";
             /**
              * @description The caller IP address the server saw.
              * @example 203.0.113.7
@@ -2566,6 +2590,46 @@ export interface components {
             success: components["schemas"]["ErrorFlag"];
             /** @description The error; `code` tells which shape it has. */
             error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /**
+         * @description HTTP 400 error body of `createConsoleSession`.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "invalid_parameter",
+         *         "message": "Simulated validation error (X-Test-Scenario: validation_error)",
+         *         "details": {
+         *           "scenario": "validation_error"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        CreateConsoleSessionError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error; `code` tells which shape it has. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description Success envelope of createConsoleSession. */
+        ConsoleSessionEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["ConsoleSession"];
+        };
+        /** @description A link that opens the console once (see [Console](#tag/Console)). */
+        ConsoleSession: {
+            /**
+             * @description What this object is: always `console_session`.
+             * @example console_session
+             * @enum {string}
+             */
+            object: "console_session";
+            /**
+             * Format: uri
+             * @description Open it in a browser. It works once, until `expires_at`; it holds a secret token, so treat it as you treat the key.
+             * @example https://api.broker.example/console/start?token=cst_Xr2vQ9mT4kL7pW1zN8bY5cJ3hD6fG0aSeUoRiPqVtMw
+             */
+            url: string;
+            expires_at: components["schemas"]["Timestamp"];
         };
         /**
          * @description HTTP 400 error body of `createService`.
@@ -4075,6 +4139,12 @@ export interface components {
              * @example false
              */
             idempotency_replayed: boolean;
+            /**
+             * @description `console` for a call the console made with a console session (see [Console](#tag/Console)), `api` for a call made with the key itself.
+             * @example api
+             * @enum {string}
+             */
+            source: "api" | "console";
         };
         /** @description Position of a request logs page (cursor pagination). */
         RequestLogPagination: {
@@ -4670,6 +4740,21 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["PostAuthCheckError400"];
+            };
+        };
+        /** @description Invalid request to `createConsoleSession`. A body that is sent must be valid JSON, and an `Idempotency-Key` well formed; or the sandbox `validation_error` scenario. Do not retry unchanged. */
+        CreateConsoleSessionBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CreateConsoleSessionError400"];
             };
         };
         /** @description Invalid request to `createService`. The body is not a JSON object or breaks a field rule. Do not retry unchanged. */
@@ -7299,6 +7384,65 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["RequestLogNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    createConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console link. Open it in a browser within 10 minutes; it works once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSessionEnvelope"];
+                };
+            };
+            400: components["responses"]["CreateConsoleSessionBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };

@@ -1,0 +1,4 @@
+/** The console (openapi.yaml, "Console"): its links, sessions and pages. */
+export { registerConsoleRoutes, consoleLinkUrl } from './adapter.ts';
+export { CONSOLE_CSP } from './pages.ts';
+export { consoleSessionOf, createConsoleLink, deleteEndedConsoleSessions, type ConsoleSessionView } from './sessions.ts';
