@@ -24,7 +24,9 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
-import { registerConsoleAssets } from './console/static.ts';
+import { CONSOLE_SHELL_PATHS, consoleShell, registerConsoleAssets } from './console/static.ts';
+import { consoleSessionOf } from './console/index.ts';
+import { consoleCookie } from './auth/console-sessions.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered
@@ -152,6 +154,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerDocs(app, contract);
   registerClientPackage(app);
   registerConsoleAssets(app);
+  app.get(
+    CONSOLE_SHELL_PATHS,
+    consoleShell(async (req) => {
+      const session = await consoleSessionOf(deps.prisma, consoleCookie(req), new Date());
+      return session && { csrfToken: session.csrfToken, mode: session.mode, broker: session.brokerName };
+    }),
+  );
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(errorAnswer));

@@ -74,11 +74,9 @@ export interface AxeViolation {
  */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(`${AXE_SOURCE}\n;undefined`);
-  const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => JSON.stringify(n.target)) }));
-  });
+  const violations = (await page.evaluate(
+    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => JSON.stringify(n.target)) })))",
+  )) as AxeViolation[];
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 

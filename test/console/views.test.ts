@@ -79,7 +79,7 @@ async function checkView(page: Page, name: string, shot: string) {
   await page.getByRole('status').filter({ hasText: 'Loading' }).waitFor({ state: 'detached' }).catch(() => undefined);
   const violations = await seriousViolations(page);
   assert.deepEqual(violations, [], `${name}: ${JSON.stringify(violations, null, 1)}`);
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
   assert.ok(overflow <= 0, `${name} (${shot}) scrolls sideways by ${overflow}px`);
   await screenshot(page, shot);
 }
@@ -88,8 +88,9 @@ describe('the console in a browser', () => {
   test('every view, by its name in the navigation, at desktop width and at 375 px, passes axe', async () => {
     for (const width of [1280, 375]) {
       const page = await browser.page(width);
-      await server.open(page, live, brokerName);
+      await server.open(page, live);
       assert.equal(new URL(page.url()).pathname, '/console/');
+      assert.equal(await page.locator('.broker').innerText(), brokerName);
       const nav = page.getByRole('navigation', { name: 'Console' });
       assert.deepEqual(await nav.getByRole('link').allTextContents(), VIEWS.map((v) => v.name));
       for (const view of VIEWS) {
@@ -104,11 +105,11 @@ describe('the console in a browser', () => {
 
   test('by keyboard alone: skip link, navigation, a request log entry opened with its error in full and a curl to copy', async () => {
     const page = await browser.page();
-    await server.open(page, live, brokerName);
+    await server.open(page, live);
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content');
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Request logs');
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Request logs');
     await page.getByRole('heading', { level: 1, name: 'Request logs' }).waitFor();
     await page.getByLabel('Status').selectOption('4xx');
     await page.getByLabel('Operation').fill('upgradeService');
@@ -129,7 +130,7 @@ describe('the console in a browser', () => {
 
   test('a sandbox key opens the console in test mode, with its banner on every view', async () => {
     const page = await browser.page(375);
-    await server.open(page, sandbox, brokerName);
+    await server.open(page, sandbox);
     for (const view of VIEWS) {
       await page.goto(`${server.origin}/console/${view.slug}`);
       await page.getByRole('note').filter({ hasText: 'Test mode.' }).waitFor();
@@ -143,10 +144,10 @@ describe('the console in a browser', () => {
     const page = await browser.page();
     const loaded: string[] = [];
     page.on('request', (r) => loaded.push(r.url()));
-    await server.open(page, live, brokerName);
+    await server.open(page, live);
     await page.getByRole('heading', { level: 1, name: 'Request logs' }).waitFor();
     assert.deepEqual(loaded.filter((u) => !u.startsWith(server.origin)), []);
-    const inline = await page.evaluate(() => [...document.scripts].filter((s) => !s.src).length + document.querySelectorAll('[style]').length);
+    const inline = await page.evaluate("[...document.scripts].filter((s) => !s.src).length + document.querySelectorAll('[style]').length");
     assert.equal(inline, 0);
     await page.close();
     assert.deepEqual(expectedErrors(browser.errors), []);

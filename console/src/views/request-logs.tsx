@@ -118,7 +118,10 @@ function EntryRows({ entry, open, toggle }: { entry: Entry; open: boolean; toggl
     <>
       <tr>
         <td><Time at={entry.created_at} /></td>
-        <td><code>{entry.method} {entry.path}</code>{entry.operation && <div class="muted">{entry.operation}</div>}</td>
+        <td>
+          <code>{entry.method} {entry.path}</code>
+          {entry.operation && <div class="muted">{entry.operation}{entry.source === 'console' ? ' · console' : ''}</div>}
+        </td>
         <td><Badge value={entry.status} /></td>
         <td>{entry.error ? <><code>{entry.error.code}</code>{entry.error.message && <div>{entry.error.message}</div>}</> : <span class="muted">—</span>}</td>
         <td>
@@ -146,6 +149,7 @@ function EntryDetail({ entry }: { entry: Entry }) {
         <dt>Request id</dt><dd><code>{entry.request_id}</code></dd>
         <dt>Operation</dt><dd>{entry.operation ?? <span class="muted">none (unknown path or method)</span>}</dd>
         <dt>Key</dt><dd><code>{entry.api_key_id}</code></dd>
+        <dt>Made from</dt><dd>{entry.source === 'console' ? 'this console' : 'the API'}</dd>
         <dt>Mode</dt><dd>{entry.mode}</dd>
         <dt>IP address</dt><dd>{entry.ip}</dd>
         <dt>Duration</dt><dd>{entry.duration_ms} ms</dd>
