@@ -12,6 +12,16 @@ export function Requests() {
     const query = { limit: 25, offset, status: status || undefined };
     return (await api.GET('/api/v1/requests', { params: { query } })).data;
   }, [status, offset]);
+  const action = useAction();
+  // The outcome is shown above the list: a decided request leaves the list of pending ones.
+  const decide: Decide = (r, choice, reason) =>
+    void action.run(async () => {
+      if (choice === 'deny' && !reason.trim()) return 'Give a reason to deny the request: the customer is told it.';
+      const body = choice === 'deny' ? { action: choice, denial_reason: reason.trim() } : { action: choice };
+      const { data } = await api.POST('/api/v1/requests/{request_id}/manage', { params: { path: { request_id: r.request_id } }, body });
+      page.reload();
+      return `${r.request_id}: ${data.data.request_status}.`;
+    });
   return (
     <section aria-labelledby="view-title">
       <ViewHeading><span id="view-title">Requests</span></ViewHeading>
@@ -29,12 +39,14 @@ export function Requests() {
         </label>
       </div>
       <ProblemNote problem={page.problem} />
+      <ProblemNote problem={action.problem} />
+      <Done text={action.done} />
       {page.data && page.data.data.length === 0 && <p>No requests match.</p>}
       {page.data && page.data.data.length > 0 && (
         <TableWrap label="Service requests">
           <thead><tr><th scope="col">Request</th><th scope="col">Type</th><th scope="col">Service</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Decision</th></tr></thead>
           <tbody>
-            {page.data.data.map((r) => <RequestRow key={r.request_id} request={r} decided={page.reload} />)}
+            {page.data.data.map((r) => <RequestRow key={r.request_id} request={r} decide={decide} busy={action.busy} />)}
           </tbody>
         </TableWrap>
       )}
@@ -43,17 +55,10 @@ export function Requests() {
   );
 }
 
-function RequestRow({ request: r, decided }: { request: ServiceRequest; decided: () => void }) {
+type Decide = (r: ServiceRequest, choice: 'approve' | 'deny', reason: string) => void;
+
+function RequestRow({ request: r, decide, busy }: { request: ServiceRequest; decide: Decide; busy: boolean }) {
   const [reason, setReason] = useState('');
-  const action = useAction();
-  const decide = (choice: 'approve' | 'deny') =>
-    action.run(async () => {
-      if (choice === 'deny' && !reason.trim()) return 'Give a reason to deny the request: the customer is told it.';
-      const body = choice === 'deny' ? { action: choice, denial_reason: reason.trim() } : { action: choice };
-      const { data } = await api.POST('/api/v1/requests/{request_id}/manage', { params: { path: { request_id: r.request_id } }, body });
-      decided();
-      return `${r.request_id}: ${data.data.request_status}.`;
-    });
   const plan = r.requested_plan ? `${r.current_plan ? `${r.current_plan} → ` : ''}${r.requested_plan}` : '';
   return (
     <tr>
@@ -65,18 +70,16 @@ function RequestRow({ request: r, decided }: { request: ServiceRequest; decided:
       <td>
         {r.request_status === 'pending' ? (
           <div class="decide">
-            <button type="button" disabled={action.busy} onClick={() => decide('approve')}>Approve<span class="visually-hidden"> {r.request_id}</span></button>
+            <button type="button" disabled={busy} onClick={() => decide(r, 'approve', reason)}>Approve<span class="visually-hidden"> {r.request_id}</span></button>
             <label>
               <span class="visually-hidden">Reason to deny {r.request_id}</span>
               <input value={reason} onInput={(e) => setReason(e.currentTarget.value)} placeholder="Reason to deny" />
             </label>
-            <button type="button" disabled={action.busy} onClick={() => decide('deny')}>Deny<span class="visually-hidden"> {r.request_id}</span></button>
+            <button type="button" disabled={busy} onClick={() => decide(r, 'deny', reason)}>Deny<span class="visually-hidden"> {r.request_id}</span></button>
           </div>
         ) : (
           <Time at={r.decided_at} />
         )}
-        <ProblemNote problem={action.problem} />
-        <Done text={action.done} />
       </td>
     </tr>
   );
