@@ -13,7 +13,7 @@ import { ROOT_DIR } from '../../src/root.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import type { TestApiKey } from '../helpers/factories.ts';
 import { startReceiver, type Receiver } from '../helpers/webhooks.ts';
-import { launch, screenshot, seriousViolations, type Browser } from './browser.ts';
+import { launch, screenshot, SCREENSHOTS, seriousViolations, type Browser } from './browser.ts';
 import { startConsoleServer, type ConsoleServer } from './harness.ts';
 
 const VIEWS = [
@@ -124,6 +124,9 @@ describe('the console in a browser', () => {
     assert.deepEqual(JSON.parse(await detail.locator('figure.json pre').innerText()), failed.details);
     assert.match(text, /curl -sS "http:\/\/127\.0\.0\.1:\d+\/api\/v1\/request-logs\/req_\w+"/);
     await checkView(page, 'Request logs', 'request-logs-entry');
+    // The picture of docs/console.md, made the same way (copied there by hand when the page changes).
+    await page.setViewportSize({ width: 960, height: 1000 });
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'docs-console.png') });
     await page.close();
     assert.deepEqual(expectedErrors(browser.errors), []);
   });

@@ -6,11 +6,12 @@ import { Badge, Pager, ProblemNote, TableWrap, Time, useCursor, useLoad, ViewHea
 type Run = Schemas['ReportRun'];
 interface RunPage {
   data: Run[];
-  pagination: { has_more: boolean; next_starting_after: string | null };
+  pagination: { has_more: boolean };
 }
 
 // listReports (GET /api/v1/reports, issue 41) joins the contract in the same release as the
-// console; until the client is generated with it, the call names its path and the page's type.
+// console; until the client is generated with it, the call names its path and the page's type
+// (its pages go on with starting_after, the last run's id).
 const listReports = async (query: { limit: number; starting_after?: string }): Promise<RunPage> => {
   const get = api.GET as unknown as (url: string, init: { params: { query: typeof query } }) => Promise<{ data: RunPage }>;
   return (await get('/api/v1/reports', { params: { query } })).data;
@@ -54,7 +55,7 @@ export function Reports() {
           </tbody>
         </TableWrap>
       )}
-      {page.data && <Pager label="Report runs" hasMore={page.data.pagination.has_more} next={page.data.pagination.next_starting_after} paging={paging} />}
+      {page.data && <Pager label="Report runs" hasMore={page.data.pagination.has_more} next={page.data.data.at(-1)?.report_id} paging={paging} />}
       {open && <RunDetail key={open} id={open} />}
     </section>
   );

@@ -152,7 +152,7 @@ function EndpointPanel({ endpoint, changed, secretShown }: { endpoint: Endpoint;
       <Done text={action.done} />
       <EditEndpoint endpoint={endpoint} changed={changed} />
       <Recover endpoint={endpoint} />
-      <Deliveries endpoint={endpoint} />
+      <Deliveries endpoint={endpoint} changed={changed} />
     </article>
   );
 }
@@ -209,7 +209,7 @@ function Recover({ endpoint }: { endpoint: Endpoint }) {
   );
 }
 
-function Deliveries({ endpoint }: { endpoint: Endpoint }) {
+function Deliveries({ endpoint, changed }: { endpoint: Endpoint; changed: () => void }) {
   const [status, setStatus] = useState<'' | Schemas['WebhookDeliveryStatus']>('');
   const [event, setEvent] = useState<string>();
   const paging = useCursor();
@@ -237,7 +237,7 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
             <option value="failed">Failed</option>
           </select>
         </label>
-        <button type="button" onClick={page.reload}>Refresh deliveries</button>
+        <button type="button" onClick={() => { page.reload(); changed(); }}>Refresh deliveries</button>
       </div>
       <ProblemNote problem={page.problem} />
       <ProblemNote problem={action.problem} />
@@ -254,9 +254,11 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
                 <td>{d.attempt_count}</td>
                 <td>{d.last_attempt ? <LastAttempt attempt={d.last_attempt} /> : <span class="muted">none yet</span>}</td>
                 <td><Time at={d.next_attempt_at} /></td>
-                <td class="row-actions">
-                  <button type="button" onClick={() => setEvent(event === d.event_id ? undefined : d.event_id)}>Attempts<span class="visually-hidden"> of {d.event_id}</span></button>
-                  <button type="button" disabled={action.busy} onClick={() => redeliver(d)}>Redeliver<span class="visually-hidden"> {d.event_id}</span></button>
+                <td>
+                  <div class="row-actions">
+                    <button type="button" onClick={() => setEvent(event === d.event_id ? undefined : d.event_id)}>Attempts<span class="visually-hidden"> of {d.event_id}</span></button>
+                    <button type="button" disabled={action.busy} onClick={() => redeliver(d)}>Redeliver<span class="visually-hidden"> {d.event_id}</span></button>
+                  </div>
                 </td>
               </tr>
             ))}
