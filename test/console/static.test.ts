@@ -45,7 +45,7 @@ test('without a session every view answers the 401 page, under the console CSP, 
   for (const path of ['/console', '/console/', '/console/events', '/console/webhook-endpoints/we_x']) {
     const res = await request(t.app).get(path);
     assert.equal(res.status, 401, path);
-    assert.match(res.headers['content-type'], /text\/html/);
+    assert.match(res.headers['content-type'] ?? '', /text\/html/);
     assert.equal(res.headers['content-security-policy'], CONSOLE_CSP);
     assert.doesNotMatch(res.text, /<script/);
   }
