@@ -52,9 +52,10 @@ export const importDirection = [
   { target: './src/services', ...allBut('services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/services imports no other resource (src/requests imports it, not the other way) and not the composition.' },
   { target: './src/requests', ...allBut('requests', 'services', 'events', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/requests imports only src/services of the resources, and not the composition.' },
   { target: './src/reports', ...allBut('reports', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/reports imports no other resource, and not the composition.' },
-  { target: './src/cli', ...allBut('cli', 'auth', 'services', 'reports', 'events', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers (and writes the events of the changes it makes), never HTTP.' },
+  { target: './src/cli', ...allBut('cli', 'auth', 'console', 'services', 'reports', 'events', 'db', 'shared', 'config.ts', 'logger.ts', 'root.ts'), message: 'The CLI uses the stores and shared helpers (and writes the events of the changes it makes), never HTTP.' },
   { target: './src/request-logs', ...allBut('request-logs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/request-logs reads the API log the gate writes (src/auth): it imports no resource, auth included, and not the composition; it is handed the flush it needs.' },
   { target: './src/webhooks', ...allBut('webhooks', 'events', 'jobs', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/webhooks (webhook endpoints and their delivery) imports src/events, never another resource, src/jobs only as the generic queues, and not the composition.' },
+  { target: './src/console', ...allBut('console', 'auth', 'http', 'shared', 'db', 'config.ts', 'logger.ts'), message: 'src/console (console links, sessions and pages) reads sessions through src/auth and the API only through its public operations: it imports no other resource, and not the composition.' },
   { target: DOMAIN, from: './src/http', message: 'Data access and domain rules never import HTTP: throw a domain error (src/shared/errors.ts).' },
 ];
 
@@ -64,6 +65,7 @@ export const importDirection = [
  */
 export const moduleDoors = [
   { target: ['./src/*.ts', './src/!(reports)/**/*.ts'], from: './src/reports', except: ['./index.ts'], message: 'Import src/reports through its door, src/reports/index.ts.' },
+  { target: ['./src/*.ts', './src/!(console)/**/*.ts'], from: './src/console', except: ['./index.ts'], message: 'Import src/console through its door, src/console/index.ts.' },
 ];
 
 export default tseslint.config(
