@@ -1,16 +1,12 @@
 /**
  * The console's page and files (issue 41): `/console/assets/*` from the bundle that
- * `npm run build:console` writes to dist/console/, and the HTML shell, console/index.html with the
- * session's CSRF token, mode and broker filled in. No session logic lives here: whoever knows the
- * session (src/console/sessions*.ts) hands it to `consoleShell`.
+ * `npm run build:console` writes to dist/console/ (the composition names the folder), and the HTML
+ * shell, console/index.html with the session's CSRF token, mode and broker filled in. No session
+ * logic lives here: whoever knows the session (src/console/sessions.ts) hands it to `consoleShell`.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express, type RequestHandler, type Response } from 'express';
-import { ROOT_DIR } from '../root.ts';
-
-export const CONSOLE_DIR = path.join(ROOT_DIR, 'dist', 'console');
-const ASSETS_DIR = path.join(CONSOLE_DIR, 'assets');
 
 /** No inline script or style and no other origin: the page loads only its own bundle and calls only this server. */
 export const CONSOLE_CSP =
@@ -35,19 +31,17 @@ export function consoleHeaders(res: Response): void {
   res.setHeader('X-Content-Type-Options', 'nosniff');
 }
 
-let template: string | undefined;
+const templates = new Map<string, string>();
 
-/** dist/console/index.html, read once; a server without the build says so instead of serving a blank page. */
-function shellTemplate(): string | undefined {
-  if (template === undefined && existsSync(path.join(CONSOLE_DIR, 'index.html'))) {
-    template = readFileSync(path.join(CONSOLE_DIR, 'index.html'), 'utf8');
-  }
-  return template;
+/** The build's index.html, read once; a server without the build says so instead of serving a blank page. */
+function shellTemplate(dir: string): string | undefined {
+  if (!templates.has(dir) && existsSync(path.join(dir, 'index.html'))) templates.set(dir, readFileSync(path.join(dir, 'index.html'), 'utf8'));
+  return templates.get(dir);
 }
 
-/** The console's HTML for one session. */
-export function consoleShellHtml(session: ConsoleShellSession): string {
-  const page = shellTemplate();
+/** The console's HTML for one session, from the build in `dir` (dist/console). */
+export function consoleShellHtml(dir: string, session: ConsoleShellSession): string {
+  const page = shellTemplate(dir);
   if (page === undefined) return consoleErrorHtml('Console not built', 'Run npm run build:console on the server.');
   const values: Record<string, string> = { csrf_token: session.csrfToken, mode: session.mode, broker: session.broker };
   return page.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => escapeHtml(values[name] ?? ''));
@@ -74,19 +68,19 @@ export function sendConsoleHtml(res: Response, status: number, html: string): vo
  * The shell for `/console/` and every `/console/*` view but `/console/start` (the link's own
  * route) and `/console/assets/*`; `session` finds the request's session, or none (a 401 page).
  */
-export function consoleShell(session: (req: express.Request) => Promise<ConsoleShellSession | undefined>): RequestHandler {
+export function consoleShell(dir: string, session: (req: express.Request) => Promise<ConsoleShellSession | undefined>): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     session(req).then((found) => {
       if (!found) return sendConsoleHtml(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
-      sendConsoleHtml(res, 200, consoleShellHtml(found));
+      sendConsoleHtml(res, 200, consoleShellHtml(dir, found));
     }, next);
   };
 }
 
-/** `/console/assets/*`: the bundle's files, revalidated on each load (their names carry no hash). */
-export function registerConsoleAssets(app: Express): void {
-  const files = express.static(ASSETS_DIR, { index: false, redirect: false, fallthrough: true, cacheControl: false, etag: true });
+/** `/console/assets/*`: the files of the build in `dir`, revalidated on each load (their names carry no hash). */
+export function registerConsoleAssets(app: Express, dir: string): void {
+  const files = express.static(path.join(dir, 'assets'), { index: false, redirect: false, fallthrough: true, cacheControl: false, etag: true });
   app.use('/console/assets', (req, res, next) => {
     consoleHeaders(res);
     res.setHeader('Cache-Control', 'no-cache');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
 import { ROOT_DIR } from '../../src/root.ts';
-import { CONSOLE_DIR } from '../../src/console/static.ts';
+import { CONSOLE_BUILD as CONSOLE_DIR } from '../../src/app.ts';
 
 const BUDGET = 150 * 1024;
 let fresh: string;

@@ -33,11 +33,11 @@ const meta = (html: string, name: string) => new RegExp(`<meta name="${name}" co
 test('the bundle is served under /console/assets with the console CSP; a missing file is a 404', async () => {
   const js = await request(t.app).get('/console/assets/console.js');
   assert.equal(js.status, 200);
-  assert.match(js.headers['content-type'], /javascript/);
+  assert.match(js.headers['content-type'] ?? '', /javascript/);
   assert.equal(js.headers['content-security-policy'], CONSOLE_CSP);
   const css = await request(t.app).get('/console/assets/console-style.css');
   assert.equal(css.status, 200);
-  assert.match(css.headers['content-type'], /text\/css/);
+  assert.match(css.headers['content-type'] ?? '', /text\/css/);
   assert.equal((await request(t.app).get('/console/assets/nothing.js')).status, 404);
 });
 
