@@ -131,6 +131,26 @@ describe('the console in a browser', () => {
     assert.deepEqual(expectedErrors(browser.errors), []);
   });
 
+  test("the views' panels at 375 px: an event with its deliveries, an endpoint's management, its secret shown once", async () => {
+    const page = await browser.page(375);
+    await server.open(page, live);
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    await nav.getByRole('link', { name: 'Events' }).click();
+    await page.getByLabel('request.created').check();
+    await page.getByRole('button', { name: /^Open evt_/ }).first().click();
+    await page.getByRole('heading', { level: 3, name: 'Deliveries', exact: true }).waitFor();
+    assert.match(await page.locator('.panel').innerText(), /Previous attributes|Object/);
+    await checkView(page, 'Events', 'events-detail-375');
+    await nav.getByRole('link', { name: 'Webhook endpoints' }).click();
+    await page.getByRole('button', { name: /^Manage/ }).first().click();
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    assert.match(await page.locator('.secret pre').innerText(), /^whsec_/);
+    await page.getByRole('heading', { level: 3, name: 'Deliveries', exact: true }).waitFor();
+    await checkView(page, 'Webhook endpoints', 'webhook-endpoints-manage-375');
+    await page.close();
+    assert.deepEqual(expectedErrors(browser.errors), []);
+  });
+
   test('a sandbox key opens the console in test mode, with its banner on every view', async () => {
     const page = await browser.page(375);
     await server.open(page, sandbox);
