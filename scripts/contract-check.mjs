@@ -93,13 +93,22 @@ function narrowedFreeFormAnswer(d, released, current) {
   return isFreeFormObject(nodeAt(released, prefix)) && resolvedBranches.length > 0 && resolvedBranches.every((b) => b?.type === 'object');
 }
 
+// A schema marked `x-extensible: true` (the event types and the event's object) says in the contract
+// that values are added in minor versions and a client ignores one it does not know: a value added
+// to its `enum`, or a branch to its `oneOf`, in an answer is no break. In a request it still is.
+function extendedAnswer(d, current) {
+  const at = d.path.length - 2;
+  if (d.action !== 'add' || !['enum', 'oneOf'].includes(d.path[at]) || !d.path.slice(0, at).includes('responses')) return false;
+  return nodeAt(current, d.path.slice(0, at))?.['x-extensible'] === true;
+}
+
 /** The breaking differences between two contracts' texts, as api-smart-diff classifies them. */
 export function breakingChanges(releasedText, currentText) {
   const [released, current] = [normalized(releasedText), normalized(currentText)];
   // apiDiff rewrites the documents it is given (a schema compared with a oneOf becomes one).
   const diffs = apiDiff(globalThis.structuredClone(released), globalThis.structuredClone(current));
   // What a client sees is under `paths` (components are reached through them, already resolved).
-  return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths' && !narrowedFreeFormAnswer(d, released, current));
+  return diffs.filter((d) => d.type === 'breaking' && d.path[0] === 'paths' && !narrowedFreeFormAnswer(d, released, current) && !extendedAnswer(d, current));
 }
 
 /** ok unless there is a breaking difference and the major version was not raised. */

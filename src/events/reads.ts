@@ -106,7 +106,11 @@ export async function findEvent(prisma: PrismaClient, scope: EventScope, id: str
   return { event, deliveries };
 }
 
-/** `endpointId` must be enabled but may take any type; the effect is recorded in the same transaction. */
+/**
+ * `endpointId` must be enabled but may take any type; without it, every enabled endpoint taking the
+ * type but the one a `webhook_endpoint.*` event tells of (as recordEvents owed it). The effect is
+ * recorded in the same transaction.
+ */
 export async function redeliver(
   prisma: PrismaClient,
   scope: EventScope,
@@ -116,12 +120,13 @@ export async function redeliver(
   now: Date,
 ): Promise<number> {
   return prisma.$transaction(async (tx) => {
-    const event = await tx.event.findFirst({ where: { id: eventId, ...scope }, select: { id: true, type: true } });
+    const event = await tx.event.findFirst({ where: { id: eventId, ...scope }, select: { id: true, type: true, data: true } });
     if (!event) throw new NotFoundError(`Event ${eventId} not found`);
+    const about = event.type.startsWith('webhook_endpoint.') ? (event.data as { object?: { id?: string } } | null)?.object?.id : undefined;
     const endpoints = await tx.webhookEndpoint.findMany({
       where: endpointId !== undefined
         ? { id: endpointId, ...scope }
-        : { ...scope, status: 'enabled', OR: [{ events: { isEmpty: true } }, { events: { has: event.type } }] },
+        : { ...scope, status: 'enabled', OR: [{ events: { isEmpty: true } }, { events: { has: event.type } }], ...(about !== undefined && { NOT: { id: about } }) },
       select: { id: true, status: true },
     });
     if (endpointId !== undefined) {

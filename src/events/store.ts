@@ -13,6 +13,9 @@ export const EVENT_TYPES = [
   'request.denied',
   'report.completed',
   'report.failed',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
   'ping',
 ] as const;
 
@@ -28,6 +31,9 @@ const OBJECT_OF_TYPE: Record<EventType, string> = {
   'request.denied': 'service_request',
   'report.completed': 'report',
   'report.failed': 'report',
+  'webhook_endpoint.created': 'webhook_endpoint',
+  'webhook_endpoint.updated': 'webhook_endpoint',
+  'webhook_endpoint.deleted': 'webhook_endpoint',
   ping: 'ping',
 };
 
@@ -56,6 +62,8 @@ export interface NewEvent {
   previousAttributes?: PreviousAttributes;
   /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
   endpointId?: string;
+  /** Owed to every endpoint it would be owed to but this one: the endpoint a `webhook_endpoint.*` event tells of. */
+  notTo?: string;
 }
 
 /** `evt_` and 24 base62 characters (≈ 143 bits): never guessed, never reused. */
@@ -98,13 +106,14 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
     type: e.type,
     data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
     endpoint_id: e.endpointId ?? null,
+    not_to: e.notTo ?? null,
   }));
   await lockFeeds(tx, rows.map((r) => ({ brokerId: r.broker_id, mode: r.mode })));
   // One round trip for events and deliveries: the common case (a broker with no endpoints) costs an index probe.
   await tx.$executeRaw`
     WITH src AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-        AS r("ord" int, "id" text, "broker_id" text, "mode" text, "type" text, "data" jsonb, "endpoint_id" text)),
+        AS r("ord" int, "id" text, "broker_id" text, "mode" text, "type" text, "data" jsonb, "endpoint_id" text, "not_to" text)),
     stamp AS (
       SELECT GREATEST(clock_timestamp(), max(last."created_at")) AS "at"
         FROM (SELECT DISTINCT "broker_id", "mode"::"key_mode" AS "mode" FROM src) AS feed
@@ -122,7 +131,8 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
       JOIN src ON src."id" = ev."id"
       JOIN "webhook_endpoints" w ON w."broker_id" = ev."broker_id" AND w."mode" = ev."mode"
      WHERE CASE WHEN src."endpoint_id" IS NOT NULL THEN w."id" = src."endpoint_id"
-                ELSE w."status" = 'enabled' AND (cardinality(w."events") = 0 OR ev."type" = ANY (w."events")) END`;
+                ELSE w."status" = 'enabled' AND (cardinality(w."events") = 0 OR ev."type" = ANY (w."events"))
+                     AND w."id" IS DISTINCT FROM src."not_to" END`;
   return rows.map((r) => r.id);
 }
 

@@ -1,5 +1,5 @@
 /**
- * The report operations over HTTP: the invoices and services reports, and a report run. Each
+ * The report operations over HTTP: the invoices and services reports, a report run and the list of runs. Each
  * adapter reads its typed input (its body rules first, in the order openapi.yaml documents),
  * calls the use case the key's mode chooses and answers.
  */
@@ -8,6 +8,7 @@ import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { operation } from '../http/operation.ts';
+import { pageParams } from '../http/params.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import type { ByMode } from '../shared/caller.ts';
@@ -79,6 +80,16 @@ export function registerReportRoutes(router: Router, deps: ReportRouteDeps): voi
     validate: ({ body }) => servicesReportInput(body as Record<string, unknown>),
     sameRequest: recipientsAsSet,
     handle: async (input, { caller, useCases }) => ({ status: 200, data: await useCases.sendServicesReport(caller, input) }),
+  });
+
+  // GET /api/v1/reports
+  operation(router, deps.contract, 'listReports', {
+    useCases: reports,
+    validate: ({ query }) => pageParams(query, (cursor) => String(cursor)),
+    async handle(window, { caller, useCases }) {
+      const page = await useCases.listReports(caller, window);
+      return { status: 200, data: page.data, pagination: page.pagination };
+    },
   });
 
   // GET /api/v1/reports/{report_id}

@@ -1,14 +1,16 @@
 /**
- * The sandbox's report use cases: fixed totals (documented in openapi.yaml), no record read, no
- * file written, no e-mail sent, no run recorded; only the simulated run's `report.completed`
- * event, in test mode (src/events/simulated.ts).
+ * The sandbox's report use cases: fixed totals (documented in openapi.yaml), no business record
+ * read, no file written, no e-mail sent. Each report is recorded as a test-mode run (runs/store.ts)
+ * whose recipients end as the reserved test addresses ask (delivery/test-recipients.ts; any other
+ * address `sent`), so the answer, `GET /reports/{report_id}`, `GET /reports` and the run's
+ * `report.completed` event all tell the same run.
  */
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { recordSimulatedEvents } from '../events/simulated.ts';
-import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
-import type { ReportRunData } from './runs/present.ts';
+import { testRecipientError, testRecipientOutcome } from './delivery/test-recipients.ts';
+import { findReportRun, listReportRuns, type ReportRunData } from './runs/present.ts';
+import { recordSimulatedRun, type SimulatedRecipient } from './runs/store.ts';
 import type { InvoiceTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
 import type { ReportUseCases } from './use-cases.ts';
 
@@ -26,104 +28,93 @@ export function sandboxServiceTotals(status: ServiceStatusFilter | null): Servic
   return { total_services: status === null ? 4 : 1, services_by_status: byStatus };
 }
 
-const nothingSent = { recipients_sent: 0, recipients_failed: 0, recipients_pending: 0 };
+/** Each recipient after its simulated first attempt: a reserved address as it asks, any other sent. */
+function simulatedRecipients(recipients: string[]): SimulatedRecipient[] {
+  return recipients.map((email) => {
+    const outcome = testRecipientOutcome(email);
+    return outcome ? { email, status: outcome, error: testRecipientError(email, outcome) } : { email, status: 'sent', error: null };
+  });
+}
+
+/** What a simulated run is asked for. */
+interface SimulatedRun {
+  reportType: ReportRunData['report_type'];
+  recipients: string[];
+  dateRange: { start: string; end: string } | null;
+  statusFilter: ServiceStatusFilter | null;
+  totals: InvoiceTotals | ServiceTotals;
+}
+
+/** The run recorded in test mode, with the request's Idempotency-Key effect in its transaction; its counts and when it was made. */
+async function simulate(prisma: PrismaClient, caller: Caller, run: SimulatedRun) {
+  const id = randomUUID();
+  const generatedAt = new Date();
+  const recorded = await recordSimulatedRun(
+    prisma,
+    {
+      id,
+      brokerId: caller.brokerId,
+      apiKeyId: caller.apiKeyId,
+      reportType: run.reportType,
+      startDate: run.dateRange ? new Date(`${run.dateRange.start}T00:00:00Z`) : null,
+      endDate: run.dateRange ? new Date(`${run.dateRange.end}T00:00:00Z`) : null,
+      statusFilter: run.statusFilter,
+      totals: run.totals as object,
+      generatedAt,
+    },
+    simulatedRecipients(run.recipients),
+    (tx) => caller.unitOfWork.within(tx).recordEffect({ type: 'report', id }),
+  );
+  return {
+    report_id: recorded.report_id,
+    recipients_sent: recorded.recipients_sent,
+    recipients_failed: recorded.recipients_failed,
+    recipients_pending: recorded.recipients_pending,
+    generated_at: generatedAt.toISOString(),
+  };
+}
+
 const SIMULATED = { mode: 'test', simulated: true } as const;
-
-/**
- * The simulated run's end, as a sandbox `GET /reports/{report_id}` shows a run: completed, every
- * recipient sent (nothing is sent), written before the report is answered.
- */
-async function simulatedCompletion(prisma: PrismaClient, caller: Caller, run: SimulatedRun): Promise<void> {
-  const object = sandboxReportRun(run.reportId, new Date(), run);
-  const previous = previousAttributes(lastRecipientSending(object), object);
-  await recordSimulatedEvents(prisma, caller, { type: 'report', id: run.reportId }, [{ type: 'report.completed', object, previousAttributes: previous }]);
-}
-
-/** The completed run as a live one stands just before its last recipient's e-mail is accepted: `sending`, that recipient under way. */
-function lastRecipientSending(run: ReportRunData): ReportRunData {
-  const recipients = run.recipients.map((r, i) => (i === run.recipients.length - 1 ? { ...r, status: 'sending' as const, sent_at: null } : r));
-  return { ...run, status: 'sending', recipients_sent: run.recipients_sent - 1, recipients_pending: 1, finished_at: null, recipients };
-}
 
 export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {
-      const reportId = randomUUID();
-      await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'invoices', recipients, dateRange: { start, end }, statusFilter: null });
+      const dateRange = { start, end };
+      const run = await simulate(deps.prisma, caller, { reportType: 'invoices', recipients, dateRange, statusFilter: null, totals: SANDBOX_INVOICE_TOTALS });
       return {
         object: 'invoices_report',
-        report_id: reportId,
+        report_id: run.report_id,
         report_type: 'invoices',
         ...SANDBOX_INVOICE_TOTALS,
-        ...nothingSent,
-        date_range: { start, end },
-        generated_at: new Date().toISOString(),
+        recipients_sent: run.recipients_sent,
+        recipients_failed: run.recipients_failed,
+        recipients_pending: run.recipients_pending,
+        date_range: dateRange,
+        generated_at: run.generated_at,
         ...SIMULATED,
         recipient_count: recipients.length,
       };
     },
 
     async sendServicesReport(caller, { recipients, status }) {
-      const reportId = randomUUID();
-      await simulatedCompletion(deps.prisma, caller, { reportId, reportType: 'services', recipients, dateRange: null, statusFilter: status });
+      const totals = sandboxServiceTotals(status);
+      const run = await simulate(deps.prisma, caller, { reportType: 'services', recipients, dateRange: null, statusFilter: status, totals });
       return {
         object: 'services_report',
-        report_id: reportId,
+        report_id: run.report_id,
         report_type: 'services',
-        ...sandboxServiceTotals(status),
+        ...totals,
         status_filter: status,
-        ...nothingSent,
-        generated_at: new Date().toISOString(),
-        recipient_count: recipients.length,
+        recipients_sent: run.recipients_sent,
+        recipients_failed: run.recipients_failed,
+        recipients_pending: run.recipients_pending,
+        generated_at: run.generated_at,
         ...SIMULATED,
+        recipient_count: recipients.length,
       };
     },
 
-    findReport: async (_caller, reportId) => sandboxReportRun(reportId, new Date()),
-  };
-}
-
-/** What a simulated run was asked for. */
-interface SimulatedRun {
-  reportId: string;
-  reportType: ReportRunData['report_type'];
-  recipients: string[];
-  dateRange: ReportRunData['date_range'];
-  statusFilter: ServiceStatusFilter | null;
-}
-
-/**
- * The sandbox's run: completed, each recipient sent by attachment; nothing is read. `GET
- * /reports/{id}` answers any id with an invoices run of this month and one recipient.
- */
-export function sandboxReportRun(reportId: string, now: Date, run?: SimulatedRun): ReportRunData {
-  const at = now.toISOString();
-  const recipients = run?.recipients ?? ['recipient@example.com'];
-  return {
-    object: 'report',
-    report_id: reportId,
-    report_type: run?.reportType ?? 'invoices',
-    status: 'completed',
-    date_range: run ? run.dateRange : { start: at.slice(0, 8) + '01', end: at.slice(0, 10) },
-    status_filter: run?.statusFilter ?? null,
-    recipients_sent: recipients.length,
-    recipients_failed: 0,
-    recipients_pending: 0,
-    created_at: at,
-    finished_at: at,
-    error: null,
-    recipients: recipients.map((email) => ({
-      email,
-      status: 'sent' as const,
-      attempts: 1,
-      last_error: null,
-      sent_at: at,
-      delivery: 'attachment' as const,
-      link_expires_at: null,
-      download_count: 0,
-      downloads: [],
-    })),
-    mode: 'test',
-    simulated: true,
+    findReport: (caller, reportId) => findReportRun(deps.prisma, { brokerId: caller.brokerId, mode: 'test' }, reportId),
+    listReports: (caller, window) => listReportRuns(deps.prisma, { brokerId: caller.brokerId, mode: 'test' }, window),
   };
 }

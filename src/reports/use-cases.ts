@@ -1,8 +1,8 @@
 /**
  * The report operations in the domain's words: e-mail an invoices or a services report, and read
- * a report run back. `liveReports` records runs (runs/store.ts) and queues their builds on the
- * queues it is handed (delivery/pipeline.ts); `sandboxReports` (sandbox.ts) simulates the same
- * answers without reading a record, writing a file or sending.
+ * a report run back, or the broker's runs. `liveReports` records runs (runs/store.ts) and queues
+ * their builds on the queues it is handed (delivery/pipeline.ts); `sandboxReports` (sandbox.ts)
+ * records test-mode runs of the same shape without reading business data, building or sending.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,10 +12,11 @@ import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
 import type { Caller } from '../shared/caller.ts';
+import type { Page, PageWindow } from '../shared/page.ts';
 import { enqueueBuild } from './delivery/pipeline.ts';
 import { reportKinds } from './kinds/registry.ts';
 import { admitReportRun, checkReportLimits, reportLimitsOf } from './runs/limits.ts';
-import { findReportRun, type RecipientCounts, type ReportRunData } from './runs/present.ts';
+import { findReportRun, listReportRuns, type RecipientCounts, type ReportRunData } from './runs/present.ts';
 import { countRunRecipients, createRunRecords, failRunRecords, runStatusOf } from './runs/store.ts';
 import {
   ReportGenerationError,
@@ -46,6 +47,8 @@ export interface ReportUseCases {
   sendInvoicesReport(caller: Caller, input: InvoicesReportInput): Promise<InvoicesReportData>;
   sendServicesReport(caller: Caller, input: ServicesReportInput): Promise<ServicesReportData>;
   findReport(caller: Caller, reportId: string): Promise<ReportRunData>;
+  /** The broker's runs of the key's mode, newest first, each as `findReport` answers it. */
+  listReports(caller: Caller, window: PageWindow<string>): Promise<Page<ReportRunData>>;
 }
 
 /** What a live report run takes: the database, its settings and log, and the queues its build goes on. */
@@ -95,7 +98,8 @@ export function liveReports(deps: ReportDeps): ReportUseCases {
       };
     },
 
-    findReport: (caller, reportId) => findReportRun(deps.prisma, caller.brokerId, reportId),
+    findReport: (caller, reportId) => findReportRun(deps.prisma, { brokerId: caller.brokerId, mode: 'live' }, reportId),
+    listReports: (caller, window) => listReportRuns(deps.prisma, { brokerId: caller.brokerId, mode: 'live' }, window),
   };
 }
 

@@ -4,6 +4,8 @@
  * one transaction. The database is the record; a job in Redis is only a way to get an attempt made.
  */
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import { lockFeeds, type EventMode } from '../events/store.ts';
+import { endpointChanged } from './endpoint-store.ts';
 import { shouldDisable } from './schedule.ts';
 
 /** A delivery given up: failed, nothing more due, no lease, ended now. */
@@ -202,12 +204,14 @@ export const failingReason = (hours: number) => `every delivery failed for ${hou
  * while the delivery is pending under the attempt's lease (a repeated job, or one whose lease
  * lapsed and was claimed again, inserts nothing and changes nothing), the delivery's new
  * state (delivered; pending again at its next time; failed when the schedule ran out or the
- * endpoint is gone), its lease cleared, and the endpoint's figures; a 410, or failing for
- * `disableAfterHours`, disables the endpoint with the reason and fails its pending deliveries.
+ * endpoint is gone), its lease cleared, and the endpoint's figures (no event tells of them, so
+ * they leave `updated_at` alone); a 410, or failing for `disableAfterHours`, disables the endpoint
+ * with the reason, records `webhook_endpoint.updated` and fails its pending deliveries.
  */
 export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Promise<Recorded> {
   return prisma.$transaction(async (tx) => {
     const id = BigInt(o.deliveryId);
+    const mayDisable = await feedLockedIfDisabling(tx, o);
     // The endpoint's row first, locked, before the attempt's row: concurrent attempts change its
     // figures one at a time, and deleting the endpoint (which locks it, then its deliveries) waits
     // for this transaction or makes it record nothing, where locking in the other order deadlocked.
@@ -239,33 +243,52 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
     if (!endpoint) return { recorded: true, status };
     if (o.ok) {
       await tx.$executeRaw`
-        UPDATE "webhook_endpoints" SET "last_success_at" = ${o.attemptedAt}, "failing_since" = NULL, "consecutive_failures" = 0, "updated_at" = now()
+        UPDATE "webhook_endpoints" SET "last_success_at" = ${o.attemptedAt}, "failing_since" = NULL, "consecutive_failures" = 0
          WHERE "id" = ${o.endpointId}`;
       return { recorded: true, status };
     }
     const failingSince = endpoint.failing_since ?? o.attemptedAt;
     const disabledReason =
-      endpoint.status !== 'enabled'
+      endpoint.status !== 'enabled' || !mayDisable
         ? undefined
         : o.gone
           ? GONE_REASON
           : shouldDisable({ failingSince, now: new Date(), disableAfterHours: o.disableAfterHours })
             ? failingReason(o.disableAfterHours)
             : undefined;
+    const before = disabledReason === undefined ? undefined : await tx.webhookEndpoint.findUniqueOrThrow({ where: { id: o.endpointId } });
     await tx.$executeRaw`
       UPDATE "webhook_endpoints"
          SET "last_failure_at" = ${o.attemptedAt}, "failing_since" = ${failingSince},
-             "consecutive_failures" = "consecutive_failures" + 1, "updated_at" = now(),
+             "consecutive_failures" = "consecutive_failures" + 1,
+             "updated_at" = CASE WHEN ${disabledReason ?? null}::text IS NULL THEN "updated_at" ELSE now() END,
              "status" = CASE WHEN ${disabledReason ?? null}::text IS NULL THEN "status" ELSE 'disabled' END,
              "disabled_reason" = COALESCE(${disabledReason ?? null}::text, "disabled_reason")
        WHERE "id" = ${o.endpointId}`;
-    if (disabledReason !== undefined) {
+    if (before !== undefined) {
+      const after = await tx.webhookEndpoint.findUniqueOrThrow({ where: { id: o.endpointId } });
       await tx.$executeRaw`
         UPDATE "webhook_deliveries" SET ${GIVEN_UP}
          WHERE "endpoint_id" = ${o.endpointId} AND "status" = 'pending'`;
+      await endpointChanged(tx, { brokerId: after.brokerId, mode: after.mode }, { before, after }, new Date());
     }
     return { recorded: true, status: disabledReason !== undefined ? 'failed' : status, ...(disabledReason !== undefined ? { disabledReason } : {}) };
   });
+}
+
+/**
+ * Whether this attempt may disable its endpoint, and if so the endpoint's feed locked before its row
+ * (the order every endpoint change keeps, endpoint-store.ts). Judged before the row is locked: an
+ * endpoint enabled again meanwhile is disabled by a later failure, not by this one.
+ */
+async function feedLockedIfDisabling(tx: Prisma.TransactionClient, o: AttemptOutcome): Promise<boolean> {
+  if (o.ok) return false;
+  const [seen] = await tx.$queryRaw<Array<{ broker_id: string; mode: EventMode; status: string; failing_since: Date | null }>>`
+    SELECT "broker_id", "mode"::text AS "mode", "status"::text AS "status", "failing_since" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId}`;
+  if (!seen || seen.status !== 'enabled') return false;
+  if (!o.gone && !shouldDisable({ failingSince: seen.failing_since ?? o.attemptedAt, now: new Date(), disableAfterHours: o.disableAfterHours })) return false;
+  await lockFeeds(tx, [{ brokerId: seen.broker_id, mode: seen.mode }]);
+  return true;
 }
 
 /** Ends one delivery as failed without an attempt (its endpoint was disabled after it was claimed). */

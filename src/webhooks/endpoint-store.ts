@@ -3,13 +3,15 @@
  * mode (a live key's endpoints or a sandbox key's), so an endpoint of another broker or mode is
  * not found, exactly like an unknown one. The secrets arrive here already encrypted. Each change
  * records its effect through `work` in its own transaction (the request's Idempotency-Key), so a
- * retried request is never carried out twice.
+ * retried request is never carried out twice, and its `webhook_endpoint.*` event (endpointChanged).
  */
-import type { PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
-import { recordEvents, type EventMode } from '../events/store.ts';
+import type { Prisma, PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
+import { previousAttributes } from '../events/previous-attributes.ts';
+import { lockFeeds, recordEvents, type EventMode } from '../events/store.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
+import { endpointData } from './endpoint-data.ts';
 
 export type EndpointRow = WebhookEndpoint;
 
@@ -45,6 +47,42 @@ export const BROKER_DISABLED_REASON = 'disabled by the broker';
 const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
 
 /**
+ * Every transaction that changes an endpoint starts here: the feed's lock first, then the endpoint's
+ * row. Taken the other way round, a delete holding the row would wait for the feed's lock while an
+ * event's writer holding that lock waits for the row (its deliveries' key share lock): a deadlock.
+ */
+function endpointChange<T>(prisma: PrismaClient, scope: EndpointScope, change: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return prisma.$transaction(async (tx) => {
+    await lockFeeds(tx, [scope]);
+    return change(tx);
+  });
+}
+
+/**
+ * The change's event, last in its transaction: `webhook_endpoint.created` (no `before`), `.deleted`
+ * (no `after`; the endpoint as it was) or `.updated` with what changed. Its object is the endpoint as
+ * getWebhookEndpoint shows it, never a secret; the endpoint itself is never owed it (a new one
+ * would get its own creation before its secret could be deployed).
+ */
+export async function endpointChanged(
+  tx: Prisma.TransactionClient,
+  scope: EndpointScope,
+  change: { before?: EndpointRow; after?: EndpointRow },
+  now: Date,
+): Promise<void> {
+  const { before, after } = change;
+  const base = { brokerId: scope.brokerId, mode: scope.mode, notTo: (after ?? before)!.id };
+  if (before === undefined) {
+    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.created', object: endpointData(after!, now) }], now);
+  } else if (after === undefined) {
+    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.deleted', object: endpointData(before, now) }], now);
+  } else {
+    const object = endpointData(after, now);
+    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.updated', object, previousAttributes: previousAttributes(endpointData(before, now), object) }], now);
+  }
+}
+
+/**
  * Creates an endpoint unless the broker has `maxEndpoints` of this mode already (`400
  * invalid_parameter` with `details.max_endpoints`). A lock per broker and mode makes concurrent
  * creates count one after another, so together they cannot pass the bound either.
@@ -57,7 +95,7 @@ export async function createEndpoint(
   now: Date,
   maxEndpoints: number,
 ): Promise<EndpointRow> {
-  return prisma.$transaction(async (tx) => {
+  return endpointChange(prisma, scope, async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints.' || ${scope.brokerId} || '.' || ${scope.mode}))`;
     const count = await tx.webhookEndpoint.count({ where: { brokerId: scope.brokerId, mode: scope.mode } });
     if (count >= maxEndpoints) {
@@ -68,6 +106,7 @@ export async function createEndpoint(
       data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
     });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id: row.id });
+    await endpointChanged(tx, scope, { after: row }, now);
     return row;
   });
 }
@@ -104,10 +143,8 @@ export async function updateEndpoint(
   work: UnitOfWork,
   now: Date,
 ): Promise<EndpointRow> {
-  return prisma.$transaction(async (tx) => {
-    const where = { id, brokerId: scope.brokerId, mode: scope.mode };
-    const current = await tx.webhookEndpoint.findFirst({ where, select: { status: true } });
-    if (!current) throw notFound(id);
+  return endpointChange(prisma, scope, async (tx) => {
+    const current = await lockedEndpoint(tx, scope, id);
     const data = {
       ...(change.url !== undefined && { url: change.url }),
       ...(change.events !== undefined && { events: change.events }),
@@ -117,8 +154,18 @@ export async function updateEndpoint(
     };
     const row = await tx.webhookEndpoint.update({ where: { id }, data });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    await endpointChanged(tx, scope, { before: current, after: row }, now);
     return row;
   });
+}
+
+/** The endpoint's row, locked against concurrent changes and delivery attempts until the transaction ends. */
+async function lockedEndpoint(tx: Prisma.TransactionClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
+  const [locked] = await tx.$queryRaw<Array<{ id: string }>>`
+    SELECT "id" FROM "webhook_endpoints"
+     WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
+  if (!locked) throw notFound(id);
+  return tx.webhookEndpoint.findUniqueOrThrow({ where: { id } });
 }
 
 function statusChange(wanted: EndpointChange['status'], current: 'enabled' | 'disabled') {
@@ -128,12 +175,12 @@ function statusChange(wanted: EndpointChange['status'], current: 'enabled' | 'di
 }
 
 /** Deletes the endpoint (its deliveries and attempts go with it); returns it as it was. */
-export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork): Promise<EndpointRow> {
-  return prisma.$transaction(async (tx) => {
-    const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode } });
-    if (!row) throw notFound(id);
+export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<EndpointRow> {
+  return endpointChange(prisma, scope, async (tx) => {
+    const row = await lockedEndpoint(tx, scope, id);
     await tx.webhookEndpoint.delete({ where: { id } });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
+    await endpointChanged(tx, scope, { before: row }, now);
     return row;
   });
 }
@@ -150,16 +197,15 @@ export async function rotateSecret(
   work: UnitOfWork,
   now: Date,
 ): Promise<EndpointRow> {
-  return prisma.$transaction(async (tx) => {
-    const [current] = await tx.$queryRaw<Array<{ secret: string }>>`
-      SELECT "secret" FROM "webhook_endpoints"
-       WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
-    if (!current) throw notFound(id);
+  return endpointChange(prisma, scope, async (tx) => {
+    const current = await lockedEndpoint(tx, scope, id);
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
-    return tx.webhookEndpoint.update({
+    const row = await tx.webhookEndpoint.update({
       where: { id },
       data: { secret, previousSecret: current.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS), updatedAt: now },
     });
+    await endpointChanged(tx, scope, { before: current, after: row }, now);
+    return row;
   });
 }
 

@@ -24,13 +24,13 @@ import {
   rotateSecret,
   updateEndpoint,
   type EndpointChange,
-  type EndpointRow,
   type EndpointScope,
 } from './endpoint-store.ts';
+import { endpointData, type EndpointData } from './endpoint-data.ts';
 import { listDeliveries, type DeliveryPage, type DeliveryQuery } from './endpoint-deliveries.ts';
 import { newEndpointSecret } from './secrets.ts';
 
-export type EndpointData = components['schemas']['WebhookEndpoint'];
+export type { EndpointData };
 export type EndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
 export type DeletedEndpoint = components['schemas']['WebhookEndpointDeleted'];
 export type EventData = components['schemas']['Event'];
@@ -65,30 +65,6 @@ export interface EndpointDeps {
   resolve?: ResolveAll;
   /** Endpoints one broker may have in each mode (WEBHOOK_ENDPOINTS_PER_BROKER). */
   endpointsPerBroker: number;
-}
-
-const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
-
-/** An endpoint as the API shows it: never its secrets. */
-export function endpointData(row: EndpointRow): EndpointData {
-  return {
-    object: 'webhook_endpoint',
-    id: row.id,
-    url: row.url,
-    description: row.description,
-    events: row.events as EndpointData['events'],
-    status: row.status,
-    disabled_reason: row.disabledReason,
-    mode: row.mode,
-    last_success_at: iso(row.lastSuccessAt),
-    last_failure_at: iso(row.lastFailureAt),
-    failing_since: iso(row.failingSince),
-    consecutive_failures: row.consecutiveFailures,
-    // A lapsed previous secret no longer signs: say so by not showing its time.
-    previous_secret_expires_at: row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date() ? row.previousSecretExpiresAt.toISOString() : null,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
-  };
 }
 
 /** `events` as given, every entry a known type, each once. */
@@ -169,7 +145,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
     },
     async list(caller, page) {
       const { rows, total } = await listEndpoints(prisma, scope(caller), page);
-      return pageOf(rows.map(endpointData), total, page.limit, page.offset);
+      return pageOf(rows.map((row) => endpointData(row)), total, page.limit, page.offset);
     },
     async get(caller, id) {
       return endpointData(await findEndpoint(prisma, scope(caller), id));
@@ -178,7 +154,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
       return endpointData(await updateEndpoint(prisma, scope(caller), id, change, caller.unitOfWork, new Date()));
     },
     async remove(caller, id) {
-      return { ...endpointData(await deleteEndpoint(prisma, scope(caller), id, caller.unitOfWork)), deleted: true };
+      return { ...endpointData(await deleteEndpoint(prisma, scope(caller), id, caller.unitOfWork, new Date())), deleted: true };
     },
     async rotateSecret(caller, id) {
       const { secret, stored } = await newSecret();

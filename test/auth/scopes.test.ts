@@ -24,6 +24,7 @@ const REQUIRED: Record<string, Scope | null> = {
   sendServicesReport: 'reports:generate',
   sendInvoicesReport: 'reports:generate',
   getReport: 'reports:generate',
+  listReports: 'reports:generate',
   createWebhookEndpoint: 'admin:full',
   listWebhookEndpoints: 'admin:full',
   getWebhookEndpoint: 'admin:full',

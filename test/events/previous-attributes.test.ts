@@ -23,7 +23,7 @@ import { apiKey, broker } from '../helpers/factories.ts';
 import { service, serviceRequest, type PlanName } from '../helpers/service-factories.ts';
 
 /** The types that tell of a change to a record that already existed. */
-const CHANGE_TYPES = ['service.updated', 'service.cancelled', 'request.approved', 'request.denied', 'report.completed', 'report.failed'];
+const CHANGE_TYPES = ['service.updated', 'service.cancelled', 'request.approved', 'request.denied', 'report.completed', 'report.failed', 'webhook_endpoint.updated'];
 
 let t: TestApp;
 
@@ -306,6 +306,30 @@ const rows: Row[] = [
       };
     },
   },
+  ...(['live', 'test'] as const).map((mode): Row => ({
+    what: 'an endpoint created, its URL and events changed, disabled, enabled, rotated, deleted (no secret in any event)',
+    mode,
+    async change(b) {
+      const made = await ok(post(b.keys[mode], '/api/v1/webhook-endpoints', { url: 'https://hooks.broker.example/a' }));
+      const id = String(made.id);
+      await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${id}`, { url: 'https://hooks.broker.example/b', events: ['service.created'] }));
+      await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${id}`, { status: 'disabled' }));
+      await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${id}`, { status: 'enabled' }));
+      const rotated = await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${id}/rotate-secret`));
+      await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${id}/delete`));
+      return {
+        secrets: [String(made.secret), String(rotated.secret)],
+        events: ([created, changed, disabled, enabled]) => [
+          ['webhook_endpoint.created', undefined],
+          ['webhook_endpoint.updated', { url: 'https://hooks.broker.example/a', events: [], updated_at: created!.updated_at }],
+          ['webhook_endpoint.updated', { status: 'enabled', disabled_reason: null, updated_at: changed!.updated_at }],
+          ['webhook_endpoint.updated', { status: 'disabled', disabled_reason: 'disabled by the broker', updated_at: disabled!.updated_at }],
+          ['webhook_endpoint.updated', { previous_secret_expires_at: null, updated_at: enabled!.updated_at }],
+          ['webhook_endpoint.deleted', undefined],
+        ],
+      };
+    },
+  })),
   {
     what: 'service-create with automatic approval (creations)',
     mode: 'test',

@@ -480,7 +480,16 @@ export const OPERATIONS: OpSpec[] = [
       { name: 'start_date', required: true, valid: fc.constant<Val>('2025-01-01'), invalid: notDate },
       { name: 'end_date', required: true, valid: date, invalid: notDate },
     ],
-  },  { operationId: 'getReport', method: 'GET', template: '/api/v1/reports/{report_id}', param: 'report_id', mutating: false },
+  },
+  {
+    operationId: 'listReports',
+    method: 'GET',
+    template: '/api/v1/reports',
+    mutating: false,
+    // Its cursors name runs of the key's broker and mode: test/reports/list.test.ts.
+    query: [...limitOffset],
+  },
+  { operationId: 'getReport', method: 'GET', template: '/api/v1/reports/{report_id}', param: 'report_id', mutating: false },
   ...WEBHOOK_OPERATIONS,
   ...REQUEST_LOG_OPERATIONS,
 ];

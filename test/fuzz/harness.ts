@@ -77,6 +77,8 @@ export interface FuzzWorld {
   eventIds: Record<KeyKind, string[]>;
   /** Request log entries of the fuzz broker, of each key's mode. */
   requestLogIds: Record<KeyKind, string[]>;
+  /** Report runs of the fuzz broker, of each key's mode. */
+  reportIds: Record<KeyKind, string[]>;
   send(req: RawRequest): Promise<RawResponse>;
   snapshot(): Promise<Snapshot>;
   close(): Promise<void>;
@@ -131,9 +133,11 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
 
     const endpointIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
     const eventIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
+    const reportIds: Record<KeyKind, string[]> = { live: [], sandbox: [] };
     for (const [kind, mode] of [['live', 'live'], ['sandbox', 'test']] as const) {
       endpointIds[kind].push(await webhookEndpoint(t.prisma, { brokerId: brk.id, mode }));
       eventIds[kind].push(await event(t.prisma, { brokerId: brk.id, mode }));
+      reportIds[kind].push((await t.prisma.reportRun.create({ data: { brokerId: brk.id, mode, reportType: 'services', status: 'completed' } })).id);
     }
     const logged = { requestId: FUZZ_REQUEST_LOG_ID };
     const requestLogIds: Record<KeyKind, string[]> = { live: [await requestLog(t.prisma, live, logged)], sandbox: [await requestLog(t.prisma, sandbox, logged)] };
@@ -185,6 +189,7 @@ export async function startFuzzWorld(): Promise<FuzzWorld> {
       endpointIds,
       eventIds,
       requestLogIds,
+      reportIds,
       send,
       snapshot: () => snapshot(t),
       close: async () => {
@@ -211,8 +216,8 @@ const TABLES: Array<[name: string, rows: string, ignored: string[]]> = [
   ['services', 'services', []],
   ['service_requests', 'service_requests', []],
   ['invoices', 'invoices', []],
-  ['report_runs', 'report_runs', []],
-  ['report_recipients', 'report_recipients', []],
+  ['report_runs', `(SELECT * FROM report_runs WHERE mode = 'live')`, []],
+  ['report_recipients', `(SELECT r.* FROM report_recipients r JOIN report_runs run ON run.id = r.report_run_id WHERE run.mode = 'live')`, []],
   // A refused request writes no event either (events are written with their change).
   ['events', `(SELECT * FROM events WHERE mode = 'live')`, []],
   ['webhook_endpoints', 'webhook_endpoints', []],
@@ -221,8 +226,11 @@ const TABLES: Array<[name: string, rows: string, ignored: string[]]> = [
   // What a sandbox change may add (and nothing else may).
   ['test_events', `(SELECT * FROM events WHERE mode = 'test')`, []],
   ['test_webhook_deliveries', `(SELECT d.* FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.mode = 'test')`, []],
+  // A sandbox report is recorded as a test-mode run (src/reports/sandbox.ts).
+  ['test_report_runs', `(SELECT * FROM report_runs WHERE mode = 'test')`, []],
+  ['test_report_recipients', `(SELECT r.* FROM report_recipients r JOIN report_runs run ON run.id = r.report_run_id WHERE run.mode = 'test')`, []],
 ];
-const SIMULATED_TABLES = new Set(['test_events', 'test_webhook_deliveries']);
+const SIMULATED_TABLES = new Set(['test_events', 'test_webhook_deliveries', 'test_report_runs', 'test_report_recipients']);
 
 export interface Snapshot {
   /** Row count and an md5 of every row (as JSON, minus ignored columns) of each table of TABLES. */
@@ -320,7 +328,8 @@ function simulatedEvents(operationId: string | undefined, status: number, data: 
       return { types: data.request_status === 'approved' ? ['request.approved', 'service.created'] : ['request.denied'], answerAt: 0 };
     case 'sendInvoicesReport':
     case 'sendServicesReport':
-      return { types: ['report.completed'] };
+      // A run with a recipient still pending (a reserved pending.test address) has not ended: no event yet.
+      return { types: data.recipients_pending === 0 ? ['report.completed'] : [] };
     default:
       return { types: [] };
   }

@@ -14,6 +14,7 @@ const OTHER_OPERATIONS = [
   'sendServicesReport',
   'sendInvoicesReport',
   'getReport',
+  'listReports',
   'listRequestLogs',
   'getRequestLog',
 ];

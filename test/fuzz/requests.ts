@@ -44,6 +44,8 @@ export interface WorldIds {
   eventIds: Record<KeyKind, string[]>;
   /** Request log entries of the fuzz broker, by the mode of the key that sees them. */
   requestLogIds: Record<KeyKind, string[]>;
+  /** Report runs of the fuzz broker, by the mode of the key that sees them. */
+  reportIds: Record<KeyKind, string[]>;
 }
 
 export type Breaker =
@@ -156,8 +158,8 @@ function validParam(op: OpSpec, kind: KeyKind, ids: WorldIds): fc.Arbitrary<stri
     const existing = fc.constantFrom(...ids.requestIds);
     return fc.oneof(existing, existing.map((id) => id.toLowerCase()), existing.map((id) => id.replace(/-0+/, '-')));
   }
-  // Any id: a sandbox key gets a simulated run for it, a live key a 404 unless it is one of its runs.
-  if (op.param === 'report_id') return fc.uuid();
+  // A run of the key's mode (found), or any id (a 404 unless it is one of them).
+  if (op.param === 'report_id') return kind === 'live' ? fc.oneof(fc.constantFrom(...ids.reportIds.live), fc.uuid()) : fc.constantFrom(...ids.reportIds.sandbox);
   // Endpoints and events of the key's own mode: found (a sandbox key's clean request must succeed).
   if (op.param === 'endpoint_id') return fc.constantFrom(...ids.endpointIds[kind]);
   if (op.param === 'event_id') return fc.constantFrom(...ids.eventIds[kind]);

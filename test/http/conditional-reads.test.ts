@@ -32,6 +32,7 @@ before(async () => {
   const pending = await serviceRequest(t.prisma, { brokerId: b.id, type: 'create', requestedPlan: 'Basic VPS' });
   requestId = `REQ-${String(pending.id).padStart(6, '0')}`;
   const run = await t.prisma.reportRun.create({ data: { brokerId: b.id, reportType: 'invoices' } });
+  const testRun = await t.prisma.reportRun.create({ data: { brokerId: b.id, reportType: 'invoices', mode: 'test' } });
   endpointId = await webhookEndpoint(t.prisma, { brokerId: b.id });
   const testEndpoint = await webhookEndpoint(t.prisma, { brokerId: b.id, mode: 'test' });
   const liveEvent = await event(t.prisma, { brokerId: b.id });
@@ -45,13 +46,14 @@ before(async () => {
     listServices: '/api/v1/services?limit=25',
     getService: `/api/v1/services/${serviceNumber}`,
     listRequests: '/api/v1/requests',
-    getReport: `/api/v1/reports/${run.id}`,
+    listReports: '/api/v1/reports',
     listWebhookEndpoints: '/api/v1/webhook-endpoints',
     listEvents: '/api/v1/events',
   };
   urls = {
     live: {
       ...common,
+      getReport: `/api/v1/reports/${run.id}`,
       getWebhookEndpoint: `/api/v1/webhook-endpoints/${endpointId}`,
       listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${endpointId}/deliveries`,
       getEvent: `/api/v1/events/${liveEvent}`,
@@ -60,6 +62,7 @@ before(async () => {
     },
     test: {
       ...common,
+      getReport: `/api/v1/reports/${testRun.id}`,
       getWebhookEndpoint: `/api/v1/webhook-endpoints/${testEndpoint}`,
       listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${testEndpoint}/deliveries`,
       getEvent: `/api/v1/events/${testEvent}`,
@@ -109,8 +112,8 @@ for (const mode of ['live', 'test'] as const) {
 
 describe('records read alike twice answer 304 to their tag', () => {
   for (const mode of ['live', 'test'] as const) {
-    // The sandbox's simulated services, requests and reports are dated at the time of the read.
-    const stable = mode === 'live' ? undefined : new Set(['getAuthCheck', 'listWebhookEndpoints', 'getWebhookEndpoint', 'listEvents', 'getEvent', 'listRequestLogs', 'getRequestLog']);
+    // The sandbox's simulated services and requests are dated at the time of the read (its report runs are recorded).
+    const stable = mode === 'live' ? undefined : new Set(['getAuthCheck', 'getReport', 'listReports', 'listWebhookEndpoints', 'getWebhookEndpoint', 'listEvents', 'getEvent', 'listRequestLogs', 'getRequestLog']);
     test(`${mode} key: the same tag, then 304 with no body, the same ETag and no-store`, async () => {
       const key = mode === 'live' ? live : sandbox;
       for (const [operationId, url] of Object.entries(urls[mode])) {

@@ -83,6 +83,21 @@ describe('contract:check', () => {
     assert.ok(result.breaking.every((d) => (d as { path: string[] }).path.includes('requestBody')), JSON.stringify(result.breaking).slice(0, 2000));
   });
 
+  // Event types are added in minor versions (issue 39 added webhook_endpoint.*): EventType and
+  // EventObject are marked `x-extensible`, and a value or a branch added to them in an answer is no break.
+  it('an event type or event object kind added to an answer is no break; to an unmarked enum it is one', () => {
+    const spec = parse(current) as Doc;
+    assert.equal(spec.components.schemas.EventType['x-extensible'], true);
+    assert.equal(spec.components.schemas.EventObject['x-extensible'], true);
+    const newType = edited((doc) => doc.components.schemas.EventType.enum.push('invoice.created'));
+    assert.deepEqual(check(newType, current).breaking, []);
+    const unmarked = edited((doc) => {
+      delete doc.components.schemas.EventType['x-extensible'];
+      doc.components.schemas.EventType.enum.push('invoice.created');
+    });
+    assert.equal(check(unmarked, current).ok, false);
+  });
+
   it('passes additive edits: a response field, an optional header, a new operation, a new error code', () => {
     const additive = edited((doc) => {
       doc.components.schemas.Service.properties.report_id = { type: 'string', description: 'New.' };

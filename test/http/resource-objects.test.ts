@@ -25,6 +25,9 @@ const OBJECT_OF_EVENT: Record<string, string> = {
   'request.denied': 'service_request',
   'report.completed': 'report',
   'report.failed': 'report',
+  'webhook_endpoint.created': 'webhook_endpoint',
+  'webhook_endpoint.updated': 'webhook_endpoint',
+  'webhook_endpoint.deleted': 'webhook_endpoint',
   ping: 'ping',
 };
 
@@ -110,6 +113,7 @@ for (const mode of ['live', 'test'] as const) {
         return res;
       }, 200, 'invoices_report'],
       ['getReport', () => get(k().auto, `/api/v1/reports/${reportId}`), 200, 'report'],
+      ['listReports', () => get(k().auto, '/api/v1/reports'), 200, 'report', true],
       ['createWebhookEndpoint', async () => {
         const res = await post(k().auto, '/api/v1/webhook-endpoints', { url: 'https://93.184.216.34/capi' });
         endpointId = res.body.data?.id as string;

@@ -18,8 +18,8 @@ const WRITERS: Record<string, string> = {
   'cli/demo.ts': 'the demo data: with recordEvents',
   'cli/demo-examples.ts': 'the contract examples: with recordEvents / recordFixedEvents',
   'cli/imports.ts': 'imported services: with recordEvents',
-  'webhooks/endpoint-store.ts': 'endpoints (no event type tells of an endpoint today)',
-  'webhooks/delivery-store.ts': "an endpoint's delivery health (last_success_at, failing_since)",
+  'webhooks/endpoint-store.ts': 'endpoints: every change through endpointChange, its event through endpointChanged',
+  'webhooks/delivery-store.ts': "an endpoint's delivery figures (told by no event, documented); disabling it: endpointChanged",
   'reports/runs/store.ts': 'report runs; their end records report.completed/report.failed',
   'reports/workbook/store.ts': "a run's workbook deleted (not a field getReport shows as an event's)",
   'events/store.ts': 'the events themselves',
@@ -49,5 +49,37 @@ test('only the listed files write the records the feed tells of; only src/events
 test('each writer of services or requests records its events', () => {
   for (const file of ['services/store.ts', 'services/use-cases.ts', 'requests/store.ts', 'cli/demo.ts', 'cli/demo-examples.ts', 'cli/imports.ts']) {
     assert.match(readFileSync(path.join(SRC, file), 'utf8'), /recordEvents\(/, file);
+  }
+});
+
+/** Functions that write endpoints without endpointChanged, and why; a new one fails the test below. */
+const ENDPOINT_WRITES_WITHOUT_EVENT: Record<string, string> = {
+  'cli/demo-examples.ts putEndpoint': "the demo's example endpoint, a fixture of the contract's examples (src/cli/demo*, not yet evented)",
+  'cli/demo-examples.ts disableOtherExampleEndpoints': 'the demo disabling the endpoints its create example made (not yet evented)',
+  'cli/demo-examples.ts putEvents': "the example endpoint's last_success_at, a delivery figure no event tells of",
+};
+
+/** A file's top-level functions, each with its text up to the next one. */
+function functionsOf(code: string): Array<{ name: string; body: string }> {
+  const starts = [...code.matchAll(/^(?:export )?(?:async )?function (\w+)/gm)];
+  return starts.map((m, i) => ({ name: m[1]!, body: code.slice(m.index, starts[i + 1]?.index ?? code.length) }));
+}
+
+test('every function that changes a webhook endpoint records its webhook_endpoint.* event (endpointChanged)', () => {
+  const ENDPOINT_WRITE = /\.webhookEndpoint\.(create|createMany|update|updateMany|upsert|delete|deleteMany)\b|\b(UPDATE|INSERT INTO|DELETE FROM)\s+"webhook_endpoints"/;
+  const silent: string[] = [];
+  for (const file of files(SRC)) {
+    const name = path.relative(SRC, file).split(path.sep).join('/');
+    for (const fn of functionsOf(readFileSync(file, 'utf8'))) {
+      if (ENDPOINT_WRITE.test(fn.body) && !/endpointChanged\(/.test(fn.body)) silent.push(`${name} ${fn.name}`);
+    }
+  }
+  assert.deepEqual(silent.filter((f) => !(f in ENDPOINT_WRITES_WITHOUT_EVENT)).sort(), [], 'an endpoint written without its event: call endpointChanged in its transaction');
+  assert.deepEqual(Object.keys(ENDPOINT_WRITES_WITHOUT_EVENT).filter((f) => !silent.includes(f)), [], 'an exemption no longer needed: remove it');
+});
+
+test('every endpoint change of src/webhooks/endpoint-store.ts runs under the feed\'s lock first (endpointChange)', () => {
+  for (const fn of functionsOf(readFileSync(path.join(SRC, 'webhooks/endpoint-store.ts'), 'utf8'))) {
+    if (/endpointChanged\(/.test(fn.body) && fn.name !== 'endpointChanged') assert.match(fn.body, /endpointChange\(prisma, scope,/, fn.name);
   }
 });

@@ -113,14 +113,14 @@ describe('GET /api/v1/reports/{report_id}', () => {
     assert.equal(res.body.error.code, 'insufficient_permissions');
   });
 
-  test('sandbox: a simulated completed run for any id, nothing read', async () => {
-    const sandbox = await apiKey(h.t.prisma, { mode: 'test', scopes: ['reports:generate'] });
+  test('sandbox: its own test-mode runs only; a live run is 404 to a sandbox key of its broker', async () => {
+    const sandbox = await apiKey(h.t.prisma, { brokerId: live.brokerId, mode: 'test', scopes: ['reports:generate'] });
     const res = await getReport(app, sandbox.key, runId);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.equal(res.body.data.report_id, runId);
-    assert.equal(res.body.data.mode, 'test');
-    assert.equal(res.body.data.simulated, true);
-    assert.equal(res.body.data.recipients[0].email, 'recipient@example.com', 'not the live run');
+    assert.equal(res.status, 404, JSON.stringify(res.body));
+    const made = await report(app, sandbox.key, ['recipient@example.com']);
+    const own = await getReport(app, sandbox.key, made.body.data.report_id);
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual([own.body.data.mode, own.body.data.simulated, own.body.data.recipients[0].email], ['test', true, 'recipient@example.com']);
     const scenario = await getReport(app, sandbox.key, runId).set('X-Test-Scenario', 'validation_error');
     assert.equal(scenario.status, 400);
     assert.equal(scenario.body.error.code, 'invalid_parameter');

@@ -96,7 +96,7 @@ const settled = (key: string, eventId: string) =>
   }, 20_000, `the deliveries of ${eventId} to be final`);
 
 /** The types of a change to a record that already existed. */
-const CHANGES = new Set(['service.updated', 'service.cancelled', 'request.approved', 'request.denied', 'report.completed', 'report.failed']);
+const CHANGES = new Set(['service.updated', 'service.cancelled', 'request.approved', 'request.denied', 'report.completed', 'report.failed', 'webhook_endpoint.updated']);
 
 interface Expected {
   key: string;
@@ -146,7 +146,55 @@ interface Row {
   cause(b: Broker): Promise<string[] | void>;
   /** What the event's object says, beyond the common checks. */
   object?(object: Data, b: Broker): Promise<void> | void;
+  /** Events of the type the broker had before (its endpoints' creation). */
+  already?: number;
 }
+
+/** An endpoint's events, in each mode: told to the mode's other endpoints (the broker's own), not simulated in the sandbox. */
+const endpointRows = (mode: Mode): Row[] => {
+  const made = async (b: Broker) => endpoint(b.keys[mode], `b-${b.brokerId}/${mode}/made`, ['service.created']);
+  const asShown = async (o: Data, b: Broker) => assert.deepEqual(o, await ok(get(b.keys[mode], `/api/v1/webhook-endpoints/${String(o.id)}`)), 'the endpoint as GET shows it');
+  return [
+    {
+      type: 'webhook_endpoint.created',
+      mode,
+      how: 'createWebhookEndpoint',
+      already: 1,
+      async cause(b) {
+        return [(await made(b)).secret];
+      },
+      object: asShown,
+    },
+    {
+      type: 'webhook_endpoint.updated',
+      mode,
+      how: 'a secret rotated',
+      async cause(b) {
+        const e = await made(b);
+        const rotated = await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${e.id}/rotate-secret`));
+        return [e.secret, String(rotated.secret)];
+      },
+      async object(o, b) {
+        assert.notEqual(o.previous_secret_expires_at, null);
+        await asShown(o, b);
+      },
+    },
+    {
+      type: 'webhook_endpoint.deleted',
+      mode,
+      how: 'deleteWebhookEndpoint',
+      async cause(b) {
+        const e = await made(b);
+        await ok(post(b.keys[mode], `/api/v1/webhook-endpoints/${e.id}/delete`));
+        return [e.secret];
+      },
+      async object(o, b) {
+        assert.deepEqual([o.object, o.url], ['webhook_endpoint', receiver.url(`b-${b.brokerId}/${mode}/made`)]);
+        assert.equal((await get(b.keys[mode], `/api/v1/webhook-endpoints/${String(o.id)}`)).status, 404);
+      },
+    },
+  ];
+};
 
 async function ok(res: request.Response | Promise<request.Response>, status = 200): Promise<Data> {
   const r = await res;
@@ -407,6 +455,8 @@ const rows: Row[] = [
     },
     object: (o, b) => assert.deepEqual(o, { object: 'ping', endpoint_id: b.endpoints.test.id }),
   },
+  ...endpointRows('live'),
+  ...endpointRows('test'),
 ];
 
 const other = (mode: Mode): Mode => (mode === 'live' ? 'test' : 'live');
@@ -424,15 +474,16 @@ describe('each event type reaches a receiver, signed, from its operation', () =>
         type: row.type,
         mode: row.mode,
         // A ping is no simulated change: it is sent to the test endpoint for real.
-        simulated: row.mode === 'test' && row.type !== 'ping',
+        simulated: row.mode === 'test' && !row.type.startsWith('webhook_endpoint.') && row.type !== 'ping',
         secrets: [...shown, INITIAL_PASSWORD, b.keys.live, b.keys.test, b.endpoints.live.secret, b.endpoints.test.secret],
       });
       await row.object?.(object, b);
       const sameType = await ok(get(b.keys[row.mode], `/api/v1/events?type=${row.type}`));
-      assert.deepEqual((sameType as unknown as Data[]).map((e) => e.id), [copy.headers['webhook-id']], 'the operation wrote one event of the type');
+      const ids = (sameType as unknown as Data[]).map((e) => e.id);
+      assert.deepEqual([ids.length, ids[0]], [1 + (row.already ?? 0), copy.headers['webhook-id']], 'the operation wrote one event of the type');
       assert.equal(copiesOf(own.path, row.type).length, 1, 'delivered once');
-      // The other mode has no event of this broker, so its endpoint is owed nothing.
-      assert.deepEqual(await ok(get(b.keys[other(row.mode)], '/api/v1/events')), []);
+      // The other mode has no event of this broker but its endpoint's creation (owed to no one), so its endpoint is owed nothing.
+      assert.deepEqual((await ok(get(b.keys[other(row.mode)], '/api/v1/events')) as unknown as Data[]).map((e) => e.type), ['webhook_endpoint.created']);
       assert.deepEqual(receiver.to(b.endpoints[other(row.mode)].path), [], `the ${other(row.mode)} endpoint received nothing`);
     });
   }
@@ -468,9 +519,9 @@ describe('redelivery and subscriptions', () => {
     const some = await endpoint(b.keys.live, `b${b.brokerId}/some`, ['service.updated', 'request.denied']);
     const created = await ok(post(b.keys.live, '/api/v1/service-create', NEW_SERVICE));
     await ok(post(b.keys.live, `/api/v1/services/${String(created.service_number)}/password`));
-    const all = await eventually(() => (receiver.to(b.endpoints.live.path).length >= 3 ? receiver.to(b.endpoints.live.path) : undefined), 20_000, 'three deliveries');
+    const all = await eventually(() => (receiver.to(b.endpoints.live.path).length >= 4 ? receiver.to(b.endpoints.live.path) : undefined), 20_000, 'four deliveries');
     const types = (copies: Received[]) => copies.map((c) => (JSON.parse(c.body) as Data).type).sort();
-    assert.deepEqual(types(all), ['request.created', 'service.created', 'service.updated']);
+    assert.deepEqual(types(all), ['request.created', 'service.created', 'service.updated', 'webhook_endpoint.created'], 'the new endpoint\'s creation too');
     const [updated] = await eventually(() => (receiver.to(some.path).length > 0 ? receiver.to(some.path) : undefined), 20_000, 'the subscribed delivery');
     verified(some.secret, updated!);
     for (const copy of all) {

@@ -11,7 +11,8 @@ import createFetchClient from './vendor/openapi-fetch.js';
 export const EVENT_TYPES = [
     'service.created', 'service.updated', 'service.cancelled',
     'request.created', 'request.approved', 'request.denied',
-    'report.completed', 'report.failed', 'ping',
+    'report.completed', 'report.failed',
+    'webhook_endpoint.created', 'webhook_endpoint.updated', 'webhook_endpoint.deleted', 'ping',
 ];
 const everyTypeListed = true;
 void everyTypeListed;

@@ -471,6 +471,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List report runs
+         * @description Lists the report runs of the key's broker and mode, newest first (by `created_at`, then
+         *     `report_id`), each exactly as `getReport` answers it: its status, its recipient counts and
+         *     each recipient's delivery. A live key lists the live runs; a sandbox key lists the runs its
+         *     broker's sandbox keys made (test mode), never a live one, and a live key never sees those.
+         *
+         *     Paging: by `offset`, or by cursor, as `listServices`. `starting_after` (a `report_id` of the
+         *     list, the last row of the page before) gives the runs right after it, `ending_before` (the
+         *     first row of the page after) the runs right before it, still newest first; both together
+         *     the runs between them. A cursor names a run, not a position: a report started while you page
+         *     moves nothing on the pages after it (new runs come first). With a cursor,
+         *     `pagination.offset` is the number of runs ahead of the page. A cursor that names none of the
+         *     broker's runs of the key's mode, or a cursor with an `offset` other than 0, is
+         *     `400 invalid_parameter` (rule `exists` or `exclusive`).
+         *
+         *     Worked example:
+         *
+         *     ```
+         *     GET /api/v1/reports?limit=1
+         *     Authorization: Bearer sk_live_...
+         *
+         *     200 {"success":true,"data":[{"object":"report","report_id":"5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11","report_type":"invoices",
+         *          "status":"completed", ... ,"recipients_sent":1,"recipients_failed":1,"recipients_pending":0, ...}],
+         *          "pagination":{"total":7,"limit":1,"offset":0,"has_more":true}}
+         *
+         *     GET /api/v1/reports?limit=1&starting_after=5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         *     ```
+         */
+        get: operations["listReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{report_id}": {
         parameters: {
             query?: never;
@@ -494,9 +539,11 @@ export interface paths {
          *     sent). Recipient status: `pending` (waiting for its first or next attempt), `sending` (an
          *     attempt is under way), `sent`, `failed`.
          *
-         *     A `report_id` that is not one of the broker's runs (another broker's, or not an id at
-         *     all): `404 not_found`. Sandbox: any `report_id` answers a simulated completed invoices
-         *     run with one recipient, `mode: "test"` and `simulated: true`; nothing is read.
+         *     A `report_id` that is not one of the broker's runs of the key's mode (another broker's, a
+         *     live run asked with a sandbox key or a test run with a live key, or not an id at all):
+         *     `404 not_found`. Sandbox: the run a sandbox report recorded (test mode), as its answer
+         *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
+         *     for a `failed` or a `pending` recipient.
          *
          *     Worked example:
          *
@@ -539,7 +586,9 @@ export interface paths {
          *     an error. A broker with no (matching) service still gets the report, with zero totals
          *     (there is no `no_data` here). The attachment is `services-<YYYY-MM-DD>.xlsx` (one row per
          *     service and a summary by status). Sandbox: fixed totals (4 services, one in each status;
-         *     with `status`, the one service of that status), `recipient_count`, no file and no e-mail.
+         *     with `status`, the one service of that status), `recipient_count`, the recipients'
+         *     simulated outcomes (every one `sent` but the test recipients: *Test recipients* under
+         *     *Reports*), the run recorded in test mode for `getReport`; no file and no e-mail.
          *
          *     After the body's checks, a live report past the broker's report bounds (reports running at
          *     once, reports per hour; see *Rate limits*) is `429 rate_limit_exceeded` with `Retry-After`,
@@ -603,7 +652,9 @@ export interface paths {
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
          *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
-         *     `simulated: true`; no invoices read, no file, no e-mail.
+         *     `simulated: true`, the recipients' simulated outcomes (every one `sent` but the test
+         *     recipients: *Test recipients* under *Reports*), the run recorded in test mode for
+         *     `getReport`; no invoices read, no file, no e-mail.
          *
          *     Worked example:
          *
@@ -877,7 +928,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver an event
-         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type. Answers with the event and all its deliveries, the new ones `pending`.
+         * @description Sends the event again: a new delivery, due at once, with attempts and retries of its own (the `webhook-id` is the event's id again, so a receiver that already has it can drop it). With `endpoint_id`, to that endpoint (whatever its event types; it must be `enabled`, else `409 conflict` with `details.current_status: disabled`); without, to every enabled endpoint of the key's mode subscribed to the event's type (for a `webhook_endpoint.*` event, but the endpoint it tells of). Answers with the event and all its deliveries, the new ones `pending`.
          *
          *     An unknown event or endpoint (another broker's or mode's included) is `404 not_found`.
          *
@@ -1161,6 +1212,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook_endpoint.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.created
+         * @description A webhook endpoint was created (`createWebhookEndpoint`), sent to the mode's other endpoints that take it, never to the new one. The object is the endpoint as `getWebhookEndpoint` shows it, never its secret. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook_endpoint.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.updated
+         * @description A webhook endpoint changed: its URL, event types, description or status (`updateWebhookEndpoint`, or the server disabling it), or its secret was rotated (`previous_secret_expires_at` and `updated_at` change; a secret is never in an event). Sent to the mode's other endpoints that take it. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook_endpoint.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.deleted
+         * @description A webhook endpoint was deleted (`deleteWebhookEndpoint`); the object is the endpoint as it was, never its secret. Sent to the mode's other endpoints that take it. Verify the signature before trusting the body (see *Receiving webhooks*).
+         */
+        post: operations["webhookWebhookEndpointDeleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     ping: {
         parameters: {
             query?: never;
@@ -1209,7 +1320,7 @@ export interface components {
          */
         SandboxSimulated: true;
         /**
-         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to. Present only in sandbox responses.
+         * @description Sandbox marker of the report operations: the number of unique normalized recipients the report would go to, equal to `recipients_sent + recipients_failed + recipients_pending`. Present only in sandbox responses.
          * @example 2
          */
         RecipientCount: number;
@@ -1276,7 +1387,10 @@ export interface components {
          *     Missing or `null`: `missing_parameter`; not an array, a non-string item, an invalid
          *     address, or nothing left: `invalid_parameter` (`details.max_recipients: 10`); more than 10
          *     unique addresses: `too_many_recipients`. (The item rules are checked by the server, not by
-         *     this schema, so that empty items can be dropped first.)
+         *     this schema, so that empty items can be dropped first.) Addresses at the reserved domains
+         *     `failed.test` and `pending.test` are test recipients: in the sandbox, and with a live key
+         *     on a server whose mail goes to the local outbox, they end `failed` or stay `pending` (see
+         *     *Test recipients* under *Reports*).
          * @example [
          *       "finance@broker.example",
          *       "ceo@broker.example"
@@ -1645,9 +1759,10 @@ export interface components {
          * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
          *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
          *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
-         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, a simulated
-         *     `report_id`, every count 0). The counts are read from the run's records when the answer is
-         *     made (see *Delivery and what the counts mean* under the *Reports* tag).
+         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, the `report_id` of
+         *     the run recorded in test mode, the counts of its simulated outcomes, adding up to
+         *     `recipient_count`). The counts are read from the run's records when the answer is made (see
+         *     *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "invoices_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1747,7 +1862,7 @@ export interface components {
             cancelled: number;
         };
         /**
-         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, a simulated `report_id`, every count 0). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* under the *Reports* tag).
+         * @description Outcome of a services report. Sandbox answers add `mode`, `simulated` and `recipient_count` (fixed totals, one service per status, the `report_id` of the run recorded in test mode, the counts of its simulated outcomes, adding up to `recipient_count`). The counts are read from the run's records when the answer is made (see *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
          * @example {
          *       "object": "services_report",
          *       "report_id": "5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11",
@@ -1813,14 +1928,14 @@ export interface components {
             recipient_count?: components["schemas"]["RecipientCount"];
         };
         /**
-         * @description The id of a report run (a UUID; simulated in sandbox answers). `GET /api/v1/reports/{report_id}` returns the run.
+         * @description The id of a report run (a UUID; a sandbox key's runs are recorded in test mode). `GET /api/v1/reports/{report_id}` returns the run to a key of its broker and mode.
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
          */
         ReportIdValue: string;
         /** @description One recipient of a report run and the delivery of its e-mail. */
         ReportRunRecipient: {
             /**
-             * @description The normalized address.
+             * @description The normalized address (one at `failed.test` or `pending.test` is a test recipient; see *Test recipients* under *Reports*).
              * @example finance@broker.example
              */
             email: string;
@@ -1875,7 +1990,7 @@ export interface components {
              */
             ip: string;
         };
-        /** @description A report run as recorded, with each recipient's delivery. Sandbox answers add `mode` and `simulated`. */
+        /** @description A report run as recorded, with each recipient's delivery. The runs of sandbox keys are recorded in test mode and add `mode` and `simulated`. */
         ReportRun: {
             /**
              * @description Always `report`: this object is a report run. (enum property replaced by openapi-typescript)
@@ -2145,6 +2260,13 @@ export interface components {
         ServicesReportEnvelope: {
             success: components["schemas"]["SuccessFlag"];
             data: components["schemas"]["ServicesReport"];
+        };
+        /** @description Success envelope of listReports, a page of report runs. */
+        ReportRunListEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            /** @description The runs of this page (at most `limit`), newest first, each as `getReport` answers it. */
+            data: components["schemas"]["ReportRun"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description Success envelope of getReport. */
         ReportRunEnvelope: {
@@ -2842,6 +2964,38 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 400 error body of `listReports`.
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "invalid_parameter",
+         *         "message": "Invalid parameter starting_after: no report 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11 of this broker and mode",
+         *         "details": {
+         *           "field": "starting_after",
+         *           "location": "query",
+         *           "rule": "exists",
+         *           "reason": "no report 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11 of this broker and mode"
+         *         },
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ListReportsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `invalid_parameter`.
+                 * @example invalid_parameter
+                 * @enum {string}
+                 */
+                code: "invalid_parameter";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+                details?: components["schemas"]["InvalidParameterDetails"];
+            };
+        };
+        /**
          * @description HTTP 400 error body of `manageRequest`.
          * @example {
          *       "success": false,
@@ -3227,11 +3381,11 @@ export interface components {
             };
         };
         /**
-         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `ping` (`pingWebhookEndpoint`).
+         * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
          */
-        EventType: "service.created" | "service.updated" | "service.cancelled" | "request.created" | "request.approved" | "request.denied" | "report.completed" | "report.failed" | "ping";
+        EventType: "service.created" | "service.updated" | "service.cancelled" | "request.created" | "request.approved" | "request.denied" | "report.completed" | "report.failed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "ping";
         /**
          * @description A webhook endpoint's id: `we_` and 24 letters and digits.
          * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
@@ -3269,8 +3423,7 @@ export interface components {
          */
         WebhookEndpoint: {
             /**
-             * @description Always `webhook_endpoint`: this object is a webhook endpoint.
-             * @example webhook_endpoint
+             * @description Always `webhook_endpoint`: this object is a webhook endpoint. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             object: "webhook_endpoint";
@@ -3557,8 +3710,8 @@ export interface components {
             /** @description The error: `conflict`, `idempotency_key_in_use` or `idempotency_key_answer_lost`. */
             error: components["schemas"]["ErrorConflict"] | components["schemas"]["ErrorIdempotencyKeyInUse"] | components["schemas"]["ErrorIdempotencyKeyAnswerLost"];
         };
-        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `PingObject` (`ping`) for `ping`. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
-        EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["PingObject"];
+        /** @description The object the event is about, as the API's own answers show it (never credentials), told apart by its `object`: a `Service` (`service`) for `service.*`, a `ServiceRequest` (`service_request`) for `request.*`, a `ReportRun` (`report`, as `getReport` shows it) for `report.*`, a `WebhookEndpoint` (`webhook_endpoint`, as `getWebhookEndpoint` shows it, never a secret) for `webhook_endpoint.*`, a `PingObject` (`ping`) for `ping`; kinds are added in minor versions with their event types. Test-mode objects carry `mode: "test"` and `simulated: true` where the sandbox's answers do. The `webhooks` section of this document gives each type's schema. */
+        EventObject: components["schemas"]["Service"] | components["schemas"]["ServiceRequest"] | components["schemas"]["ReportRun"] | components["schemas"]["WebhookEndpoint"] | components["schemas"]["PingObject"];
         /**
          * @description The object of a `ping` event: the endpoint it was sent to.
          * @example {
@@ -3577,12 +3730,14 @@ export interface components {
         /**
          * @description On an event of a change to a record that already existed (`service.updated`,
          *     `service.cancelled`, `request.approved`, `request.denied`, `report.completed`,
-         *     `report.failed`): every field of `data.object` that the change altered, with its value
+         *     `report.failed`, `webhook_endpoint.updated`): every field of `data.object` that the change altered, with its value
          *     before the change, under the same name and in the same format as in `data.object`; fields
          *     the change left alone are absent. Credentials never appear: a password change adds
-         *     `password_changed: true`. Events of a creation (`service.created`, `request.created`) and
-         *     `ping` have no `previous_attributes`. Each type's own schema: `ServicePreviousAttributes`,
-         *     `ServiceRequestPreviousAttributes`, `ReportRunPreviousAttributes` (the `webhooks` section).
+         *     `password_changed: true`. Events of a creation (`service.created`, `request.created`,
+         *     `webhook_endpoint.created`), `webhook_endpoint.deleted` and `ping` have no
+         *     `previous_attributes`. Each type's own schema: `ServicePreviousAttributes`,
+         *     `ServiceRequestPreviousAttributes`, `ReportRunPreviousAttributes`,
+         *     `WebhookEndpointPreviousAttributes` (the `webhooks` section).
          * @example {
          *       "plan": "Basic VPS",
          *       "updated_at": "2025-03-01T09:30:00.000Z"
@@ -3690,6 +3845,59 @@ export interface components {
             created_at?: components["schemas"]["Timestamp"];
             updated_at?: components["schemas"]["Timestamp"];
             decided_at?: components["schemas"]["NullableTimestamp"];
+        };
+        /**
+         * @description `previous_attributes` of a `webhook_endpoint.updated` event: the fields of the
+         *     `WebhookEndpoint` (as `getWebhookEndpoint` shows it) that the change altered, each with its
+         *     value before it, and always `updated_at`. Disabling shows `status` (`enabled`) and
+         *     `disabled_reason` (`null`); enabling `status`, `disabled_reason` and the failure figures it
+         *     cleared; a secret rotation `previous_secret_expires_at` (never a secret).
+         * @example {
+         *       "status": "enabled",
+         *       "disabled_reason": null,
+         *       "updated_at": "2025-03-01T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpointPreviousAttributes: {
+            /**
+             * Format: uri
+             * @description Where the events were POSTed.
+             * @example https://hooks.broker.example/old
+             */
+            url?: string;
+            /**
+             * @description The broker's own note, or `null`.
+             * @example Order system
+             */
+            description?: string | null;
+            /**
+             * @description The event types it took; empty: every type.
+             * @example [
+             *       "service.created"
+             *     ]
+             */
+            events?: components["schemas"]["EventType"][];
+            /**
+             * @description `enabled` or `disabled`.
+             * @example enabled
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+            /**
+             * @description Why it was disabled, or `null`.
+             * @example null
+             */
+            disabled_reason?: string | null;
+            last_success_at?: components["schemas"]["NullableTimestamp"];
+            last_failure_at?: components["schemas"]["NullableTimestamp"];
+            failing_since?: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Failed attempts since the last success.
+             * @example 3
+             */
+            consecutive_failures?: number;
+            previous_secret_expires_at?: components["schemas"]["NullableTimestamp"];
+            updated_at?: components["schemas"]["Timestamp"];
         };
         /**
          * @description `previous_attributes` of a `report.completed` or `report.failed` event: the fields of the run
@@ -4432,6 +4640,73 @@ export interface components {
                 previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
             };
         };
+        /** @description The body of a `webhook_endpoint.created` delivery. */
+        WebhookPayloadWebhookEndpointCreated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.created
+             * @constant
+             */
+            type: "webhook_endpoint.created";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as `getWebhookEndpoint` shows it (never a secret). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /** @description The body of a `webhook_endpoint.updated` delivery. */
+        WebhookPayloadWebhookEndpointUpdated: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.updated
+             * @constant
+             */
+            type: "webhook_endpoint.updated";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as it is now (never a secret), and what the change altered (`previous_attributes`). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
+                previous_attributes?: components["schemas"]["WebhookEndpointPreviousAttributes"];
+            };
+        };
+        /** @description The body of a `webhook_endpoint.deleted` delivery. */
+        WebhookPayloadWebhookEndpointDeleted: {
+            /**
+             * @description Always `event`: this object is an event.
+             * @example event
+             * @enum {string}
+             */
+            object: "event";
+            id: components["schemas"]["EventIdValue"];
+            /**
+             * @description The event type.
+             * @example webhook_endpoint.deleted
+             * @constant
+             */
+            type: "webhook_endpoint.deleted";
+            created_at: components["schemas"]["Timestamp"];
+            mode: components["schemas"]["KeyMode"];
+            /** @description The payload: the `WebhookEndpoint` as it was when it was deleted (never a secret). */
+            data: {
+                object: components["schemas"]["WebhookEndpoint"];
+            };
+        };
         /** @description The body of a `ping` delivery. */
         WebhookPayloadPing: {
             /**
@@ -4891,6 +5166,21 @@ export interface components {
                 "application/json": components["schemas"]["ListRequestsError400"];
             };
         };
+        /** @description Invalid request to `listReports`. A query parameter breaks its rule, or a cursor names none of the broker's runs of the key's mode. Do not retry unchanged. */
+        ListReportsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ListReportsError400"];
+            };
+        };
         /** @description Invalid request to `manageRequest`. The body is not a JSON object, `action` is missing or unknown, a denial has no `denial_reason`, or the request id is malformed. Do not retry unchanged. */
         ManageRequestBadRequest: {
             headers: {
@@ -5275,6 +5565,16 @@ export interface components {
          * @example REQ-000044
          */
         RequestIdPath: string;
+        /**
+         * @description Cursor: a `report_id` of the list (the last row of the previous page); the page holds the runs right after it, newest first. With `ending_before` too, the runs between the two. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportStartingAfter: string;
+        /**
+         * @description Cursor: a `report_id` of the list (the first row of the next page); the page holds the runs right before it (newer ones), still newest first. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+         * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+         */
+        ReportEndingBefore: string;
         /**
          * @description The `report_id` of a report answer (a UUID). Anything that names none of the key's broker's report runs is `404 not_found`.
          * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
@@ -6178,6 +6478,85 @@ export interface operations {
             404: components["responses"]["RequestNotFound"];
             409: components["responses"]["RequestConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listReports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Rows to skip, an integer >= 0 (default 0). Anything else is `400 invalid_parameter`.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Cursor: a `report_id` of the list (the last row of the previous page); the page holds the runs right after it, newest first. With `ending_before` too, the runs between the two. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+                 * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+                 */
+                starting_after?: components["parameters"]["ReportStartingAfter"];
+                /**
+                 * @description Cursor: a `report_id` of the list (the first row of the next page); the page holds the runs right before it (newer ones), still newest first. One that names none of the broker's runs of the key's mode, or sent with an `offset` other than 0, is `400 invalid_parameter`.
+                 * @example 5b0c8a52-31f4-4d7e-9d3c-2f7f1b6f0a11
+                 */
+                ending_before?: components["parameters"]["ReportEndingBefore"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *
+                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
+                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of report runs. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportRunListEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["ListReportsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
@@ -7799,6 +8178,135 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookPayloadReportFailed"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointCreated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointUpdated"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and nothing more is sent to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered: any `2xx` within the timeout (15 s by default). The body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a timeout, a refused connection) is a failed attempt, retried on the schedule (see *Receiving webhooks*). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same on every attempt and redelivery: dedupe on it. */
+                "webhook-id": components["schemas"]["EventIdValue"];
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). Refuse one too far from your clock (the `standardwebhooks` libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated signatures `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the endpoint's secret (the base64 after `whsec_`, decoded); two during a secret rotation. Accept the delivery when any one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadWebhookEndpointDeleted"];
             };
         };
         responses: {

@@ -16,7 +16,8 @@ type EventType = components['schemas']['EventType'];
 export const EVENT_TYPES = [
   'service.created', 'service.updated', 'service.cancelled',
   'request.created', 'request.approved', 'request.denied',
-  'report.completed', 'report.failed', 'ping',
+  'report.completed', 'report.failed',
+  'webhook_endpoint.created', 'webhook_endpoint.updated', 'webhook_endpoint.deleted', 'ping',
 ] as const satisfies readonly EventType[];
 type Unlisted = Exclude<EventType, (typeof EVENT_TYPES)[number]>;
 const everyTypeListed: [Unlisted] extends [never] ? true : Unlisted = true;

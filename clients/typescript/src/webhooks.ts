@@ -22,6 +22,9 @@ export interface WebhookEventObjects {
   'request.denied': Schemas['ServiceRequest'];
   'report.completed': Schemas['ReportRun'];
   'report.failed': Schemas['ReportRun'];
+  'webhook_endpoint.created': Schemas['WebhookEndpoint'];
+  'webhook_endpoint.updated': Schemas['WebhookEndpoint'];
+  'webhook_endpoint.deleted': Schemas['WebhookEndpoint'];
   ping: Schemas['PingObject'];
 }
 

@@ -20,6 +20,7 @@ import { XLSX_MEDIA_TYPE, type MailLink } from '../kinds/kind.ts';
 import { storeWorkbook } from '../workbook/build.ts';
 import { reportKinds } from '../kinds/registry.ts';
 import { createLink } from './links.ts';
+import { outboxTestFailure } from './test-recipients.ts';
 import {
   claimRecipient,
   claimRunForBuild,
@@ -314,8 +315,10 @@ function fromWorkbookRead(err: unknown): boolean {
   return false;
 }
 
-/** One SMTP conversation and what it came to. */
+/** One SMTP conversation and what it came to (a reserved test address's, without one: test-recipients.ts). */
 async function sendOnce(p: Pipeline, message: MailMessage, lastAttempt: boolean): Promise<SendOutcome> {
+  const simulated = outboxTestFailure(p.config, message.to, lastAttempt);
+  if (simulated) return { sent: false, ...simulated };
   try {
     const info = await p.mailer().send(message);
     return { sent: true, messageId: info.messageId };

@@ -2,8 +2,8 @@
  * Admission of live reports: a broker may have at most REPORTS_CONCURRENT_PER_BROKER reports
  * running at once and start at most REPORTS_PER_HOUR_PER_BROKER in any hour. A report multiplies
  * into a workbook build and one e-mail per recipient, so the key's request rate alone bounds
- * neither the e-mail nor the load. Sandbox reports record no run and are bounded only by the
- * key's rate limit. A run counts as running until final, or until `RUNNING_MAX_AGE_MS` after its
+ * neither the e-mail nor the load. Sandbox reports record test-mode runs that build and send
+ * nothing: only live runs count, and sandbox reports are bounded only by the key's rate limit. A run counts as running until final, or until `RUNNING_MAX_AGE_MS` after its
  * creation (a dead process's run cannot block its broker forever); every run of the last hour
  * counts against the hourly bound, whatever its state.
  */

@@ -31,7 +31,7 @@ export const runStatusOf = (prisma: PrismaClient, runId: string) =>
 
 /** Takes a run that waits for its workbook into `building`; false when it no longer waits (a repeated job). */
 export async function claimRunForBuild(prisma: PrismaClient, runId: string): Promise<boolean> {
-  const claimed = await prisma.reportRun.updateMany({ where: { id: runId, status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
+  const claimed = await prisma.reportRun.updateMany({ where: { id: runId, mode: 'live', status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
   return claimed.count > 0;
 }
 
@@ -73,7 +73,65 @@ const runAsShown = async (tx: Db, runId: string): Promise<ReportRunData> => (awa
 /** The event of a run's end, in the transaction that ended it: the run as `GET /reports/{report_id}` shows it then, and `before` it. */
 async function recordRunEvent(tx: Db, runId: string, type: 'report.completed' | 'report.failed', before: ReportRunData): Promise<void> {
   const run = await reportRunOf(tx, runId);
-  await recordEvents(tx, [{ brokerId: run.brokerId, type, object: run.data, previousAttributes: previousAttributes(before, run.data) }]);
+  await recordEvents(tx, [{ brokerId: run.brokerId, mode: run.mode, type, object: run.data, previousAttributes: previousAttributes(before, run.data) }]);
+}
+
+// ---- the sandbox's runs ----
+
+/** A sandbox recipient as its simulated run records it: its final or pending state after one attempt. */
+export interface SimulatedRecipient {
+  email: string;
+  status: 'sent' | 'failed' | 'pending';
+  error: string | null;
+}
+
+/**
+ * A sandbox key's run, recorded in test mode as a live run stands once each recipient's first
+ * attempt is known: no workbook (none is built) and no queue (nothing is sent; the pipeline's
+ * queries take live runs only). When no recipient is pending it is `completed` with its
+ * `report.completed`, in this transaction, and `after(tx)` (the request's effect) commits with it.
+ */
+export async function recordSimulatedRun(
+  prisma: PrismaClient,
+  data: Omit<Prisma.ReportRunUncheckedCreateInput, 'recipients' | 'mode' | 'status'>,
+  recipients: SimulatedRecipient[],
+  after: (tx: Prisma.TransactionClient) => Promise<unknown>,
+): Promise<ReportRunData> {
+  return prisma.$transaction(async (tx) => {
+    const now = new Date();
+    const counts = recipientCounts(recipients.map((r) => [r.status, 1] as const));
+    const completed = counts.pending === 0;
+    const run = await tx.reportRun.create({
+      data: {
+        ...data,
+        mode: 'test',
+        status: completed ? 'completed' : 'sending',
+        delivery: 'attachment',
+        recipientsSent: counts.sent,
+        recipientsFailed: counts.failed,
+        createdAt: now,
+        completedAt: completed ? now : null,
+        workbookDeletedAt: now,
+        recipients: {
+          create: recipients.map((r) => ({ email: r.email, status: r.status, error: r.error, attempts: 1, sentAt: r.status === 'sent' ? now : null })),
+        },
+      },
+      select: { id: true },
+    });
+    const shown = await runAsShown(tx, run.id);
+    if (completed) await recordRunEvent(tx, run.id, 'report.completed', beforeLastOutcome(shown));
+    await after(tx);
+    return shown;
+  });
+}
+
+/** A completed run as it stood just before its last recipient's outcome was recorded (that attempt under way): what its `report.completed` compares with. */
+function beforeLastOutcome(run: ReportRunData): ReportRunData {
+  const last = run.recipients.at(-1);
+  if (!last) return run;
+  const counts = { recipients_sent: run.recipients_sent - (last.status === 'sent' ? 1 : 0), recipients_failed: run.recipients_failed - (last.status === 'failed' ? 1 : 0) };
+  const sending = { ...last, status: 'sending' as const, last_error: null, sent_at: null };
+  return { ...run, ...counts, recipients_pending: run.recipients_pending + 1, status: 'sending', finished_at: null, recipients: [...run.recipients.slice(0, -1), sending] };
 }
 
 type StoredCounts = { recipientsSent: number; recipientsFailed: number };
@@ -110,13 +168,13 @@ export async function lockBrokerAdmissions(tx: Prisma.TransactionClient, brokerI
 
 /** The broker's runs not final that were created after `createdAfter` (older ones no longer count). */
 export const countRunningRuns = (db: Db, brokerId: string, createdAfter: Date) =>
-  db.reportRun.count({ where: { brokerId, status: { notIn: [...FINAL_STATES] }, createdAt: { gt: createdAfter } } });
+  db.reportRun.count({ where: { brokerId, mode: 'live', status: { notIn: [...FINAL_STATES] }, createdAt: { gt: createdAfter } } });
 
-export const countRunsCreatedSince = (db: Db, brokerId: string, since: Date) => db.reportRun.count({ where: { brokerId, createdAt: { gt: since } } });
+export const countRunsCreatedSince = (db: Db, brokerId: string, since: Date) => db.reportRun.count({ where: { brokerId, mode: 'live', createdAt: { gt: since } } });
 
 /** When the `n`th newest of the broker's runs created after `since` was created (undefined: fewer runs). */
 export async function nthNewestRunCreatedSince(db: Db, brokerId: string, since: Date, n: number): Promise<Date | undefined> {
-  const [run] = await db.reportRun.findMany({ where: { brokerId, createdAt: { gt: since } }, orderBy: { createdAt: 'desc' }, skip: n - 1, take: 1, select: { createdAt: true } });
+  const [run] = await db.reportRun.findMany({ where: { brokerId, mode: 'live', createdAt: { gt: since } }, orderBy: { createdAt: 'desc' }, skip: n - 1, take: 1, select: { createdAt: true } });
   return run?.createdAt;
 }
 
@@ -128,7 +186,7 @@ export const pendingRecipientIds = async (prisma: PrismaClient, runId: string): 
 /** Takes a waiting recipient of a `sending` run into `sending` (one more attempt); false when it does not wait. */
 export async function claimRecipient(prisma: PrismaClient, recipientId: number): Promise<boolean> {
   const claimed = await prisma.reportRecipient.updateMany({
-    where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending' } } },
+    where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending', mode: 'live' } } },
     data: { status: 'sending', claimedAt: new Date(), attempts: { increment: 1 } },
   });
   return claimed.count > 0;
@@ -206,7 +264,7 @@ async function countAndSettle(tx: Db, runId: string, before: ReportRunData | und
 /** `sending` runs not touched since `before` whose every recipient is final: their completion was missed. */
 export const unfinishedRuns = (prisma: PrismaClient, before: Date) =>
   prisma.reportRun.findMany({
-    where: { status: 'sending', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
+    where: { status: 'sending', mode: 'live', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
     select: { id: true },
     take: 100,
   });
@@ -216,6 +274,7 @@ export const runsWithWorkbooksToRelease = (prisma: PrismaClient, now: Date) =>
   prisma.reportRun.findMany({
     where: {
       workbookDeletedAt: null,
+      mode: 'live',
       OR: [
         { status: 'failed' },
         { status: 'completed', delivery: { not: 'link' } },
@@ -230,14 +289,14 @@ export const runsWithWorkbooksToRelease = (prisma: PrismaClient, now: Date) =>
 
 /** Runs waiting for a build, not touched since `before`. */
 export const runsWaitingForBuild = (prisma: PrismaClient, before: Date) =>
-  prisma.reportRun.findMany({ where: { status: { in: ['queued', 'building'] }, updatedAt: { lt: before } }, select: { id: true }, take: 100 });
+  prisma.reportRun.findMany({ where: { status: { in: ['queued', 'building'] }, mode: 'live', updatedAt: { lt: before } }, select: { id: true }, take: 100 });
 
 /** Marks a run as seen now (the reconciler resumed it). */
 export const touchRun = (prisma: PrismaClient, runId: string) => prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: new Date() } });
 
 /** Claims not renewed since `before`: their worker died, maybe after the server accepted. */
 export const abandonedClaims = (prisma: PrismaClient, before: Date) =>
-  prisma.reportRecipient.findMany({ where: { status: 'sending', claimedAt: { lt: before } }, select: { id: true, claimedAt: true, reportRunId: true }, take: 500 });
+  prisma.reportRecipient.findMany({ where: { status: 'sending', claimedAt: { lt: before }, reportRun: { is: { mode: 'live' } } }, select: { id: true, claimedAt: true, reportRunId: true }, take: 500 });
 
 /** Releases a claim as found (`claimedAt`), without its attempt; false when it changed meanwhile. */
 export async function releaseAbandonedClaim(prisma: PrismaClient, recipientId: number, claimedAt: Date | null): Promise<boolean> {
@@ -248,7 +307,7 @@ export async function releaseAbandonedClaim(prisma: PrismaClient, recipientId: n
 /** Recipients of `sending` runs waiting for a send, not touched since `before`. */
 export const waitingRecipients = (prisma: PrismaClient, before: Date) =>
   prisma.reportRecipient.findMany({
-    where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending' } } },
+    where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending', mode: 'live' } } },
     select: { id: true, reportRunId: true },
     take: 500,
   });

@@ -83,7 +83,7 @@ describe('report run counts (src/reports/run-store.ts)', () => {
     const events = await db.prisma.event.findMany({ where: { brokerId, type: { startsWith: 'report.' } } });
     const mine = events.filter((e) => (e.data as { object: { report_id: string } }).object.report_id === runId);
     assert.deepEqual(mine.map((e) => [e.type, e.mode]), [['report.completed', 'live']]);
-    assert.deepEqual((mine[0]!.data as { object: unknown }).object, await findReportRun(db.prisma, brokerId, runId));
+    assert.deepEqual((mine[0]!.data as { object: unknown }).object, await findReportRun(db.prisma, { brokerId, mode: 'live' }, runId));
   });
 
   test('a run that fails before any e-mail writes report.failed once, its recipients failed', async () => {
