@@ -9,7 +9,8 @@ type EventType = Schemas['EventType'];
 export const EVENT_TYPES = [
   'service.created', 'service.updated', 'service.cancelled',
   'request.created', 'request.approved', 'request.denied',
-  'report.completed', 'report.failed', 'ping',
+  'report.completed', 'report.failed',
+  'webhook_endpoint.created', 'webhook_endpoint.updated', 'webhook_endpoint.deleted', 'ping',
 ] as const satisfies readonly EventType[];
 const everyType: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : never = true;
 void everyType;

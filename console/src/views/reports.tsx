@@ -1,21 +1,10 @@
 /** "Reports": the broker's report runs and, for each, its recipients and how their e-mails went. */
 import { useState } from 'preact/hooks';
-import { api, type Schemas } from '../api.ts';
+import { api } from '../api.ts';
 import { Badge, Pager, ProblemNote, TableWrap, Time, useCursor, useLoad, ViewHeading } from '../ui.tsx';
 
-type Run = Schemas['ReportRun'];
-interface RunPage {
-  data: Run[];
-  pagination: { has_more: boolean };
-}
-
-// listReports (GET /api/v1/reports, issue 41) joins the contract in the same release as the
-// console; until the client is generated with it, the call names its path and the page's type
-// (its pages go on with starting_after, the last run's id).
-const listReports = async (query: { limit: number; starting_after?: string }): Promise<RunPage> => {
-  const get = api.GET as unknown as (url: string, init: { params: { query: typeof query } }) => Promise<{ data: RunPage }>;
-  return (await get('/api/v1/reports', { params: { query } })).data;
-};
+const listReports = async (query: { limit: number; starting_after?: string }) =>
+  (await api.GET('/api/v1/reports', { params: { query } })).data;
 
 export function Reports() {
   const paging = useCursor();
@@ -29,7 +18,7 @@ export function Reports() {
       <form class="filters" aria-label="Open a report run by id" onSubmit={(e) => { e.preventDefault(); if (lookup.trim()) setOpen(lookup.trim()); }}>
         <label>
           Report id
-          <input value={lookup} onInput={(e) => setLookup(e.currentTarget.value)} placeholder="rpt_…" />
+          <input value={lookup} onInput={(e) => setLookup(e.currentTarget.value)} />
         </label>
         <div class="actions"><button type="submit">Open</button></div>
       </form>
