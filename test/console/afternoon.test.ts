@@ -71,7 +71,7 @@ test("an integrator's afternoon in the console", async () => {
   // The failed call, with its error's message and details in full.
   await page.getByLabel('Status').selectOption('4xx');
   await page.getByRole('button', { name: 'Apply filters' }).click();
-  await page.getByRole('button', { name: /^Details/ }).first().click();
+  await page.getByRole('row').filter({ hasText: 'upgradeService' }).getByRole('button', { name: /^Details/ }).click();
   const entry = page.locator('.detail');
   assert.match(await entry.innerText(), new RegExp(refused.body.error.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
   assert.deepEqual(JSON.parse(await entry.locator('figure.json pre').innerText()), refused.body.error.details);

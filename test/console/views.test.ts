@@ -108,7 +108,9 @@ describe('the console in a browser', () => {
     await page.getByLabel('Status').selectOption('4xx');
     await page.getByLabel('Operation').fill('upgradeService');
     await page.getByRole('button', { name: 'Apply filters' }).press('Enter');
-    const details = page.getByRole('button', { name: /^Details/ }).first();
+    // The filtered page: a row of the refused upgrade alone (the rows before the filter are gone).
+    await page.getByRole('button', { name: /^Details/ }).nth(1).waitFor({ state: 'detached' });
+    const details = page.getByRole('row').filter({ hasText: 'upgradeService' }).getByRole('button', { name: /^Details/ });
     await details.focus();
     await page.keyboard.press('Enter');
     const detail = page.locator('.detail');
