@@ -546,6 +546,9 @@ export interface paths {
          *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
          *     for a `failed` or a `pending` recipient.
          *
+         *     The samples read the run's id from the environment variable `REPORT_ID` (the `report_id`
+         *     of a report answer, or of a run `listReports` lists).
+         *
          *     Worked example:
          *
          *     ```
@@ -3407,7 +3410,7 @@ export interface components {
          * @example {
          *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
-         *       "url": "https://hooks.broker.example/capi",
+         *       "url": "https://[4000::1]/capi",
          *       "description": "Order system",
          *       "events": [],
          *       "status": "enabled",
@@ -3432,7 +3435,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3477,7 +3480,7 @@ export interface components {
          * @example {
          *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
-         *       "url": "https://hooks.broker.example/capi",
+         *       "url": "https://[4000::1]/capi",
          *       "description": "Order system",
          *       "events": [],
          *       "status": "enabled",
@@ -3504,7 +3507,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3557,7 +3560,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3607,7 +3610,7 @@ export interface components {
         WebhookEndpointCreateBody: {
             /**
              * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3628,7 +3631,7 @@ export interface components {
         WebhookEndpointUpdateBody: {
             /**
              * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url?: string;
             /**
@@ -3660,7 +3663,6 @@ export interface components {
             /**
              * Format: date-time
              * @description The deliveries that ended `failed` at or after this instant (RFC 3339) are queued again. Within the 30 days events are kept and not in the future; otherwise `400 invalid_parameter` (`details.field: since`, `details.rule: retention` or `future`).
-             * @example 2025-03-02T08:00:00Z
              */
             since: string;
         };

@@ -99,7 +99,9 @@ function narrowedFreeFormAnswer(d, released, current) {
 function extendedAnswer(d, current) {
   const at = d.path.length - 2;
   if (d.action !== 'add' || !['enum', 'oneOf'].includes(d.path[at]) || !d.path.slice(0, at).includes('responses')) return false;
-  return nodeAt(current, d.path.slice(0, at))?.['x-extensible'] === true;
+  // The tool wraps a discriminated oneOf's branches in an `allOf` of one that the document lacks.
+  const prefix = d.path.slice(0, at).filter((key, i, keys) => !(key === 'allOf' && keys[i - 2] === 'oneOf') && !(keys[i - 1] === 'allOf' && keys[i - 3] === 'oneOf'));
+  return nodeAt(current, prefix)?.['x-extensible'] === true;
 }
 
 /** The breaking differences between two contracts' texts, as api-smart-diff classifies them. */

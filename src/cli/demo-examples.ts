@@ -16,6 +16,7 @@ import { recordEvents, recordFixedEvents, type EventType, type NewEvent } from '
 import { REQUEST_INCLUDE } from '../services/change-requests.ts';
 import { serviceData } from '../services/present.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
+import { putRequestLogs } from './demo-request-logs.ts';
 
 const at = (iso: string) => new Date(iso);
 
@@ -258,10 +259,13 @@ async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
 
 /** components.parameters.WebhookEndpointIdPath and every endpoint example (all `mode: live`). */
 const EXAMPLE_ENDPOINT = 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW';
-/** The endpoint examples' URL: an `.example` host, which never resolves. */
-const EXAMPLE_ENDPOINT_URL = 'https://hooks.broker.example/capi';
-/** Enabled, the example endpoint would be owed every live change, each retried for a day against a host that does not exist. */
-const DEMO_DISABLED_REASON = 'disabled by the demo command: hooks.broker.example does not exist';
+/**
+ * The endpoint examples' URL: a public address (any server registers it, no DNS needed) in IPv6
+ * space the IETF keeps unassigned (4000::/2), so no delivery reaches anyone.
+ */
+const EXAMPLE_ENDPOINT_URL = 'https://[4000::1]/capi';
+/** Enabled, the example endpoint would be owed every live change, each retried for a day against an address that reaches no one. */
+const DEMO_DISABLED_REASON = 'disabled by the demo command: its address, 4000::1, reaches no receiver';
 
 interface ExampleEvent {
   id: string;
@@ -308,7 +312,7 @@ const DELIVERED_AFTER_MS = 306_081;
 
 /**
  * Disabled (DEMO_DISABLED_REASON), its secret kept from the first run; deliveries still owed are
- * given up so nothing retries a host that does not exist. False when another broker or mode has the id.
+ * given up so nothing retries an address that reaches no one. False when another broker or mode has the id.
  */
 async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, now: Date): Promise<boolean> {
   const existing = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT }, select: { brokerId: true, mode: true } });
@@ -409,10 +413,11 @@ export async function putContractExamples(
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now);
-      // After the example endpoints are disabled (nothing is owed to a host that does not exist),
+      // After the example endpoints are disabled (nothing is owed to an address that reaches no one),
       // before the examples' events, which must stay first in the list.
       await recordEvents(tx, events, options.now);
       for (const id of await putEvents(tx, brokerId, endpoint, options.now)) skipped.push(`event ${id}: another broker or mode has that id`);
+      await putRequestLogs(tx, brokerId, options.now);
       return linkRunOk;
     },
     { maxWait: 30_000, timeout: 60_000 },

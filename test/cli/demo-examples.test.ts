@@ -228,7 +228,7 @@ test('every webhook endpoint and event id an example names is the demo broker\'s
     const res = await live(`/api/v1/webhook-endpoints/${id}`);
     assert.equal(res.status, 200, `endpoint ${id}: ${JSON.stringify(res.body)}`);
     assert.deepEqual(stable(res.body.data), stable(answers('/api/v1/webhook-endpoints/{endpoint_id}', 'get').live!.data));
-    // Disabled, so nothing is owed to a host that does not exist; enabling it is the update example.
+    // Disabled, so nothing is owed to an address that reaches no one; enabling it is the update example.
     assert.equal(res.body.data.status, 'disabled');
     assert.match(res.body.data.disabled_reason, /demo/);
   }

@@ -6,8 +6,10 @@
  *   2–5 s initdb) and still run the migrations (a no-op) through the same code path. The template
  *   is also kept in the temporary directory, named by a hash of the migrations and of PGlite's
  *   version, so the suite's other test files (processes of their own) start from it too.
- * - With DATABASE_URL set: CREATE DATABASE capi_test_<pid>_<random> on that server, migrate it,
- *   and DROP it (WITH (FORCE)) in drop().
+ * - With DATABASE_URL set: CREATE DATABASE capi_test_<pid>_<random> on that server as a copy of a
+ *   migrated template database (TEMPLATE capi_template_<hash>, named like the PGlite template and
+ *   made by the first test file that needs it), run the migrations (a no-op) through the same code
+ *   path, and DROP it (WITH (FORCE)) in drop(). A copy takes ~0.2 s, migrating an empty one 1–2 s.
  *
  *   const db = await createTestDatabase();
  *   after(() => db.drop());
@@ -43,13 +45,17 @@ let template: Promise<Blob> | undefined;
  * that applies them, is kept between test processes.
  */
 async function templateFile(): Promise<string> {
+  return path.join(os.tmpdir(), `capi-pglite-template-${await migrationsHash()}.tar`);
+}
+
+async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');
   for (const pkg of ['@electric-sql/pglite', '@prisma/schema-engine-wasm']) {
     hash.update(readFileSync(path.join(ROOT_DIR, 'node_modules', pkg, 'package.json')));
   }
   const migrations = await readMigrationsList();
   hash.update(JSON.stringify([migrations.lockfile.content, migrations.migrationDirectories]));
-  return path.join(os.tmpdir(), `capi-pglite-template-${hash.digest('hex').slice(0, 16)}.tar`);
+  return hash.digest('hex').slice(0, 16);
 }
 
 function pgliteTemplate(): Promise<Blob> {
@@ -97,7 +103,7 @@ export async function createTestDatabase(
   const databaseUrl = url.toString();
   sweep ??= dropLeftovers(serverUrl).catch(() => {});
   await sweep;
-  await runAdminSql(serverUrl, `CREATE DATABASE "${name}"`);
+  await runAdminSql(serverUrl, `CREATE DATABASE "${name}" TEMPLATE "${await postgresTemplate(serverUrl)}"`);
   let db: Database;
   try {
     db = await openDatabase({ dataDir, databaseUrl, poolMax: 5 });
@@ -122,15 +128,55 @@ export async function createTestDatabase(
   };
 }
 
+let pgTemplate: Promise<string> | undefined;
+
+/**
+ * The migrated template on this server: made under a name of its own, closed to connections (a
+ * copy fails while anyone is connected to its source) and renamed, so a file starting meanwhile
+ * sees a whole template or none; when two files make one at once, the loser drops its own.
+ */
+function postgresTemplate(serverUrl: string): Promise<string> {
+  pgTemplate ??= (async () => {
+    const name = `capi_template_${await migrationsHash()}`;
+    if (await databaseExists(serverUrl, name)) return name;
+    const building = `capi_tplbuild_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const url = new URL(serverUrl);
+    url.pathname = `/${building}`;
+    await runAdminSql(serverUrl, `CREATE DATABASE "${building}"`);
+    try {
+      await applyMigrations({ kind: 'postgres', connectionString: url.toString() });
+      await runAdminSql(serverUrl, `ALTER DATABASE "${building}" WITH ALLOW_CONNECTIONS false`);
+      await runAdminSql(serverUrl, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${building}'`);
+      await runAdminSql(serverUrl, `ALTER DATABASE "${building}" RENAME TO "${name}"`);
+    } catch (e) {
+      await runAdminSql(serverUrl, `DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`).catch(() => {});
+      if (!(await databaseExists(serverUrl, name))) throw e;
+    }
+    return name;
+  })();
+  pgTemplate.catch(() => (pgTemplate = undefined));
+  return pgTemplate;
+}
+
+async function databaseExists(serverUrl: string, name: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+  } finally {
+    await client.end();
+  }
+}
+
 let sweep: Promise<void> | undefined;
 
-/** Drops capi_test_<pid>_* databases whose test process is gone (killed before drop()). */
+/** Drops capi_test_<pid>_* and capi_tplbuild_<pid>_* databases whose process is gone (killed before drop()). */
 async function dropLeftovers(serverUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {
     const { rows } = await client.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname ~ '^capi_test_[0-9]+_[0-9a-f]+$'`,
+      `SELECT datname FROM pg_database WHERE datname ~ '^capi_(test|tplbuild)_[0-9]+_[0-9a-f]+$'`,
     );
     for (const { datname } of rows) {
       const pid = Number(datname.split('_')[2]);

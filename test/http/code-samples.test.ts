@@ -43,7 +43,8 @@ const run = (file: string, args: string[], ids: Record<string, string> = {}) =>
 /**
  * What the samples of one webhook endpoint or event read (openapi.yaml, "Code samples"): a test-mode
  * endpoint of the sample key's broker and a ping event of it, new for each sample, since the delete
- * sample deletes its endpoint; a request log's samples, the X-Request-Id of a request the key made.
+ * sample deletes its endpoint; a request log's samples, the X-Request-Id of a request the key made;
+ * a report run's samples, the run of a sandbox report the key made.
  * The other samples read none and get none.
  */
 async function sampleIds(source: string): Promise<Record<string, string>> {
@@ -51,6 +52,15 @@ async function sampleIds(source: string): Promise<Record<string, string>> {
     const res = await fetch(`${env.CAPI_URL}/api/v1/auth-check`, { headers: { Authorization: `Bearer ${env.CAPI_KEY}` } });
     assert.equal(res.status, 200);
     return { X_REQUEST_ID: res.headers.get('x-request-id')! };
+  }
+  if (/\bREPORT_ID\b/.test(source)) {
+    const res = await fetch(`${env.CAPI_URL}/api/v1/reports/services`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${env.CAPI_KEY}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ recipients: ['ops@broker.example'] }),
+    });
+    assert.equal(res.status, 200);
+    return { REPORT_ID: ((await res.json()) as { data: { report_id: string } }).data.report_id };
   }
   if (!/\b(WEBHOOK_ENDPOINT_ID|EVENT_ID)\b/.test(source)) return {};
   const call = async (path: string, body?: object) => {
@@ -96,7 +106,7 @@ after(async () => {
 
 describe('x-codeSamples', () => {
   test('every operation has a curl and a TypeScript sample', () => {
-    assert.equal(operations.length, 29);
+    assert.equal(operations.length, 31);
     for (const op of operations) {
       const labels = (op['x-codeSamples'] ?? []).map((s) => s.lang).sort();
       assert.deepEqual(labels, ['Shell', 'TypeScript'], op.operationId);
@@ -105,7 +115,7 @@ describe('x-codeSamples', () => {
 
   test("every POST's curl sample that changes something sends an Idempotency-Key and retries with it", () => {
     const posts = Object.values(document.paths).flatMap((item) => (item.post ? [item.post] : []));
-    assert.equal(posts.length, 16);
+    assert.equal(posts.length, 17);
     for (const op of posts.filter((o) => o.operationId !== 'postAuthCheck')) {
       const curl = op['x-codeSamples']!.find((s) => s.lang === 'Shell')!.source;
       assert.match(curl, /-H "Idempotency-Key: \$\(openssl rand -hex 16\)" --retry \d/, op.operationId);

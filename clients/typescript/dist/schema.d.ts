@@ -545,6 +545,9 @@ export interface paths {
          *     told it, with `mode: "test"` and `simulated: true`; see *Test recipients* under *Reports*
          *     for a `failed` or a `pending` recipient.
          *
+         *     The samples read the run's id from the environment variable `REPORT_ID` (the `report_id`
+         *     of a report answer, or of a run `listReports` lists).
+         *
          *     Worked example:
          *
          *     ```
@@ -3406,7 +3409,7 @@ export interface components {
          * @example {
          *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
-         *       "url": "https://hooks.broker.example/capi",
+         *       "url": "https://[4000::1]/capi",
          *       "description": "Order system",
          *       "events": [],
          *       "status": "enabled",
@@ -3431,7 +3434,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3476,7 +3479,7 @@ export interface components {
          * @example {
          *       "object": "webhook_endpoint",
          *       "id": "we_4bK9xT2mQ7vR1nL8pZ3cY6dW",
-         *       "url": "https://hooks.broker.example/capi",
+         *       "url": "https://[4000::1]/capi",
          *       "description": "Order system",
          *       "events": [],
          *       "status": "enabled",
@@ -3503,7 +3506,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3556,7 +3559,7 @@ export interface components {
             /**
              * Format: uri
              * @description Where the events are POSTed.
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3606,7 +3609,7 @@ export interface components {
         WebhookEndpointCreateBody: {
             /**
              * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url: string;
             /**
@@ -3627,7 +3630,7 @@ export interface components {
         WebhookEndpointUpdateBody: {
             /**
              * @description An `https` URL whose host is not, and does not resolve to, a loopback, private, link-local or cloud metadata address, and does resolve (not `localhost`, `*.localhost` or a name with a trailing dot); no user name or password. Otherwise `400 invalid_parameter` (`details.field: url`, `details.rule: destination`).
-             * @example https://hooks.broker.example/capi
+             * @example https://[4000::1]/capi
              */
             url?: string;
             /**
@@ -3659,7 +3662,6 @@ export interface components {
             /**
              * Format: date-time
              * @description The deliveries that ended `failed` at or after this instant (RFC 3339) are queued again. Within the 30 days events are kept and not in the future; otherwise `400 invalid_parameter` (`details.field: since`, `details.rule: retention` or `future`).
-             * @example 2025-03-02T08:00:00Z
              */
             since: string;
         };

@@ -44,7 +44,7 @@ export interface RunScope {
   mode: RunMode;
 }
 
-export type RunMode = 'live' | 'test';
+type RunMode = 'live' | 'test';
 
 /** The run, or `404 not_found` when no run of this broker and mode has that id (another broker's or mode's included). */
 export async function findReportRun(db: Db, scope: RunScope, reportId: string): Promise<ReportRunData> {
@@ -61,7 +61,7 @@ export async function reportRunOf(db: Db, runId: string): Promise<RunScope & { d
 }
 
 /** What a run's answer reads besides the run: its recipients, each with its newest downloads and their count. */
-export const RUN_INCLUDE = {
+const RUN_INCLUDE = {
   recipients: {
     orderBy: { id: 'asc' },
     include: {
@@ -74,12 +74,12 @@ export const RUN_INCLUDE = {
 const loadRun = (db: Db, where: { id: string; brokerId?: string; mode?: RunMode }) => db.reportRun.findFirst({ where, include: RUN_INCLUDE });
 
 /** The runs of these ids (in no particular order), each as `runData` reads it. */
-export const loadRuns = (db: Db, ids: string[]) => db.reportRun.findMany({ where: { id: { in: ids } }, include: RUN_INCLUDE });
+const loadRuns = (db: Db, ids: string[]) => db.reportRun.findMany({ where: { id: { in: ids } }, include: RUN_INCLUDE });
 
-export type LoadedRun = NonNullable<Awaited<ReturnType<typeof loadRun>>>;
+type LoadedRun = NonNullable<Awaited<ReturnType<typeof loadRun>>>;
 
 /** A loaded run as `GET /reports/{report_id}` answers it; a sandbox key's (test) run with the sandbox's markers. */
-export function runData(run: LoadedRun): ReportRunData {
+function runData(run: LoadedRun): ReportRunData {
   const counts = recipientCounts(run.recipients.map((r) => [r.status, 1] as const));
   const start = day(run.startDate);
   const end = day(run.endDate);
