@@ -7,11 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express, type RequestHandler, type Response } from 'express';
-
-/** No inline script or style and no other origin: the page loads only its own bundle and calls only this server. */
-export const CONSOLE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+import { CONSOLE_CSP } from './pages.ts';
 
 /** What the page is told of its session, in its `<meta>` tags. */
 export interface ConsoleShellSession {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import request from 'supertest';
-import { CONSOLE_CSP, CONSOLE_SHELL_PATHS } from '../../src/console/static.ts';
+import { CONSOLE_CSP, CONSOLE_SHELL_PATHS } from '../../src/console/index.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 
