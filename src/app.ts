@@ -1,5 +1,7 @@
+import path from 'node:path';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { AppDeps } from './deps.ts';
+import { ROOT_DIR } from './root.ts';
 import type { Contract } from './http/contract.ts';
 import { registerClientPackage } from './http/client-package.ts';
 import { registerDocs } from './http/docs.ts';
@@ -24,6 +26,8 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
+import { CONSOLE_SHELL_PATHS, consoleSessionOf, consoleShell, registerConsoleAssets, type ConsoleSessionView } from './console/index.ts';
+import { consoleCookie } from './auth/console-sessions.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered
@@ -69,6 +73,9 @@ function registerNotImplemented(router: Router, contract: Contract): void {
 }
 
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** The console's page and files, as `npm run build:console` writes them (console/build.mjs). */
+export const CONSOLE_BUILD = path.join(ROOT_DIR, 'dist', 'console');
 
 
 /**
@@ -150,6 +157,14 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerOps(app, deps, { queueNames: deps.jobs.queueNames });
   registerDocs(app, contract);
   registerClientPackage(app);
+  registerConsoleAssets(app, CONSOLE_BUILD);
+  app.get(
+    CONSOLE_SHELL_PATHS,
+    consoleShell(CONSOLE_BUILD, async (req) => {
+      const session: ConsoleSessionView | undefined = await consoleSessionOf(deps.prisma, consoleCookie(req), new Date());
+      return session && { csrfToken: session.csrfToken, mode: session.mode, broker: session.brokerName };
+    }),
+  );
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(errorAnswer));

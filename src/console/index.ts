@@ -2,3 +2,4 @@
 export { registerConsoleRoutes, consoleLinkUrl } from './adapter.ts';
 export { CONSOLE_CSP } from './pages.ts';
 export { consoleSessionOf, createConsoleLink, deleteEndedConsoleSessions, type ConsoleSessionView } from './sessions.ts';
+export { CONSOLE_SHELL_PATHS, consoleShell, registerConsoleAssets } from './static.ts';

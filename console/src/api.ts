@@ -1,0 +1,45 @@
+/**
+ * The public API as the console calls it: the project's own client (typed from openapi.yaml) on
+ * this page's origin, authenticated by the console session's cookie, never by a key in the page.
+ * Every call that changes something carries the session's CSRF token.
+ */
+import { ClientApiError, createClient, type components } from '../../clients/typescript/dist/index.js';
+
+export type Schemas = components['schemas'];
+export { ClientApiError };
+
+const meta = (name: string): string => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content') ?? '';
+
+export const session = {
+  csrfToken: meta('csrf-token'),
+  mode: meta('console-mode') === 'test' ? ('test' as const) : ('live' as const),
+  broker: meta('console-broker'),
+};
+
+/** The client's fetch: the cookie instead of an Authorization header, and the CSRF token on every non-GET. */
+function sessionFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const request = new Request(input, init);
+  const headers = new Headers(request.headers);
+  headers.delete('Authorization');
+  if (request.method !== 'GET' && request.method !== 'HEAD') headers.set('X-CSRF-Token', session.csrfToken);
+  return fetch(new Request(request, { headers, credentials: 'same-origin' }));
+}
+
+// The client's Authorization header is dropped by sessionFetch; apiKey only fills its required option.
+export const api = createClient({ baseUrl: '', apiKey: 'console-session', maxRetries: 1, fetch: sessionFetch });
+
+/** A refusal as the page shows it. */
+export interface Problem {
+  status: number | undefined;
+  code: string;
+  message: string;
+  details: Record<string, unknown> | undefined;
+  requestId: string | undefined;
+}
+
+export function problemOf(err: unknown): Problem {
+  if (err instanceof ClientApiError) {
+    return { status: err.status, code: err.code, message: err.message, details: err.details, requestId: err.requestId };
+  }
+  return { status: undefined, code: 'network_error', message: err instanceof Error ? err.message : String(err), details: undefined, requestId: undefined };
+}

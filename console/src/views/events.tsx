@@ -1,0 +1,137 @@
+/** "Events": the feed, filtered by type; an event with its object, previous attributes and every delivery. */
+import { useState } from 'preact/hooks';
+import { api, type Schemas } from '../api.ts';
+import { Badge, Done, Json, Pager, ProblemNote, TableWrap, Time, useAction, useCursor, useLoad, ViewHeading } from '../ui.tsx';
+
+type EventType = Schemas['EventType'];
+
+/** Every event type; the check below fails the build when the contract adds one this list lacks. */
+export const EVENT_TYPES = [
+  'service.created', 'service.updated', 'service.cancelled',
+  'request.created', 'request.approved', 'request.denied',
+  'report.completed', 'report.failed',
+  'webhook_endpoint.created', 'webhook_endpoint.updated', 'webhook_endpoint.deleted', 'ping',
+] as const satisfies readonly EventType[];
+const everyType: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : never = true;
+void everyType;
+
+export function Events() {
+  const [types, setTypes] = useState<EventType[]>([]);
+  const [open, setOpen] = useState<string>();
+  const paging = useCursor();
+  const page = useLoad(async () => {
+    const query = { limit: 25, types: types.length > 0 ? types : undefined, starting_after: paging.cursor };
+    return (await api.GET('/api/v1/events', { params: { query } })).data;
+  }, [types.join(','), paging.cursor]);
+  const toggle = (type: EventType) => {
+    paging.reset();
+    setTypes(types.includes(type) ? types.filter((t) => t !== type) : [...types, type]);
+  };
+  return (
+    <section aria-labelledby="view-title">
+      <ViewHeading><span id="view-title">Events</span></ViewHeading>
+      <p class="lede">What changed, newest first, as your webhook endpoints receive it.</p>
+      <fieldset class="types">
+        <legend>Types (none checked: every type)</legend>
+        {EVENT_TYPES.map((t) => (
+          <label key={t} class="check">
+            <input type="checkbox" checked={types.includes(t)} onChange={() => toggle(t)} /> {t}
+          </label>
+        ))}
+      </fieldset>
+      <ProblemNote problem={page.problem} />
+      {page.loading && <p role="status">Loading…</p>}
+      {page.data && page.data.data.length === 0 && <p>No events.</p>}
+      {page.data && page.data.data.length > 0 && (
+        <TableWrap label="Events, newest first">
+          <thead><tr><th scope="col">Time</th><th scope="col">Type</th><th scope="col">Event</th><th scope="col"><span class="visually-hidden">Details</span></th></tr></thead>
+          <tbody>
+            {page.data.data.map((e) => (
+              <tr key={e.id}>
+                <td><Time at={e.created_at} /></td>
+                <td><code>{e.type}</code></td>
+                <td><code>{e.id}</code></td>
+                <td>
+                  <button type="button" aria-pressed={open === e.id} onClick={() => setOpen(open === e.id ? undefined : e.id)}>
+                    {open === e.id ? 'Close' : 'Open'}<span class="visually-hidden"> {e.id}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </TableWrap>
+      )}
+      {page.data && <Pager label="Events" hasMore={page.data.pagination.has_more} next={page.data.pagination.next_starting_after} paging={paging} />}
+      {open && <EventDetail key={open} id={open} />}
+    </section>
+  );
+}
+
+export function EventDetail({ id }: { id: string }) {
+  const event = useLoad(async () => (await api.GET('/api/v1/events/{event_id}', { params: { path: { event_id: id } } })).data.data, [id]);
+  const action = useAction();
+  const redeliver = () =>
+    action.run(async () => {
+      await api.POST('/api/v1/events/{event_id}/redeliver', { params: { path: { event_id: id } }, body: {} });
+      event.reload();
+      return 'Redelivery queued to every endpoint that takes this type.';
+    });
+  const e = event.data;
+  return (
+    <article class="panel" aria-labelledby={`event-${id}`}>
+      <h2 id={`event-${id}`}>Event <code>{id}</code></h2>
+      <ProblemNote problem={event.problem} />
+      {e && (
+        <>
+          <dl class="facts">
+            <dt>Type</dt><dd><code>{e.type}</code></dd>
+            <dt>Created</dt><dd><Time at={e.created_at} /></dd>
+            <dt>Mode</dt><dd>{e.mode}</dd>
+          </dl>
+          <Json label="Object" value={e.data.object} />
+          {e.data.previous_attributes !== undefined && <Json label="Previous attributes" value={e.data.previous_attributes} />}
+          <h3>Deliveries</h3>
+          {e.deliveries.length === 0 && <p>No endpoint was owed this event.</p>}
+          {e.deliveries.map((d, i) => <DeliveryAttempts key={i} delivery={d} />)}
+          <div class="actions">
+            <button type="button" disabled={action.busy} onClick={redeliver}>Redeliver</button>
+            <button type="button" onClick={event.reload}>Refresh</button>
+          </div>
+          <ProblemNote problem={action.problem} />
+          <Done text={action.done} />
+        </>
+      )}
+    </article>
+  );
+}
+
+function DeliveryAttempts({ delivery }: { delivery: Schemas['EventDelivery'] }) {
+  return (
+    <div class="delivery">
+      <p>
+        To <code>{delivery.endpoint_id}</code>: <Badge value={delivery.status} />, {delivery.attempt_count} attempt{delivery.attempt_count === 1 ? '' : 's'}
+        {delivery.next_attempt_at && <> · next attempt <Time at={delivery.next_attempt_at} /></>}
+      </p>
+      {delivery.attempts.length > 0 && <Attempts attempts={delivery.attempts} label={`Attempts to ${delivery.endpoint_id}`} />}
+    </div>
+  );
+}
+
+export function Attempts({ attempts, label }: { attempts: Array<Schemas['EventDeliveryAttempt']>; label: string }) {
+  return (
+    <TableWrap label={label}>
+      <thead><tr><th scope="col">#</th><th scope="col">Time</th><th scope="col">Answer</th><th scope="col">Took</th><th scope="col">Body excerpt or error</th></tr></thead>
+      <tbody>
+        {attempts.map((a) => (
+          <tr key={a.number}>
+            <td>{a.number}</td>
+            <td><Time at={a.attempted_at} /></td>
+            <td>{a.status_code === null ? <span class="muted">none</span> : <Badge value={a.status_code} />}</td>
+            <td>{a.duration_ms} ms</td>
+            <td>{a.error ?? (a.response_excerpt ? <code>{a.response_excerpt}</code> : <span class="muted">—</span>)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </TableWrap>
+  );
+}

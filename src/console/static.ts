@@ -1,0 +1,88 @@
+/**
+ * The console's page and files (issue 41): `/console/assets/*` from the bundle that
+ * `npm run build:console` writes to dist/console/ (the composition names the folder), and the HTML
+ * shell, console/index.html with the session's CSRF token, mode and broker filled in. No session
+ * logic lives here: whoever knows the session (src/console/sessions.ts) hands it to `consoleShell`.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import express, { type Express, type RequestHandler, type Response } from 'express';
+import { CONSOLE_CSP } from './pages.ts';
+
+/** What the page is told of its session, in its `<meta>` tags. */
+export interface ConsoleShellSession {
+  csrfToken: string;
+  mode: 'live' | 'test';
+  broker: string;
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** The headers of every /console answer: its own CSP, never cached (the shell holds a CSRF token). */
+export function consoleHeaders(res: Response): void {
+  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+}
+
+const templates = new Map<string, string>();
+
+/** The build's index.html, read once; a server without the build says so instead of serving a blank page. */
+function shellTemplate(dir: string): string | undefined {
+  if (!templates.has(dir) && existsSync(path.join(dir, 'index.html'))) templates.set(dir, readFileSync(path.join(dir, 'index.html'), 'utf8'));
+  return templates.get(dir);
+}
+
+/** The console's HTML for one session, from the build in `dir` (dist/console). */
+export function consoleShellHtml(dir: string, session: ConsoleShellSession): string {
+  const page = shellTemplate(dir);
+  if (page === undefined) return consoleErrorHtml('Console not built', 'Run npm run build:console on the server.');
+  const values: Record<string, string> = { csrf_token: session.csrfToken, mode: session.mode, broker: session.broker };
+  return page.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => escapeHtml(values[name] ?? ''));
+}
+
+/** A page of its own for what the console refuses (a used link, no session): no script, the same CSP. */
+export function consoleErrorHtml(title: string, message: string): string {
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/console/assets/console-style.css"></head>`,
+    `<body><main class="refused"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`,
+    '<p>Ask for a new console link: <code>POST /api/v1/console-sessions</code>.</p></main></body></html>',
+  ].join('');
+}
+
+/** Answers `status` with an HTML page (the console's own headers). */
+export function sendConsoleHtml(res: Response, status: number, html: string): void {
+  consoleHeaders(res);
+  res.status(status).type('html').send(html);
+}
+
+/**
+ * The shell for `/console/` and every `/console/*` view but `/console/start` (the link's own
+ * route) and `/console/assets/*`; `session` finds the request's session, or none (a 401 page).
+ */
+export function consoleShell(dir: string, session: (req: express.Request) => Promise<ConsoleShellSession | undefined>): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    session(req).then((found) => {
+      if (!found) return sendConsoleHtml(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
+      sendConsoleHtml(res, 200, consoleShellHtml(dir, found));
+    }, next);
+  };
+}
+
+/** `/console/assets/*`: the files of the build in `dir`, revalidated on each load (their names carry no hash). */
+export function registerConsoleAssets(app: Express, dir: string): void {
+  const files = express.static(path.join(dir, 'assets'), { index: false, redirect: false, fallthrough: true, cacheControl: false, etag: true });
+  app.use('/console/assets', (req, res, next) => {
+    consoleHeaders(res);
+    res.setHeader('Cache-Control', 'no-cache');
+    files(req, res, next);
+  });
+}
+
+/** Where the shell is mounted: `/console` and below, less the link's route and the assets. */
+export const CONSOLE_SHELL_PATHS = /^\/console(?:\/(?!start(?:\/|$)|assets(?:\/|$)).*)?$/;
