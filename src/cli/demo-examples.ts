@@ -12,8 +12,9 @@ import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { recordEvents, recordFixedEvents, type EventType, type NewEvent } from '../events/store.ts';
+import { lockFeeds, recordEvents, recordFixedEvents, type EventType, type NewEvent } from '../events/store.ts';
 import { REQUEST_INCLUDE } from '../services/change-requests.ts';
+import { endpointEvent } from '../webhooks/endpoint-store.ts';
 import { serviceData } from '../services/present.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { putRequestLogs } from './demo-request-logs.ts';
@@ -314,27 +315,44 @@ const DELIVERED_AFTER_MS = 306_081;
  * Disabled (DEMO_DISABLED_REASON), its secret kept from the first run; deliveries still owed are
  * given up so nothing retries an address that reaches no one. False when another broker or mode has the id.
  */
-async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, now: Date): Promise<boolean> {
-  const existing = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT }, select: { brokerId: true, mode: true } });
+async function putEndpoint(tx: Tx, brokerId: string, credentials: Credentials, now: Date, events: NewEvent[]): Promise<boolean> {
+  const existing = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT } });
   if (existing && (existing.brokerId !== brokerId || existing.mode !== 'live')) return false;
   const shown = {
     url: EXAMPLE_ENDPOINT_URL, description: 'Order system', events: [], status: 'disabled' as const, disabledReason: DEMO_DISABLED_REASON,
     previousSecret: null, previousSecretExpiresAt: null, lastSuccessAt: null, lastFailureAt: null, failingSince: null, consecutiveFailures: 0,
     createdAt: at('2025-03-01T09:00:00.000Z'), updatedAt: at('2025-03-01T09:00:00.000Z'),
   };
-  await tx.webhookEndpoint.upsert({
+  const after = await tx.webhookEndpoint.upsert({
     where: { id: EXAMPLE_ENDPOINT },
     create: { ...shown, id: EXAMPLE_ENDPOINT, brokerId, mode: 'live', secret: credentials.encrypt(`whsec_${randomBytes(32).toString('base64')}`) },
     update: shown,
   });
+  shownChange(events, endpointEvent({ brokerId, mode: 'live' }, { before: existing, after }, now));
   await giveUpDeliveries(tx, { endpointId: EXAMPLE_ENDPOINT }, now);
   return true;
 }
 
+/** Delivery figures: told by no event (openapi.yaml, "Receiving webhooks"); putEvents sets the example's again. */
+const DELIVERY_FIGURES = new Set(['last_success_at', 'last_failure_at', 'failing_since', 'consecutive_failures']);
+
+/** An endpoint's event, unless the demo put back what the endpoint showed already, delivery figures aside. */
+function shownChange(events: NewEvent[], event: NewEvent): void {
+  if (event.type === 'webhook_endpoint.updated') {
+    const changed = Object.entries(event.previousAttributes ?? {}).filter(([field]) => !DELIVERY_FIGURES.has(field));
+    if (changed.length === 0) return;
+    event.previousAttributes = Object.fromEntries(changed);
+  }
+  events.push(event);
+}
+
 /** Endpoints the create example made at the examples' URL: enabled, each would collect failing deliveries. */
-async function disableOtherExampleEndpoints(tx: Tx, brokerId: string, now: Date): Promise<void> {
+async function disableOtherExampleEndpoints(tx: Tx, brokerId: string, now: Date, events: NewEvent[]): Promise<void> {
   const where = { brokerId, url: EXAMPLE_ENDPOINT_URL, id: { not: EXAMPLE_ENDPOINT } };
-  await tx.webhookEndpoint.updateMany({ where: { ...where, status: 'enabled' }, data: { status: 'disabled', disabledReason: DEMO_DISABLED_REASON, updatedAt: now } });
+  for (const before of await tx.webhookEndpoint.findMany({ where: { ...where, status: 'enabled' } })) {
+    const after = await tx.webhookEndpoint.update({ where: { id: before.id }, data: { status: 'disabled', disabledReason: DEMO_DISABLED_REASON, updatedAt: now } });
+    shownChange(events, endpointEvent({ brokerId, mode: before.mode }, { before, after }, now));
+  }
   await giveUpDeliveries(tx, { endpoint: where }, now);
 }
 
@@ -410,9 +428,11 @@ export async function putContractExamples(
         else if (run.id === LINK_REPORT) linkRunOk = true;
       }
       if (linkRunOk) await putLink(tx, options.linkTtlHours, options.now);
-      const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now);
+      // The feeds' lock before any endpoint row, as every endpoint change takes them (src/webhooks/endpoint-store.ts).
+      await lockFeeds(tx, [{ brokerId, mode: 'live' }, { brokerId, mode: 'test' }]);
+      const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now, events);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
-      await disableOtherExampleEndpoints(tx, brokerId, options.now);
+      await disableOtherExampleEndpoints(tx, brokerId, options.now, events);
       // After the example endpoints are disabled (nothing is owed to an address that reaches no one),
       // before the examples' events, which must stay first in the list.
       await recordEvents(tx, events, options.now);

@@ -7,7 +7,7 @@
  */
 import type { Prisma, PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
-import { lockFeeds, recordEvents, type EventMode } from '../events/store.ts';
+import { lockFeeds, recordEvents, type EventMode, type NewEvent } from '../events/store.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
@@ -70,16 +70,18 @@ export async function endpointChanged(
   change: { before?: EndpointRow; after?: EndpointRow },
   now: Date,
 ): Promise<void> {
-  const { before, after } = change;
+  await recordEvents(tx, [endpointEvent(scope, change, now)], now);
+}
+
+/** endpointChanged's event, for a writer that records its events together (`cli demo`). */
+export function endpointEvent(scope: EndpointScope, change: { before?: EndpointRow | null; after?: EndpointRow }, now: Date): NewEvent {
+  const before = change.before ?? undefined;
+  const { after } = change;
   const base = { brokerId: scope.brokerId, mode: scope.mode, notTo: (after ?? before)!.id };
-  if (before === undefined) {
-    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.created', object: endpointData(after!, now) }], now);
-  } else if (after === undefined) {
-    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.deleted', object: endpointData(before, now) }], now);
-  } else {
-    const object = endpointData(after, now);
-    await recordEvents(tx, [{ ...base, type: 'webhook_endpoint.updated', object, previousAttributes: previousAttributes(endpointData(before, now), object) }], now);
-  }
+  if (before === undefined) return { ...base, type: 'webhook_endpoint.created', object: endpointData(after!, now) };
+  if (after === undefined) return { ...base, type: 'webhook_endpoint.deleted', object: endpointData(before, now) };
+  const object = endpointData(after, now);
+  return { ...base, type: 'webhook_endpoint.updated', object, previousAttributes: previousAttributes(endpointData(before, now), object) };
 }
 
 /**

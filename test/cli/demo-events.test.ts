@@ -79,7 +79,11 @@ test('the first run writes service.created for each service and request.created 
   assert.deepEqual(requested.map((e) => e.object.request_id).sort(), requests.map((r) => formatRequestId(r.id)).sort(), 'one per request');
   for (const e of requested) assert.deepEqual(e.object, await shownRequest(e.object.request_id));
 
-  assert.equal(changes.length, created.length + requested.length, 'nothing else');
+  // The example endpoint it creates (disabled: its address reaches no one), as GET shows it.
+  const endpoints = changes.filter((e) => e.type.startsWith('webhook_endpoint.'));
+  assert.deepEqual(endpoints.map((e) => [e.type, e.object.id, e.object.status]), [['webhook_endpoint.created', 'we_4bK9xT2mQ7vR1nL8pZ3cY6dW', 'disabled']]);
+
+  assert.equal(changes.length, created.length + requested.length + endpoints.length, 'nothing else');
 });
 
 test("a later run denies an integrator's open request with request.denied, and writes service.updated only for the example services it changed back", async () => {
