@@ -382,6 +382,8 @@ const limitOffset: QuerySpec[] = [
 export const OPERATIONS: OpSpec[] = [
   { operationId: 'getAuthCheck', method: 'GET', template: '/api/v1/auth-check', mutating: false },
   { operationId: 'postAuthCheck', method: 'POST', template: '/api/v1/auth-check', mutating: false },
+  // A console link changes no business record (its row is a credential, as a key is).
+  { operationId: 'createConsoleSession', method: 'POST', template: '/api/v1/console-sessions', mutating: false },
   {
     operationId: 'createService',
     method: 'POST',

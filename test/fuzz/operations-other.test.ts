@@ -9,6 +9,7 @@ import { fuzzOperations, SERVICE_OPERATIONS, WEBHOOK_OPERATIONS } from './operat
 const OTHER_OPERATIONS = [
   'getAuthCheck',
   'postAuthCheck',
+  'createConsoleSession',
   'listRequests',
   'manageRequest',
   'sendServicesReport',
