@@ -25,6 +25,9 @@ after(async () => {
   } catch {
     // Already gone.
   }
+  // Commands sent during the stall end by their command timeout (3 s at most, src/jobs/queues.ts):
+  // closed before that, the app's close met their rejection (`Command timed out`) on a loaded machine.
+  await new Promise((r) => setTimeout(r, 3500));
   await t?.close();
 });
 

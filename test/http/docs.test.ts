@@ -29,7 +29,7 @@ describe('published contract and docs (no key needed)', () => {
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /json/);
     assert.deepEqual(res.body, parse(readFileSync('openapi.yaml', 'utf8')));
-    assert.equal(Object.keys(res.body.paths).length, 26);
+    assert.equal(Object.keys(res.body.paths).length, 28);
   });
 
   it('GET /docs serves the Redoc reference with every operation', async () => {
