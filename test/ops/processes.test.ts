@@ -102,7 +102,8 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
     // flags and glibc's fixed mmap threshold (docs/operations.md, "Memory and the start scripts"), built first by the prestart script.
     for (const [script, file] of [['start', 'all'], ['start:api', 'api'], ['start:worker', 'worker']] as const) {
       assert.match(scripts[script]!, new RegExp(`^MALLOC_MMAP_THRESHOLD_=131072 node dist/src/main/${file}\\.js$`));
-      assert.equal(scripts[`pre${script}`], 'tsc -p tsconfig.build.json');
+      // The processes that serve the API serve the console too (dist/console): they build it first.
+      assert.equal(scripts[`pre${script}`], `tsc -p tsconfig.build.json${file === 'worker' ? '' : ' && node console/build.mjs'}`);
     }
     const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include: string[] };
     assert.equal(build.compilerOptions.outDir, 'dist');
