@@ -176,7 +176,7 @@ describe('live only', () => {
 
   test('a range with no invoice at all: 400 no_data, nothing recorded', async () => {
     assertError(await post(live, GOOD), 400, 'no_data');
-    assert.equal(await h.t.prisma.reportRun.count(), 0);
+    assert.equal(await h.t.prisma.reportRun.count({ where: { mode: 'live' } }), 0);
   });
 
   test('X-Test-Scenario is ignored for live keys', async () => {
@@ -200,7 +200,8 @@ describe('sandbox', () => {
       total_invoices: 12,
       paid_invoices: 9,
       unpaid_invoices: 3,
-      recipients_sent: 0,
+      // Every simulated recipient is sent (none at failed.test or pending.test): the counts add up.
+      recipients_sent: 2,
       recipients_failed: 0,
       recipients_pending: 0,
       date_range: { start: '2030-01-01', end: '2030-12-31' },
@@ -220,11 +221,12 @@ describe('sandbox', () => {
     assert.equal(res.body.data.recipient_count, 10);
   });
 
-  test('no invoice read, no file, no e-mail, no run recorded', async () => {
+  test('no invoice read, no file, no e-mail; the run is recorded in test mode only', async () => {
     const res = await post(sandbox, { ...GOOD, start_date: '2024-06-01', end_date: '2024-06-30' });
     // Live would be no_data for this range: the sandbox never looks at invoices.
     assert.equal(res.status, 200);
-    assert.equal(await h.t.prisma.reportRun.count(), 0);
+    assert.equal(await h.t.prisma.reportRun.count({ where: { mode: 'live' } }), 0);
+    assert.equal((await h.t.prisma.reportRun.findUniqueOrThrow({ where: { id: res.body.data.report_id } })).mode, 'test');
     const dirs = ['outbox', 'tmp'].map((d) => path.join(h.t.dataDir, d));
     for (const dir of dirs) {
       let files: string[] = [];

@@ -108,8 +108,8 @@ describe('recipients and status rules (same codes as the invoices report)', () =
 });
 
 describe('sandbox', () => {
-  test('fixed totals, markers and the normalized recipient count; no run, no e-mail', async () => {
-    const runs = await t.prisma.reportRun.count();
+  test('fixed totals, markers and the normalized recipient count; no live run, no e-mail', async () => {
+    const runs = await t.prisma.reportRun.count({ where: { mode: 'live' } });
     const res = await send(sandbox, { recipients: ['Sandbox@Broker.example', 'sandbox@broker.example', 'two@broker.example'] });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.match(String(res.body.data.report_id), /^[0-9a-f-]{36}$/, 'a simulated report_id');
@@ -122,7 +122,7 @@ describe('sandbox', () => {
         total_services: 4,
         services_by_status: { pending: 1, active: 1, suspended: 1, cancelled: 1 },
         status_filter: null,
-        recipients_sent: 0,
+        recipients_sent: 2,
         recipients_failed: 0,
         recipients_pending: 0,
         generated_at: undefined,
@@ -131,7 +131,7 @@ describe('sandbox', () => {
         recipient_count: 2,
       },
     );
-    assert.equal(await t.prisma.reportRun.count(), runs);
+    assert.equal(await t.prisma.reportRun.count({ where: { mode: 'live' } }), runs);
     assert.deepEqual(await outboxMailsTo(t.dataDir, 'sandbox@broker.example', 0), []);
   });
 

@@ -102,6 +102,7 @@ describe('listRequestLogs', () => {
       mode: 'live',
       ip: '203.0.113.10',
       idempotency_replayed: false,
+      source: 'api',
     });
   });
 
