@@ -287,6 +287,15 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.ok(fingerprint.createdAt instanceof Date);
     await assert.rejects(t.prisma.credentialsKeyFingerprint.create({ data: { id: 2, fingerprint: 'cd'.repeat(32) } }), 'one row at most');
     written.add('CredentialsKeyFingerprint');
+    const session = await t.prisma.consoleSession.create({
+      data: { apiKeyId: key.id, startTokenHash: 'c'.repeat(64), linkExpiresAt: at },
+    });
+    assert.equal(session.cookieHash, null, 'a link opens its session later');
+    await assert.rejects(
+      t.prisma.consoleSession.create({ data: { apiKeyId: key.id, startTokenHash: 'c'.repeat(64), linkExpiresAt: at } }),
+      'one session per link token',
+    );
+    written.add('ConsoleSession');
 
     assert.deepEqual([...written].sort(), Object.values(Prisma.ModelName).sort(), 'every model of the schema is covered');
 
@@ -297,6 +306,7 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.equal(await t.prisma.reportWorkbookChunk.count({ where: { reportRunId: run.id } }), 0, 'chunks go with their run');
     assert.equal(await t.prisma.reportDownload.count({ where: { id: download.id } }), 0, 'downloads go with their recipient');
     assert.equal(await t.prisma.idempotencyKey.count({ where: { apiKeyId: key.id } }), 0, 'a key goes with its API key');
+    assert.equal(await t.prisma.consoleSession.count({ where: { id: session.id } }), 0, 'a console session goes with its API key');
     assert.equal(await t.prisma.event.count({ where: { brokerId: broker.id } }), 0, 'events go with their broker');
     assert.equal(await t.prisma.webhookEndpoint.count({ where: { brokerId: broker.id } }), 0, 'endpoints go with their broker');
     assert.equal(await t.prisma.webhookAttempt.count({ where: { deliveryId: delivery.id } }), 0, 'attempts go with their delivery');
