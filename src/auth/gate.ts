@@ -374,7 +374,19 @@ export function createGate(deps: GateDeps): Gate {
 
   const g: GateParts = { logger, limiter, failures, apiLog, contexts, refunds };
 
-  // Not async: a cached key counted from this process's block passes without a microtask turn.
+  /** Steps 1b to 4 for the key `presented` names: its row from the cache, else looked up; `next` exactly once. */
+  const admitKey = (req: Request, res: Response, next: NextFunction, presented: PresentedKey, at: Date, started: number, cookie?: string): void => {
+    const cached = keys.cached(presented.hash);
+    if (cached) {
+      admit(g, req, res, next, cached, presented, at, started, cookie);
+      return;
+    }
+    keys.findByHash(presented.hash).then(
+      (found) => admit(g, req, res, next, found, presented, at, started, cookie),
+      (err: unknown) => next(err),
+    );
+  };
+
   /** Step 1 for a console call: the session's cookie names a started, unexpired session and its key. */
   const viaConsole = (req: Request, res: Response, next: NextFunction, cookie: string, at: Date, started: number): void => {
     findConsoleSession(deps.prisma, cookieHashOf(cookie)).then(
@@ -383,18 +395,13 @@ export function createGate(deps: GateDeps): Gate {
         if (session.expiresAt.getTime() <= at.getTime()) {
           return refuse(g, req, res, next, authFailed('This console session has expired: open a new console link'));
         }
-        const presented: PresentedKey = { hash: session.keyHash, claimedMode: session.mode };
-        const cached = keys.cached(presented.hash);
-        if (cached) return admit(g, req, res, next, cached, presented, at, started, cookie);
-        keys.findByHash(presented.hash).then(
-          (found) => admit(g, req, res, next, found, presented, at, started, cookie),
-          (err: unknown) => next(err),
-        );
+        admitKey(req, res, next, { hash: session.keyHash, claimedMode: session.mode }, at, started, cookie);
       },
       (err: unknown) => next(err),
     );
   };
 
+  // Not async: a cached key counted from this process's block passes without a microtask turn.
   const gate: RequestHandler = (req, res, next) => {
     const started = performance.now();
     const at = now();
@@ -413,15 +420,7 @@ export function createGate(deps: GateDeps): Gate {
       refuse(g, req, res, next, err);
       return;
     }
-    const cached = keys.cached(presented.hash);
-    if (cached) {
-      admit(g, req, res, next, cached, presented, at, started);
-      return;
-    }
-    keys.findByHash(presented.hash).then(
-      (found) => admit(g, req, res, next, found, presented, at, started),
-      (err: unknown) => next(err),
-    );
+    admitKey(req, res, next, presented, at, started);
   };
 
   return {

@@ -8,7 +8,7 @@ import type { Contract } from '../http/contract.ts';
 import { ApiError } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
-import { linkRefusedPage, sendConsolePage, START_SCRIPT, startPage, CONSOLE_CSP } from './pages.ts';
+import { consolePageHeaders, linkRefusedPage, sendConsolePage, START_SCRIPT, startPage } from './pages.ts';
 import { createConsoleLink, linkOpens, SESSION_LIFETIME_MS, startConsoleSession } from './sessions.ts';
 
 interface ConsoleDeps {
@@ -76,8 +76,7 @@ export const registerConsoleRoutes: RegisterRoutes<ConsoleDeps> = (router, deps)
   });
 
   router.get('/console/start.js', (_req, res) => {
-    res.setHeader('Content-Security-Policy', CONSOLE_CSP);
-    res.setHeader('Cache-Control', 'no-store');
+    consolePageHeaders(res);
     res.type('text/javascript').send(START_SCRIPT);
   });
 

@@ -8,7 +8,7 @@ import type { Response } from 'express';
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-const escapeHtml = (text: string): string =>
+export const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function page(title: string, body: string): string {
@@ -25,10 +25,15 @@ ${body}
 `;
 }
 
-export function sendConsolePage(res: Response, status: number, html: string): void {
-  res.status(status);
+/** The console's CSP, and never cached: every console answer but its static assets (src/console/static.ts). */
+export function consolePageHeaders(res: Response): void {
   res.setHeader('Content-Security-Policy', CONSOLE_CSP);
   res.setHeader('Cache-Control', 'no-store');
+}
+
+export function sendConsolePage(res: Response, status: number, html: string): void {
+  res.status(status);
+  consolePageHeaders(res);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.send(html);
 }

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express, type RequestHandler, type Response } from 'express';
-import { CONSOLE_CSP } from './pages.ts';
+import { consolePageHeaders, escapeHtml } from './pages.ts';
 
 /** What the page is told of its session, in its `<meta>` tags. */
 export interface ConsoleShellSession {
@@ -16,13 +16,9 @@ export interface ConsoleShellSession {
   broker: string;
 }
 
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
 /** The headers of every /console answer: its own CSP, never cached (the shell holds a CSRF token). */
 export function consoleHeaders(res: Response): void {
-  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
-  res.setHeader('Cache-Control', 'no-store');
+  consolePageHeaders(res);
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');
 }

@@ -5,6 +5,7 @@ import { csrfTokenOf } from '../../src/auth/console-sessions.ts';
 import { consoleLink as cliConsoleLink } from '../../src/cli/console.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { consoleLink, openConsole, startForm, tokenOf } from '../helpers/console.ts';
+import { eventually } from '../helpers/webhooks.ts';
 import { apiKey, broker, brokerWithKeys, type BrokerWithKeys } from '../helpers/factories.ts';
 
 let t: TestApp;
@@ -22,16 +23,6 @@ after(async () => {
 
 const open = (key: string) => openConsole(t.app, key, csrfTokenOf);
 const withCookie = (cookie: string, method: 'get' | 'post', path: string) => request(t.app)[method](path).set('Cookie', cookie);
-
-/** Polls `check` until it holds, at most `bound` ms (a revoked key's cached row lives 2 s). */
-async function eventually(check: () => Promise<boolean>, bound = 10_000): Promise<boolean> {
-  const until = Date.now() + bound;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return check();
-}
 
 describe('createConsoleSession', () => {
   test('answers a single-use link under PUBLIC_BASE_URL, valid 10 minutes', async () => {
@@ -179,7 +170,8 @@ describe('calls with the session', () => {
     const s = await open(key.key);
     assert.equal((await withCookie(s.cookie, 'get', '/api/v1/auth-check')).status, 200);
     await t.prisma.apiKey.update({ where: { id: key.id }, data: { active: false, revokedAt: new Date() } });
-    assert.ok(await eventually(async () => (await withCookie(s.cookie, 'get', '/api/v1/auth-check')).status === 401));
+    // A revoked key's cached row lives 2 s (the gate's key cache).
+    await eventually(async () => ((await withCookie(s.cookie, 'get', '/api/v1/auth-check')).status === 401 ? true : undefined), 10_000, 'the revoked key\'s session to be refused');
   });
 });
 

@@ -12,6 +12,7 @@ import request from 'supertest';
 import { outboxTestFailure, testRecipientOutcome } from '../../src/reports/delivery/test-recipients.ts';
 import { apiKey, type TestApiKey } from '../helpers/factories.ts';
 import { startTestSmtp } from '../helpers/smtp.ts';
+import { eventually } from '../helpers/webhooks.ts';
 import { createReportTestApp, type ReportTestApp } from './harness.ts';
 
 let h: ReportTestApp;
@@ -29,15 +30,6 @@ const getReport = (app: Express, id: string) => request(app).get(`/api/v1/report
 
 type Run = { status: string; recipients_sent: number; recipients_failed: number; recipients_pending: number; recipients: Array<{ email: string; status: string; attempts: number; last_error: string | null }> };
 
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const outboxFiles = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.eml')) : []);
 
@@ -67,7 +59,7 @@ describe('live keys, mail to the local outbox', () => {
     const run = await eventually(async () => {
       const r = (await getReport(app, answer.report_id)).body.data as Run;
       return r.recipients_sent + r.recipients_failed === 2 ? r : undefined;
-    });
+    }, 20_000, 'the ordinary and the failed recipient to be counted');
     assert.deepEqual([run.status, run.recipients_sent, run.recipients_failed, run.recipients_pending], ['sending', 1, 1, 1]);
     assert.deepEqual(run.recipients.map((r) => [r.email, r.status, r.attempts]), [['ok@broker.example', 'sent', 1], ['no@failed.test', 'failed', 1], ['later@pending.test', 'pending', 1]]);
     assert.match(run.recipients[1]!.last_error!, /^550 /);
@@ -82,7 +74,7 @@ describe('live keys, mail to the local outbox', () => {
     const ended = await eventually(async () => {
       const r = (await getReport(next, answer.report_id)).body.data as Run;
       return r.status === 'completed' ? r : undefined;
-    });
+    }, 20_000, 'the run to complete');
     assert.deepEqual([ended.recipients_sent, ended.recipients_failed, ended.recipients_pending], [1, 2, 0]);
     assert.deepEqual(ended.recipients.map((r) => [r.status, r.attempts]), [['sent', 1], ['failed', 1], ['failed', 2]]);
     await h.closeJobs();
