@@ -10,7 +10,8 @@ import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import request from 'supertest';
 import { apiKey, broker, type TestApiKey } from '../helpers/factories.ts';
-import { eventually, startReceiver, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import { launch, screenshot, seriousViolations, type Browser } from './browser.ts';
 import { startConsoleServer, type ConsoleServer } from './harness.ts';
 

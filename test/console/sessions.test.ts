@@ -5,7 +5,7 @@ import { csrfTokenOf } from '../../src/auth/console-sessions.ts';
 import { consoleLink as cliConsoleLink } from '../../src/cli/console.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { consoleLink, openConsole, startForm, tokenOf } from '../helpers/console.ts';
-import { eventually } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { apiKey, broker, brokerWithKeys, type BrokerWithKeys } from '../helpers/factories.ts';
 
 let t: TestApp;

@@ -15,7 +15,8 @@ import { BROKER_DISABLED_REASON } from '../../src/webhooks/endpoint-store.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { eventually, startReceiver, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import { addInvoices } from '../reports/harness.ts';
 
 let t: TestApp;

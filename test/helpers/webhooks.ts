@@ -125,17 +125,6 @@ export function verified(secret: string, copy: Received): unknown {
   return new Webhook(secret).verify(copy.body, headers);
 }
 
-/** Polls `check` every 25 ms until it returns something other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000, what = 'a condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** The outcome of attempt `number`, made under the lease `leasedUntil`, of a delivery that the receiver answered 500, with the schedule not run out. */
 export function failedAttempt(deliveryId: bigint, endpointId: string, number: number, leasedUntil: Date): AttemptOutcome {
   return {

@@ -10,7 +10,7 @@ import { apiKey, broker } from '../helpers/factories.ts';
 import { addInvoices } from '../reports/harness.ts';
 import { service } from '../helpers/service-factories.ts';
 import { event, sampleObject } from '../helpers/webhook-factories.ts';
-import { eventually } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 type Mode = 'live' | 'test';
 type Json = Record<string, unknown>;

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createApp } from '../../src/app.ts';
 import { reportMessageId } from '../../src/reports/delivery/pipeline.ts';
 import { createJobs } from '../../src/background.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { apiKey, type TestApiKey } from '../helpers/factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { addInvoices, createReportTestApp, type ReportTestApp } from './harness.ts';
@@ -49,21 +50,11 @@ const report = (app: Express, key: string, recipients: string[]) =>
 const getReport = (app: Express, key: string, id: string) =>
   request(app).get(`/api/v1/reports/${id}`).set('Authorization', `Bearer ${key}`);
 
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const completed = (runId: string) =>
   eventually(async () => {
     const run = await h.t.prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, include: { recipients: { orderBy: { id: 'asc' } } } });
     return run.status === 'completed' ? run : undefined;
-  });
+  }, 20_000, `run ${runId} completed`);
 
 describe('GET /api/v1/reports/{report_id}', () => {
   let app: Express;
@@ -238,7 +229,7 @@ describe('one workbook, every host: the workbook is stored in the database, not 
     const built = await eventually(async () => {
       const run = await h.t.prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, include: { recipients: true } });
       return run.status === 'sending' && run.recipients.every((r) => r.status === 'pending' && r.attempts === 1) ? run : undefined;
-    });
+    }, 20_000, 'the run built, its sends deferred');
     assert.ok(built.workbookBuild);
     await hostA.jobs.close();
     await deferring.stop();

@@ -11,6 +11,7 @@ import type { Express } from 'express';
 import { simpleParser } from 'mailparser';
 import request from 'supertest';
 import { XLSX_MEDIA_TYPE } from '../../src/reports/kinds/kind.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startTestSmtp, type ReceivedMail, type TestSmtp } from '../helpers/smtp.ts';
 import { addInvoices, createReportTestApp, type ReportTestApp } from './harness.ts';
@@ -79,16 +80,6 @@ async function runOf(runId?: string) {
     include: { recipients: { orderBy: { id: 'asc' } } },
   });
   return run;
-}
-
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('live report to a real SMTP server', () => {

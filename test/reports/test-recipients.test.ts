@@ -12,7 +12,7 @@ import request from 'supertest';
 import { outboxTestFailure, testRecipientOutcome } from '../../src/reports/delivery/test-recipients.ts';
 import { apiKey, type TestApiKey } from '../helpers/factories.ts';
 import { startTestSmtp } from '../helpers/smtp.ts';
-import { eventually } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { createReportTestApp, type ReportTestApp } from './harness.ts';
 
 let h: ReportTestApp;

@@ -16,7 +16,8 @@ import { createWebhookWork, RELEASE_AFTER_MS, type WebhookJobData, type WebhookW
 import { createRedisLiveness, HEARTBEAT_TTL_MS, type WorkerLiveness } from '../../src/webhooks/heartbeat.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
-import { eventually, startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 
 const TIMEOUT_MS = 2000;
 const credentials = createCredentials(randomBytes(32));

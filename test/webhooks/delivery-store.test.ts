@@ -14,7 +14,8 @@ import { recordEvents } from '../../src/events/store.ts';
 import { recordAttempt } from '../../src/webhooks/delivery-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { broker } from '../helpers/factories.ts';
-import { eventually, failedAttempt, webhookEndpoint } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { failedAttempt, webhookEndpoint } from '../helpers/webhooks.ts';
 import { PG_ADMIN_URL } from '../ops/helpers.ts';
 
 let db: TestDatabase;

@@ -16,7 +16,8 @@ import { createWebhookWork, DISPATCH_MS, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AG
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
-import { eventually, failedAttempt, inTurn, startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { failedAttempt, inTurn, startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 
 // Long enough that a loaded machine does not time out the hanging attempts before the fast endpoint is served.
 const TIMEOUT_MS = 2500;

@@ -20,7 +20,8 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { eventually, startReceiver, verified, type Received, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startReceiver, verified, type Received, type Receiver } from '../helpers/webhooks.ts';
 import { addInvoices } from '../reports/harness.ts';
 
 type Mode = 'live' | 'test';

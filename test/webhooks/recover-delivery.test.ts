@@ -12,7 +12,8 @@ import { recordEvents } from '../../src/events/store.ts';
 import { PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/dispatcher.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
-import { eventually, startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startReceiver, verified, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 
 let t: TestApp;
 let receiver: Receiver;
