@@ -3,10 +3,10 @@
  * this page's origin, authenticated by the console session's cookie, never by a key in the page.
  * Every call that changes something carries the session's CSRF token.
  */
-import { ClientApiError, createClient, type components } from '../../clients/typescript/dist/index.js';
+import { ClientApiError, createClient, EVENT_TYPES, type components, type EventType } from '../../clients/typescript/dist/index.js';
 
 export type Schemas = components['schemas'];
-export { ClientApiError };
+export { ClientApiError, EVENT_TYPES, type EventType };
 
 const meta = (name: string): string => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content') ?? '';
 

@@ -24,6 +24,7 @@
 import { type Client, type MaybeOptionalInit, type ParseAsResponse } from './vendor/openapi-fetch.js';
 import type { components, paths } from './schema.js';
 export type { components, paths };
+export { EVENT_TYPES, type EventType } from './event-types.ts';
 export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventObjects, type WebhookEventType, type WebhookHeaders, type WebhookRefusal, } from './webhooks.js';
 export interface ClientOptions {
     /** Where the API is, e.g. `https://api.example.com` (no trailing `/api/v1`). */

@@ -22,6 +22,7 @@
  * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
 import createFetchClient, {} from './vendor/openapi-fetch.js';
+export { EVENT_TYPES } from "./event-types.js";
 export { verifyWebhook, WebhookVerificationError, } from "./webhooks.js";
 /** An error answer of the API, in the contract's envelope. */
 export class ClientApiError extends Error {

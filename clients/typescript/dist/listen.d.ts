@@ -1,7 +1,5 @@
 import type { components } from './schema.js';
 type Event = components['schemas']['Event'];
-/** Every event type, for `--events` patterns; the check below fails the build when the contract adds one. */
-export declare const EVENT_TYPES: readonly ["service.created", "service.updated", "service.cancelled", "request.created", "request.approved", "request.denied", "report.completed", "report.failed", "webhook_endpoint.created", "webhook_endpoint.updated", "webhook_endpoint.deleted", "ping"];
 export interface ListenOptions {
     /** Where the API is, e.g. `https://api.example.com`. */
     baseUrl: string;

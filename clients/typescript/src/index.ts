@@ -25,6 +25,7 @@ import createFetchClient, { type Client, type MaybeOptionalInit, type ParseAsRes
 import type { components, paths } from './schema.ts';
 
 export type { components, paths };
+export { EVENT_TYPES, type EventType } from './event-types.ts';
 export {
   verifyWebhook,
   WebhookVerificationError,

@@ -1,8 +1,8 @@
 /** "Webhook endpoints": list, create, edit, enable or disable, rotate the secret, ping, deliveries, redeliver, recover. */
 import { useState } from 'preact/hooks';
-import { api, type Schemas } from '../api.ts';
+import { api, EVENT_TYPES, type Schemas } from '../api.ts';
 import { Badge, CopyText, Done, isoFromLocal, Pager, ProblemNote, TableWrap, Time, useAction, useCursor, useLoad, ViewHeading } from '../ui.tsx';
-import { EventDetail, EVENT_TYPES } from './events.tsx';
+import { EventDetail } from './events.tsx';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 
