@@ -5,7 +5,7 @@
  */
 import { hash, randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { cookieHashOf, csrfTokenOf } from '../auth/console-sessions.ts';
+import { cookieHashOf, csrfTokenOf, findConsoleSession } from '../auth/console-sessions.ts';
 
 /** A link opens a session for this long after it is made, once. */
 export const LINK_LIFETIME_MS = 10 * 60_000;
@@ -87,12 +87,12 @@ export interface ConsoleSessionView {
 /** The started, unexpired session of a request's cookie with a valid key, or undefined. */
 export async function consoleSessionOf(prisma: PrismaClient, cookie: string | undefined, now: Date): Promise<ConsoleSessionView | undefined> {
   if (cookie === undefined) return undefined;
-  const row = await prisma.consoleSession.findUnique({
-    where: { cookieHash: cookieHashOf(cookie) },
-    select: { expiresAt: true, apiKey: { select: { mode: true, active: true, revokedAt: true, expiresAt: true, broker: { select: { name: true } } } } },
+  const session = await findConsoleSession(prisma, cookieHashOf(cookie));
+  if (!session || session.expiresAt <= now) return undefined;
+  const key = await prisma.apiKey.findUnique({
+    where: { keyHash: session.keyHash },
+    select: { active: true, revokedAt: true, expiresAt: true, broker: { select: { name: true } } },
   });
-  if (!row || row.expiresAt === null || row.expiresAt <= now) return undefined;
-  const key = row.apiKey;
-  if (!key.active || key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) return undefined;
-  return { csrfToken: csrfTokenOf(cookie), mode: key.mode, brokerName: key.broker.name, expiresAt: row.expiresAt };
+  if (!key || !key.active || key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) return undefined;
+  return { csrfToken: csrfTokenOf(cookie), mode: session.mode, brokerName: key.broker.name, expiresAt: session.expiresAt };
 }
