@@ -1,7 +1,7 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { cursorSql } from '../shared/cursor-sql.ts';
-import { BrokenRecordError, ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import { windowCursorSql } from '../shared/cursor-sql.ts';
+import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
 import type { PageWindow } from '../shared/page.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import { escapeLike, type Db } from '../shared/db-errors.ts';
@@ -33,25 +33,18 @@ export interface RequestListQuery extends PageWindow<bigint> {
   search?: string | undefined;
 }
 
-/** The row of a cursor's request: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
-async function cursorRow(db: Db, brokerId: string, id: bigint | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
-  if (id === undefined) return undefined;
-  const row = isStorableRequestId(id) ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, select: { id: true } }) : null;
-  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no request ${canonicalRequestId(id)} of this broker`);
-  return Prisma.sql`(SELECT k."created_at", k."id" FROM "service_requests" k WHERE k."id" = ${row.id})`;
-}
-
 /** Newest first (created_at, then id: stable); one SQL query filters and pages, then the page is loaded by id. */
 export async function listRequests(
   db: Db,
   brokerId: string,
   query: RequestListQuery,
 ): Promise<{ rows: RequestWithRelations[]; total: number; ahead: number }> {
-  const cursor = cursorSql(
-    Prisma.sql`(r."created_at", r."id")`,
-    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
-    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
-  );
+  const cursor = await windowCursorSql(query, {
+    table: 'service_requests',
+    alias: 'r',
+    find: async (id) => (isStorableRequestId(id) ? db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, select: { id: true } }) : null),
+    missing: (id) => `no request ${canonicalRequestId(id)} of this broker`,
+  });
   const conditions: Prisma.Sql[] = [Prisma.sql`r."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`r."status" = ${query.status}::"request_status"`);
   if (query.type !== undefined) conditions.push(Prisma.sql`r."type" = ${query.type}::"request_type"`);

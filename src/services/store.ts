@@ -1,7 +1,7 @@
 import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { cursorSql } from '../shared/cursor-sql.ts';
-import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import { windowCursorSql } from '../shared/cursor-sql.ts';
+import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import type { PageWindow } from '../shared/page.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
@@ -100,16 +100,6 @@ export interface ServiceListQuery extends PageWindow<number> {
   modifiedSince?: Date | undefined;
 }
 
-/** The row of a cursor's service: one of the broker's, or `400 invalid_parameter` (as the event feed's cursor). */
-async function cursorRow(db: Db, brokerId: string, serviceNumber: number | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
-  if (serviceNumber === undefined) return undefined;
-  const row = serviceNumber <= MAX_INT4
-    ? await db.service.findFirst({ where: { brokerId, serviceNumber }, select: { id: true } })
-    : null;
-  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no service ${serviceNumber} of this broker`);
-  return Prisma.sql`(SELECT k."created_at", k."id" FROM "services" k WHERE k."id" = ${row.id})`;
-}
-
 /**
  * The due-cancellation probe, the count and the page in one statement: under load a round trip is
  * what a list costs most (bench/README.md). Until `nextDueAt` the page cannot change without a write.
@@ -120,11 +110,12 @@ export async function listServices(
   query: ServiceListQuery,
   now = new Date(),
 ): Promise<{ rows: ServiceWithPlan[]; total: number; ahead: number; nextDueAt: Date | null }> {
-  const cursor = cursorSql(
-    Prisma.sql`(s."created_at", s."id")`,
-    await cursorRow(db, brokerId, query.startingAfter, 'starting_after'),
-    await cursorRow(db, brokerId, query.endingBefore, 'ending_before'),
-  );
+  const cursor = await windowCursorSql(query, {
+    table: 'services',
+    alias: 's',
+    find: async (serviceNumber) => (serviceNumber <= MAX_INT4 ? db.service.findFirst({ where: { brokerId, serviceNumber }, select: { id: true } }) : null),
+    missing: (serviceNumber) => `no service ${serviceNumber} of this broker`,
+  });
   const conditions: Prisma.Sql[] = [Prisma.sql`s."broker_id" = ${brokerId}`];
   if (query.status !== undefined) conditions.push(Prisma.sql`s."status" = ${query.status}::"service_status"`);
   if (query.modifiedSince !== undefined) conditions.push(Prisma.sql`s."updated_at" >= ${query.modifiedSince}`);

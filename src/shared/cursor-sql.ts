@@ -5,6 +5,8 @@
  * whatever was inserted meanwhile (new rows sort first).
  */
 import { Prisma } from '../../generated/prisma/client.ts';
+import { InvalidValueError } from './errors.ts';
+import type { PageWindow } from './page.ts';
 
 export interface CursorSql {
   /** The page's extra condition (`true` for an offset page). */
@@ -29,4 +31,27 @@ export function cursorSql(key: Prisma.Sql, after: Prisma.Sql | undefined, before
     return { page: Prisma.sql`${key} > ${before}`, direction: Prisma.sql`ASC`, ahead: Prisma.sql`count(*) FILTER (WHERE ${key} > ${before})` };
   }
   return { page: Prisma.sql`true`, direction: Prisma.sql`DESC`, ahead: Prisma.sql`0` };
+}
+
+/** How a list finds the row a cursor names, among its own rows only. */
+export interface CursorRows<K> {
+  /** The list's table, and its alias in the page's query (the key is `(alias."created_at", alias."id")`). */
+  table: string;
+  alias: string;
+  /** The id of the list's row that `value` names, or null. */
+  find(value: K): Promise<{ id: string | number } | null>;
+  /** Why a cursor names no row of the list (`no service 123 of this broker`). */
+  missing(value: K): string;
+}
+
+/** cursorSql of a window's cursors; one naming no row of the list is `400 invalid_parameter` (`exists`), as the event feed's. */
+export async function windowCursorSql<K>(window: PageWindow<K>, rows: CursorRows<K>): Promise<CursorSql> {
+  const rowOf = async (value: K | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> => {
+    if (value === undefined) return undefined;
+    const row = await rows.find(value);
+    if (!row) throw new InvalidValueError(field, 'query', 'exists', rows.missing(value));
+    return Prisma.sql`(SELECT k."created_at", k."id" FROM ${Prisma.raw(`"${rows.table}"`)} k WHERE k."id" = ${row.id})`;
+  };
+  const key = Prisma.raw(`(${rows.alias}."created_at", ${rows.alias}."id")`);
+  return cursorSql(key, await rowOf(window.startingAfter, 'starting_after'), await rowOf(window.endingBefore, 'ending_before'));
 }

@@ -5,9 +5,9 @@
  * every reader (the answer here, the report request's wait, the run's stored counts).
  */
 import { Prisma } from '../../../generated/prisma/client.ts';
-import { cursorSql } from '../../shared/cursor-sql.ts';
+import { windowCursorSql } from '../../shared/cursor-sql.ts';
 import type { Db } from '../../shared/db-errors.ts';
-import { InvalidValueError, NotFoundError } from '../../shared/errors.ts';
+import { NotFoundError } from '../../shared/errors.ts';
 import { cursorOffset, pageOf, type Page, type PageWindow } from '../../shared/page.ts';
 import type { components } from '../../../generated/api.ts';
 
@@ -111,25 +111,19 @@ function runData(run: LoadedRun): ReportRunData {
   };
 }
 
-/** The row of a cursor's run: one of the scope's, or `400 invalid_parameter` (as the other lists' cursors). */
-async function cursorRow(db: Db, scope: RunScope, reportId: string | undefined, field: 'starting_after' | 'ending_before'): Promise<Prisma.Sql | undefined> {
-  if (reportId === undefined) return undefined;
-  const row = UUID.test(reportId) ? await db.reportRun.findFirst({ where: { id: reportId.toLowerCase(), brokerId: scope.brokerId, mode: scope.mode }, select: { id: true } }) : null;
-  if (!row) throw new InvalidValueError(field, 'query', 'exists', `no report ${reportId} of this broker and mode`);
-  return Prisma.sql`(SELECT k."created_at", k."id" FROM "report_runs" k WHERE k."id" = ${row.id})`;
-}
-
 /**
  * GET /api/v1/reports: the scope's runs newest first (`created_at`, then id), by cursor or offset
  * (src/shared/cursor-sql.ts), each as `findReportRun` answers it. The page's ids and the counts in
  * one statement, then the runs with their recipients.
  */
 export async function listReportRuns(db: Db, scope: RunScope, window: PageWindow<string>): Promise<Page<ReportRunData>> {
-  const cursor = cursorSql(
-    Prisma.sql`(r."created_at", r."id")`,
-    await cursorRow(db, scope, window.startingAfter, 'starting_after'),
-    await cursorRow(db, scope, window.endingBefore, 'ending_before'),
-  );
+  const cursor = await windowCursorSql(window, {
+    table: 'report_runs',
+    alias: 'r',
+    find: async (reportId) =>
+      (UUID.test(reportId) ? db.reportRun.findFirst({ where: { id: reportId.toLowerCase(), brokerId: scope.brokerId, mode: scope.mode }, select: { id: true } }) : null),
+    missing: (reportId) => `no report ${reportId} of this broker and mode`,
+  });
   const where = Prisma.sql`r."broker_id" = ${scope.brokerId} AND r."mode" = ${scope.mode}::"key_mode"`;
   const rows = await db.$queryRaw<Array<{ total: number; ahead: number; id: string | null }>>`
     SELECT c."total", c."ahead", page."id"
