@@ -96,6 +96,14 @@ export interface AppOptions {
   idempotency?: { keys?: IdempotencyKeys; leaseMs?: number };
 }
 
+/** Each app's loading of its contract (see `Validator.loaded`). */
+const loadings = new WeakMap<Express, Promise<void>>();
+
+/** Settles when `app` has loaded its contract and answers its first request at full speed; rejects if the contract cannot be loaded. */
+export function appLoaded(app: Express): Promise<void> {
+  return loadings.get(app) ?? Promise.resolve();
+}
+
 export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   const { config, contract, logger } = deps;
   const app = express();
@@ -123,6 +131,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerDownloadRoute(router, deps, callerBucket);
   registerNotImplemented(router, contract);
   const validator = createValidator(contract, config.validateResponses);
+  const loading = validator.loaded(app);
+  // Not every caller awaits it (the first request meets the same error): never an unhandled rejection.
+  loading.catch(() => undefined);
+  loadings.set(app, loading);
   const errorAnswer = errorAnswers(contract, logger, operationRules(router));
   const conditionalReads = createConditionalReads();
   // A report may hold its key for as long as it waits for its e-mails.

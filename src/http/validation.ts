@@ -1,5 +1,5 @@
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { resolveRef, type Contract } from './contract.ts';
 import { ApiError, invalidParameter, missingParameter, type ErrorDetails } from './errors.ts';
 import { contractFormats } from './formats.ts';
@@ -88,6 +88,12 @@ export type AnswerCheck = (req: Request, answer: Answer) => Promise<void>;
 export interface Validator {
   /** The /api chain's steps: the contract's metadata of the request, and its validation. */
   steps: RequestHandler[];
+  /**
+   * Settles once the validator has loaded the contract, as a first request would make it (in the
+   * background after createValidator, holding the event loop for a second or more): a server
+   * listens after it, so no first request waits for it or stalls the others.
+   */
+  loaded(app: Express): Promise<void>;
   /** Only with response validation on (the tests, VALIDATE_RESPONSES). */
   checkAnswer: AnswerCheck | undefined;
 }
@@ -109,10 +115,24 @@ export function createValidator(contract: Contract, validateResponses: boolean):
     ignorePaths: (p: string) => !p.startsWith('/api/'),
   }) as unknown as RequestHandler[];
   const remembering = (steps: RequestHandler[]) => [rememberingValidGets(steps, constrainedGetHeaders(contract))];
-  if (!validateResponses) return { steps: remembering(middleware), checkAnswer: undefined };
+  const loaded = loadedBy(middleware);
+  if (!validateResponses) return { steps: remembering(middleware), loaded, checkAnswer: undefined };
   const responseStep = middleware.find((step) => step.name === 'responseMiddleware');
   if (!responseStep) throw new Error('express-openapi-validator no longer has its responseMiddleware: see checkAnswer in src/http/validation.ts');
-  return { steps: remembering(middleware.filter((step) => step !== responseStep)), checkAnswer: answerCheck(responseStep) };
+  return { steps: remembering(middleware.filter((step) => step !== responseStep)), loaded, checkAnswer: answerCheck(responseStep) };
+}
+
+/**
+ * The validator's first step waits for the loaded contract, then registers its path parameters on
+ * the request's app (once), and reads nothing else of the request: run on `{ app }` it settles when
+ * the contract is loaded, as the first request's would, and rejects with the loading's error.
+ */
+function loadedBy(middleware: RequestHandler[]): (app: Express) => Promise<void> {
+  const first = middleware[0];
+  if (first?.name !== 'pathParamsMiddleware') throw new Error('express-openapi-validator no longer starts with its pathParamsMiddleware: see loadedBy in src/http/validation.ts');
+  return (app) => new Promise((resolve, reject) => {
+    void first({ app } as unknown as Request, {} as Response, (err?: unknown) => (err === undefined ? resolve() : reject(err)));
+  });
 }
 
 /** GET URLs remembered as valid before the memory starts over (a bound, not a working-set size). */

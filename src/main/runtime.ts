@@ -12,7 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import express, { type Express } from 'express';
-import { createApp } from '../app.ts';
+import { appLoaded, createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
 import { isUnspecifiedHost, loadConfig, type Config } from '../config.ts';
 import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
@@ -253,6 +253,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     }
 
     const app = createApp(appDeps({ config, logger, contract: contract!, prisma: database.prisma, redis, jobs, readChunk: workbookReads.read }, closers));
+    await appLoaded(app);
     const listening = await listen(app, config, options.serverTimeouts);
     const { server, url } = listening;
     closers.push(['http server', () => drainThenClose(app, listening, logger, preStopMs, drainBoundMs)]);

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Express } from 'express';
-import { createApp, type AppOptions } from '../../src/app.ts';
+import { appLoaded, createApp, type AppOptions } from '../../src/app.ts';
 import { createGate, gateSettings } from '../../src/auth/gate.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { loadedOnce, type AppDeps } from '../../src/deps.ts';
@@ -114,6 +114,11 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     return { app: createApp(deps, options.app), deps };
   };
   const { app, deps } = build();
+  // The contract is loaded before a test starts, as a server loads it before it listens.
+  await appLoaded(app).catch(async (err: unknown) => {
+    await cleanup();
+    throw err;
+  });
   return {
     app,
     deps,
