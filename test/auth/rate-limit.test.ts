@@ -65,7 +65,7 @@ describe('rate limit per key', () => {
   });
 
   test('two app instances on one Redis share a key\'s limit', async () => {
-    const second = t.another();
+    const second = await t.another();
     const k = await apiKey(t.prisma, { rateLimit: 4 });
     assert.equal((await authCheck(t.app, k.key)).status, 200);
     assert.equal((await authCheck(second, k.key)).status, 200);
@@ -136,7 +136,7 @@ describe('requests claimed from Redis in blocks', () => {
   });
 
   test('processes together never let more than the limit through, and at most a block per process fewer', async () => {
-    const second = t.another();
+    const second = await t.another();
     const limit = 100;
     const k = await apiKey(t.prisma, { rateLimit: limit });
     let ok = 0;

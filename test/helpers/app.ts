@@ -28,8 +28,8 @@ export interface TestApp {
   dataDir: string;
   /** Writes buffered API log entries and last-used times now. */
   flushApiLog(): Promise<void>;
-  /** A second app instance on the same database and Redis (as a second API process would be). */
-  another(): Express;
+  /** Another app on the same database and Redis (as a second API process), once it has loaded its contract. */
+  another(): Promise<Express>;
   close(): Promise<void>;
 }
 
@@ -130,7 +130,11 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     flushApiLog: async () => {
       for (const g of gates) await g.apiLog.flush();
     },
-    another: () => build().app,
+    another: async () => {
+      const { app: other } = build();
+      await appLoaded(other);
+      return other;
+    },
     close: async () => {
       for (const g of gates) await g.apiLog.close();
       await cleanup();

@@ -39,7 +39,7 @@ test('a stalled Redis: a write through one API is never followed by a 304 or the
   const b = await broker(t.prisma, { approval: 'automatic' });
   const key = await apiKey(t.prisma, { brokerId: b.id, scopes: ['admin:full'], rateLimit: 100_000 });
   const auth = { Authorization: `Bearer ${key.key}` };
-  const [one, two] = [t.app, t.another()];
+  const [one, two] = [t.app, await t.another()];
   const url = '/api/v1/services?limit=5';
   // Both gates hold a block of the key's rate limit, so neither needs Redis to count a request.
   assert.equal((await request(one).get('/api/v1/auth-check').set(auth)).status, 200);

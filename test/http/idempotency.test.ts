@@ -100,7 +100,7 @@ describe('a retry with the same key and request', () => {
     const body = newService();
     const key = randomUUID();
     const first = await post(autoAdmin.key, '/api/v1/service-create', body, key);
-    const retry = await post(autoAdmin.key, '/api/v1/service-create', body, key, t.another());
+    const retry = await post(autoAdmin.key, '/api/v1/service-create', body, key, await t.another());
     assert.equal(retry.headers['idempotent-replayed'], 'true');
     assert.deepEqual(retry.body, first.body);
   });

@@ -180,7 +180,7 @@ describe('when it can be read', () => {
   });
 
   test('through another API process on the same database, by its flush timer (polled with a deadline)', async () => {
-    const elsewhere = t.another();
+    const elsewhere = await t.another();
     const rid = id('other-process');
     assert.equal((await send(t.app, live.key, 'get', '/api/v1/auth-check', rid)).status, 200);
     const entry = await entryOf(elsewhere, live.key, rid);

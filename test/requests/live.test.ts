@@ -224,7 +224,7 @@ describe('two simultaneous approvals of one request', () => {
     for (let round = 0; round < 3; round += 1) {
       const r = await serviceRequest(t.prisma, { brokerId, type: 'create', requestedPlan: 'Standard VPS', hostname: `race${round}.example` });
       // Two app instances, as two API processes on one database would be.
-      const [a, b] = await Promise.all([manage(manager, r.id, { action: 'approve' }), manage(admin, r.id, { action: 'approve' }, t.another())]);
+      const [a, b] = await Promise.all([manage(manager, r.id, { action: 'approve' }), manage(admin, r.id, { action: 'approve' }, await t.another())]);
       assert.deepEqual([a.status, b.status].sort(), [200, 409], JSON.stringify([a.body, b.body]));
       const loser = a.status === 409 ? a : b;
       assert.deepEqual(loser.body.error.details, { current_status: 'approved' });
@@ -237,7 +237,7 @@ describe('two simultaneous approvals of one request', () => {
     const r = await serviceRequest(t.prisma, { brokerId, type: 'upgrade', service: s, requestedPlan: 'Standard VPS' });
     const [a, b] = await Promise.all([
       manage(manager, r.id, { action: 'approve' }),
-      manage(manager, r.id, { action: 'deny', denial_reason: 'no' }, t.another()),
+      manage(manager, r.id, { action: 'deny', denial_reason: 'no' }, await t.another()),
     ]);
     assert.deepEqual([a.status, b.status].sort(), [200, 409]);
     const final = await t.prisma.serviceRequest.findUniqueOrThrow({ where: { id: r.id } });

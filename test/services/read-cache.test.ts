@@ -30,7 +30,7 @@ describe('API processes with a long cache time (60 s)', () => {
 
   before(async () => {
     t = await createTestApp({ servicesCacheMs: 60_000 });
-    other = t.another();
+    other = await t.another();
     brokerId = (await broker(t.prisma, { approval: 'automatic' })).id;
     key = (await apiKey(t.prisma, { brokerId, scopes: ['admin:full'] })).key;
   });
