@@ -26,7 +26,7 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
-import { CONSOLE_SHELL_PATHS, consoleSessionOf, consoleShell, registerConsoleAssets, type ConsoleSessionView } from './console/index.ts';
+import { CONSOLE_SHELL_PATHS, consoleSessionOf, consoleShell, registerConsoleAssets } from './console/index.ts';
 import { consoleCookie } from './auth/console-sessions.ts';
 
 /**
@@ -173,7 +173,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   app.get(
     CONSOLE_SHELL_PATHS,
     consoleShell(CONSOLE_BUILD, async (req) => {
-      const session: ConsoleSessionView | undefined = await consoleSessionOf(deps.prisma, consoleCookie(req), new Date());
+      const session = await consoleSessionOf(deps.prisma, consoleCookie(req), new Date());
       return session && { csrfToken: session.csrfToken, mode: session.mode, broker: session.brokerName };
     }),
   );

@@ -25,12 +25,17 @@ ${body}
 `;
 }
 
-/** The console's CSP, and never cached: every console answer but its static assets (src/console/static.ts). */
+/**
+ * The console's CSP, and never cached (the shell holds a CSRF token): every /console answer; its
+ * static assets are revalidated instead (src/console/static.ts). `nosniff` and `no-referrer` come
+ * with every answer of the app (src/http/security-headers.ts).
+ */
 export function consolePageHeaders(res: Response): void {
   res.setHeader('Content-Security-Policy', CONSOLE_CSP);
   res.setHeader('Cache-Control', 'no-store');
 }
 
+/** Answers `status` with one of the console's HTML pages. */
 export function sendConsolePage(res: Response, status: number, html: string): void {
   res.status(status);
   consolePageHeaders(res);

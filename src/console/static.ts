@@ -6,21 +6,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import express, { type Express, type RequestHandler, type Response } from 'express';
-import { consolePageHeaders, escapeHtml } from './pages.ts';
+import express, { type Express, type RequestHandler } from 'express';
+import { consolePageHeaders, escapeHtml, sendConsolePage } from './pages.ts';
 
 /** What the page is told of its session, in its `<meta>` tags. */
 export interface ConsoleShellSession {
   csrfToken: string;
   mode: 'live' | 'test';
   broker: string;
-}
-
-/** The headers of every /console answer: its own CSP, never cached (the shell holds a CSRF token). */
-export function consoleHeaders(res: Response): void {
-  consolePageHeaders(res);
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
 }
 
 const templates = new Map<string, string>();
@@ -50,12 +43,6 @@ export function consoleErrorHtml(title: string, message: string): string {
   ].join('');
 }
 
-/** Answers `status` with an HTML page (the console's own headers). */
-export function sendConsoleHtml(res: Response, status: number, html: string): void {
-  consoleHeaders(res);
-  res.status(status).type('html').send(html);
-}
-
 /**
  * The shell for `/console/` and every `/console/*` view but `/console/start` (the link's own
  * route) and `/console/assets/*`; `session` finds the request's session, or none (a 401 page).
@@ -64,8 +51,8 @@ export function consoleShell(dir: string, session: (req: express.Request) => Pro
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     session(req).then((found) => {
-      if (!found) return sendConsoleHtml(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
-      sendConsoleHtml(res, 200, consoleShellHtml(dir, found));
+      if (!found) return sendConsolePage(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
+      sendConsolePage(res, 200, consoleShellHtml(dir, found));
     }, next);
   };
 }
@@ -74,7 +61,7 @@ export function consoleShell(dir: string, session: (req: express.Request) => Pro
 export function registerConsoleAssets(app: Express, dir: string): void {
   const files = express.static(path.join(dir, 'assets'), { index: false, redirect: false, fallthrough: true, cacheControl: false, etag: true });
   app.use('/console/assets', (req, res, next) => {
-    consoleHeaders(res);
+    consolePageHeaders(res);
     res.setHeader('Cache-Control', 'no-cache');
     files(req, res, next);
   });
