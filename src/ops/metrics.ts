@@ -97,3 +97,20 @@ export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 10
     return false;
   }
 }
+
+export const reportBuildsFailed = new Counter({
+  name: 'report_builds_failed_total',
+  help: 'Report workbook builds that failed in this process (each failed attempt; the run is retried up to its attempts)',
+  registers: [registry],
+});
+
+/** One report build attempt failed (called by the reports' build job). */
+export function recordBuildFailed(): void {
+  reportBuildsFailed.inc();
+}
+
+export const uncaughtExceptions = new Counter({
+  name: 'process_uncaught_exceptions_total',
+  help: 'Uncaught exceptions and unhandled rejections that ended a process of this role on this DATA_DIR, since the count file was made (src/ops/last-resort.ts)',
+  registers: [registry],
+});
