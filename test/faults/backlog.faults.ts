@@ -12,51 +12,31 @@ import { createCredentials } from '../../src/db/credentials.ts';
 import { recordEvents } from '../../src/events/store.ts';
 import { broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
-import { startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startPgCluster, withDatabaseAt, type PgCluster } from './harness.ts';
+import { waitUntil } from '../ops/helpers.ts';
+import { faultsAvailable, startSplitDeployment, withDatabaseAt, type SplitDeployment } from './harness.ts';
 
 const skip = faultsAvailable();
 const KEY = randomBytes(32).toString('hex');
 const credentials = createCredentials(Buffer.from(KEY, 'hex'));
 const EVENTS = 12;
 
-let cluster: PgCluster;
-let redis: TcpRedis;
 let receiver: Receiver;
-let api: RoleProcess;
-let worker: RoleProcess;
-let env: NodeJS.ProcessEnv;
-const data = tmpDir('capi-faults-backlog-');
-const children: RoleProcess[] = [];
+let split: SplitDeployment;
 
 before(async () => {
   if (skip) return;
-  [cluster, redis, receiver] = await Promise.all([startPgCluster(), startTcpRedis(), startReceiver()]);
-  env = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
-    DATA_DIR: data.dir,
-    CREDENTIALS_KEY: KEY,
-    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-  };
-  api = await startRole('api', env);
-  env.PUBLIC_BASE_URL = api.url;
-  children.push(api);
-  worker = await startRole('worker', env);
-  children.push(worker);
+  receiver = await startReceiver();
+  split = await startSplitDeployment('capi-faults-backlog-', { CREDENTIALS_KEY: KEY, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
 });
 
 after(async () => {
-  for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
+  await split?.stop();
   await receiver?.stop();
-  await redis?.stop();
-  cluster?.remove();
-  data.remove();
 });
 
 /** The API's backlog gauges, as a scrape reads them. */
 async function gauges(): Promise<{ due: number; oldest: number }> {
-  const text = await (await fetch(`${api.url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const text = await (await fetch(`${split.api.url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
   const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
   return { due: read('webhook_deliveries_due'), oldest: read('webhook_delivery_oldest_due_seconds') };
 }
@@ -65,7 +45,7 @@ describe('backlog in /metrics with no worker', { skip }, () => {
   test('the only worker SIGKILLed: deliveries due counted and ageing on the API; a new worker drains them', async (ctx) => {
     const path = 'backlog';
     receiver.answer(path, inTurn(200));
-    const brokerId = await withDatabaseAt(cluster.url, data.dir, async (db) => {
+    const brokerId = await withDatabaseAt(split.cluster.url, split.dataDir, async (db) => {
       const { id } = await broker(db.prisma);
       await webhookEndpoint(db.prisma, credentials, { brokerId: id, url: receiver.url(path) });
       return id;
@@ -73,8 +53,8 @@ describe('backlog in /metrics with no worker', { skip }, () => {
     await waitUntil(async () => (await gauges()).due === 0, 30_000, 'no backlog at first');
     assert.equal((await gauges()).oldest, 0);
 
-    await worker.kill('SIGKILL');
-    await withDatabaseAt(cluster.url, data.dir, (db) =>
+    await split.worker.kill('SIGKILL');
+    await withDatabaseAt(split.cluster.url, split.dataDir, (db) =>
       recordEvents(db.prisma, Array.from({ length: EVENTS }, (_, i) => ({ brokerId, type: 'service.updated' as const, object: { object: 'service', n: i } }))));
 
     // Read anew at most every 5 s (the cache): the count comes, then the age grows while nobody delivers.
@@ -84,11 +64,10 @@ describe('backlog in /metrics with no worker', { skip }, () => {
     const later = await gauges();
     assert.equal(later.due, EVENTS);
     ctx.diagnostic(`no worker: ${later.due} due, oldest ${later.oldest.toFixed(1)} s (first seen ${first.oldest.toFixed(1)} s)`);
-    assert.equal((await fetch(`${api.url}/readyz`)).status, 200, 'the API stays ready without a worker');
+    assert.equal((await fetch(`${split.api.url}/readyz`)).status, 200, 'the API stays ready without a worker');
     assert.equal(receiver.to(path).length, 0, 'nothing delivered meanwhile');
 
-    worker = await startRole('worker', env);
-    children.push(worker);
+    await split.start('worker');
     await waitUntil(async () => {
       const g = await gauges();
       return g.due === 0 && g.oldest === 0;
