@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   // Not every caller awaits it (the first request meets the same error): never an unhandled rejection.
   loading.catch(() => undefined);
   loadings.set(app, loading);
-  const errorAnswer = errorAnswers(contract, logger, operationRules(router));
+  const errorAnswer = errorAnswers(contract, operationRules(router));
   const conditionalReads = createConditionalReads();
   // A report may hold its key for as long as it waits for its e-mails.
   const idempotency = createIdempotency(options.idempotency?.keys ?? idempotencyStore(deps.prisma), logger, {

@@ -22,7 +22,7 @@ import {
   type NoticeJobData,
 } from './jobs/index.ts';
 import type { Logger } from './logger.ts';
-import { recordMailFailed, recordMailSent } from './ops/metrics.ts';
+import { recordBuildFailed, recordMailFailed, recordMailSent } from './ops/metrics.ts';
 import type { RedisEndpoint } from './redis.ts';
 import { createReportJobs, REPORTS_QUEUE, type ChunkReader, type SendJobData } from './reports/index.ts';
 import { applyAllDueCancellations } from './services/store.ts';
@@ -128,6 +128,7 @@ export function createJobs(options: CreateJobsOptions): Jobs {
     queues,
     mailer: mailerOf,
     mailOutcomes: { sent: () => recordMailSent('report'), failed: () => recordMailFailed('report') },
+    buildFailed: recordBuildFailed,
     chunkReader: options.chunkReader,
   });
   const notice = noticeProcessor(mailerOf, log, { sent: () => recordMailSent('notice'), failed: () => recordMailFailed('notice') });

@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
 import { ApiError, fromDomainError } from './errors.ts';
 import { sendAnswer, type Answer } from './fast-path.ts';
@@ -54,7 +53,7 @@ function toApiError(
   return new ApiError('server_error', 'An internal error occurred; the request may be retried after a delay');
 }
 
-/** The error envelope of anything thrown, as its answer; logs what is the server's fault. */
+/** The error envelope of anything thrown, as its answer; marks what is the server's fault for the request log. */
 export type ErrorAnswers = (err: unknown, req: Request, res: Response) => Answer;
 
 /**
@@ -64,15 +63,13 @@ export type ErrorAnswers = (err: unknown, req: Request, res: Response) => Answer
  */
 export function errorAnswers(
   contract: Contract,
-  logger: Logger,
   rulesOf: (operationId: string | undefined) => OperationRules | undefined = () => undefined,
 ): ErrorAnswers {
   return (err, req, res) => {
     const operationId = res.locals.operation?.operationId;
     const apiError = toApiError(err, req, contract, operationId, rulesOf(operationId));
-    if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
-      logger.error({ err, requestId: res.locals.requestId, operationId }, 'request failed');
-    }
+    // Logged once, with its stack, on the request's own line when the response ends (request-log.ts).
+    if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) res.locals.failure = err;
     // Set by the request-id middleware, which runs first; the header already carries it.
     const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
     res.locals.error = { code: apiError.code, message: apiError.message, details: apiError.details };

@@ -21,7 +21,8 @@ function scrubbedUrls(): (url: string, known: ReadonlySet<string> | undefined) =
 }
 
 /**
- * One structured line per request when its response is finished (or the client went away), its
+ * One structured line per request when its response is finished (or the client went away), a
+ * failure's error and stack on it (so each 500 is one line, with its request id), its
  * URL scrubbed (src/ops/redact.ts), and `onFinished` for the metrics from the same listener. It
  * replaces pino-http, which built two child loggers per request whether or not the line was
  * written (bench/README.md); here nothing is built unless the line's level is enabled.
@@ -45,18 +46,21 @@ export function requestLog(
       const ms = performance.now() - started;
       const aborted = !res.writableFinished;
       if (!aborted) onFinished(req, res, ms / 1000);
-      if (!logged) return;
-      const level = aborted ? 'warn' : res.statusCode >= 500 ? 'error' : 'info';
+      // What the server failed at (set by error-middleware.ts) is logged whatever the path.
+      const failure: unknown = res.locals.failure;
+      if (!logged && failure === undefined) return;
+      const level = failure !== undefined || (!aborted && res.statusCode >= 500) ? 'error' : aborted ? 'warn' : 'info';
       if (!lines.isLevelEnabled(level)) return;
-      lines[level](
-        {
-          requestId: res.locals.requestId,
-          req: { method: req.method, url: scrubbed(req.originalUrl, res.locals.operation?.queryParameters) },
-          res: { statusCode: res.statusCode },
-          responseTime: Math.round(ms),
-        },
-        aborted ? 'request aborted' : res.statusCode >= 500 ? 'request errored' : 'request completed',
-      );
+      const line = {
+        requestId: res.locals.requestId,
+        req: { method: req.method, url: scrubbed(req.originalUrl, res.locals.operation?.queryParameters) },
+        res: { statusCode: res.statusCode },
+        responseTime: Math.round(ms),
+      };
+      const message = level === 'error' ? 'request errored' : aborted ? 'request aborted' : 'request completed';
+      // The error, unlike the rest of the line, may hold anything: through the root logger's redaction.
+      if (failure !== undefined) logger.error({ ...line, operationId: res.locals.operation?.operationId, err: failure }, message);
+      else lines[level](line, message);
     };
     res.on('finish', done);
     res.on('close', done);

@@ -1,6 +1,8 @@
 /**
  * No key needed: bind the API to a private address or filter these paths at the proxy if they must
  * not be public. /readyz also answers 503 once shutdown begins, so a load balancer stops sending.
+ * /readyz is about this process alone (its database and Redis): a missing worker or a backlog shows
+ * in /metrics (backlog.ts) and must never take an API out of a load balancer.
  */
 import type { Express, Response } from 'express';
 import { Queue } from 'bullmq';
@@ -8,6 +10,7 @@ import type { Redis } from 'ioredis';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Logger } from '../logger.ts';
 import { DEFAULT_PREFIX } from '../jobs/index.ts';
+import { backlogRefresher } from './backlog.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
 
 /** Each readiness probe gets this long before its dependency counts as down. */
@@ -91,8 +94,11 @@ export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: R
       return q;
     }));
 
+  const refreshBacklog = backlogRefresher(deps.prisma);
   app.get('/metrics', async (_req, res) => {
-    if (!(await refreshQueueDepth(queuesOf()))) {
+    const [depth, backlog] = await Promise.all([refreshQueueDepth(queuesOf()), refreshBacklog()]);
+    if (!backlog) deps.logger.debug('backlog gauges unavailable for /metrics');
+    if (!depth) {
       deps.logger.debug('queue depth unavailable for /metrics');
       const stale = queues ?? [];
       queues = undefined;

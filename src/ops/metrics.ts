@@ -25,7 +25,7 @@ export const httpDuration = new Histogram({
 
 export const queueJobs = new Gauge({
   name: 'bullmq_queue_jobs',
-  help: 'BullMQ jobs per queue and state (waiting, active, delayed, failed, ...), read at scrape time',
+  help: 'BullMQ jobs per queue and state (waiting, active, delayed, prioritized, paused, waiting-children), read at scrape time; kept completed and failed jobs are not counted (the queues keep at most 1,000 and 5,000 of them)',
   labelNames: ['queue', 'state'] as const,
   registers: [registry],
 });
@@ -80,6 +80,13 @@ export interface CountableQueue {
   getJobCounts(): Promise<Record<string, number>>;
 }
 
+/**
+ * States a job leaves the queue's backlog in: BullMQ keeps only the last of them (removeOnComplete
+ * and removeOnFail in src/jobs/queues.ts), so their count stops at the cap whatever was done.
+ * The database's records count outcomes; these are not reported.
+ */
+const KEPT_HISTORY = new Set(['completed', 'failed']);
+
 /** Without Redis the gauge is cleared rather than left stale, and the scrape still succeeds. */
 export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 1000): Promise<boolean> {
   try {
@@ -89,7 +96,7 @@ export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 10
     ]);
     queueJobs.reset();
     for (const [queue, byState] of counts) {
-      for (const [state, n] of Object.entries(byState)) queueJobs.set({ queue, state }, n);
+      for (const [state, n] of Object.entries(byState)) if (!KEPT_HISTORY.has(state)) queueJobs.set({ queue, state }, n);
     }
     return true;
   } catch {
@@ -97,3 +104,20 @@ export async function refreshQueueDepth(queues: CountableQueue[], timeoutMs = 10
     return false;
   }
 }
+
+export const reportBuildsFailed = new Counter({
+  name: 'report_builds_failed_total',
+  help: 'Report workbook builds that failed in this process (each failed attempt; the run is retried up to its attempts)',
+  registers: [registry],
+});
+
+/** One report build attempt failed (called by the reports' build job). */
+export function recordBuildFailed(): void {
+  reportBuildsFailed.inc();
+}
+
+export const uncaughtExceptions = new Counter({
+  name: 'process_uncaught_exceptions_total',
+  help: 'Uncaught exceptions and unhandled rejections that ended a process of this role on this DATA_DIR, since the count file was made (src/ops/last-resort.ts)',
+  registers: [registry],
+});

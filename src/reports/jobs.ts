@@ -28,6 +28,8 @@ export interface ReportJobsParts {
   mailer: () => Mailer;
   /** Counters of report e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
+  /** Counts a failed build attempt. */
+  buildFailed(): void;
   /** The process's reader of stored workbooks, closed by its owner; without one the reports open their own. */
   chunkReader?: ChunkReader | undefined;
 }

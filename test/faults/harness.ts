@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser } from 'mailparser';
-import { freePort } from '../ops/helpers.ts';
+import { freePort, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 
@@ -160,4 +160,43 @@ export async function withDatabaseAt<T>(databaseUrl: string, dataDir: string, us
   } finally {
     await db.close();
   }
+}
+
+/** An API and a worker apart on a private cluster and redis-server, as running-apart.md sets them up. */
+export interface SplitDeployment {
+  cluster: PgCluster;
+  redis: TcpRedis;
+  dataDir: string;
+  /** The settings every process of the deployment runs with. */
+  env: NodeJS.ProcessEnv;
+  api: RoleProcess;
+  worker: RoleProcess;
+  /** Another process of `role` on the same settings, killed with the rest. */
+  start(role: 'api' | 'worker'): Promise<RoleProcess>;
+  /** Kills every process, then removes the servers and the data. */
+  stop(): Promise<void>;
+}
+
+export async function startSplitDeployment(prefix: string, settings: NodeJS.ProcessEnv = {}): Promise<SplitDeployment> {
+  const [cluster, redis] = await Promise.all([startPgCluster(), startTcpRedis()]);
+  const data = tmpDir(prefix);
+  const env: NodeJS.ProcessEnv = { DATABASE_URL: cluster.url, REDIS_URL: redis.url, DATA_DIR: data.dir, ...settings };
+  const children: RoleProcess[] = [];
+  const start = async (role: 'api' | 'worker') => {
+    const child = await startRole(role, env);
+    children.push(child);
+    return child;
+  };
+  const api = await start('api');
+  env.PUBLIC_BASE_URL ??= api.url; // a worker apart needs it
+  const worker = await start('worker');
+  return {
+    cluster, redis, dataDir: data.dir, env, api, worker, start,
+    stop: async () => {
+      for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
+      await redis.stop();
+      cluster.remove();
+      data.remove();
+    },
+  };
 }

@@ -74,6 +74,8 @@ export interface Pipeline {
   mailer: () => Mailer;
   /** Counters of e-mails sent and failed for good. */
   mailOutcomes: { sent(): void; failed(): void };
+  /** Counts a failed build attempt (/metrics `report_builds_failed_total`). */
+  buildFailed(): void;
   /** Attached workbooks this process holds whole, so a run's e-mails read them once (workbook/store.ts). */
   workbooks: WorkbookCache;
 }
@@ -142,6 +144,7 @@ export async function processBuild(p: Pipeline, job: Job<BuildJobData>): Promise
     await discardBuild(prisma, runId, target.build).catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
     log.error({ err, runId, attempt: job.attemptsMade + 1 }, 'report build failed');
+    p.buildFailed();
     if (job.attemptsMade + 1 >= BUILD_JOB_ATTEMPTS) await failRun(p, runId, `report could not be generated: ${reason}`);
     throw err;
   }

@@ -4,6 +4,8 @@ import type { Worker } from 'node:worker_threads';
 import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import { siblingModule, startThread } from '../../shared/threads.ts';
 import type { FromThread, StoreTarget, ThreadInit, ToThread } from './build-thread.ts';
+// Imported for its effect: the main thread turns --expose-gc on before any build thread exists.
+import './gc.ts';
 import { pagesOf, type PageRow, type PageScope } from './pages.ts';
 import { EXCEL_DATA_ROWS, type BuildFacts } from './writer.ts';
 import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './store.ts';
