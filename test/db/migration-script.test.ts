@@ -71,7 +71,9 @@ describe(`a migration outside a transaction (${process.env.DATABASE_URL ? 'Postg
       '29991231000000_concurrent_index',
       `${NO_TRANSACTION_MARKER}\nSET lock_timeout = '2s';\nSET statement_timeout = '5min';\n` +
         `CREATE INDEX CONCURRENTLY IF NOT EXISTS "${index}" ON "webhook_deliveries" ("created_at");\n` +
-        `DO $$ BEGIN IF current_setting('lock_timeout') <> '2s' THEN RAISE EXCEPTION 'lost the session: %', current_setting('lock_timeout'); END IF; END $$;\n`,
+        `DO $$ BEGIN IF current_setting('lock_timeout') <> '2s' THEN RAISE EXCEPTION 'lost the session: %', current_setting('lock_timeout'); END IF; END $$;\n` +
+        // A backfill in batches commits each one, which only a statement outside a transaction may.
+        `DO $$ BEGIN FOR i IN 1..3 LOOP UPDATE "webhook_deliveries" SET "attempts" = "attempts" WHERE false; COMMIT; END LOOP; END $$;\n`,
     );
     assert.deepEqual(await applyMigrations(targetOf(t), { migrationsDir: dir }), ['29991231000000_concurrent_index']);
     const rows = await t.prisma.$queryRawUnsafe<Array<{ valid: boolean }>>(
