@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { runAdminSql } from '../src/db/client.ts';
 import { applyMigrations, MIGRATIONS_DIR } from '../src/db/migrate.ts';
 
 const { values: args } = parseArgs({
@@ -32,15 +33,7 @@ const POLL_MS = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (sql: string) => runAdminSql(ADMIN_URL, sql);
 
 /** A copy of the migrations folder holding only those up to `last` (and migration_lock.toml). */
 function migrationsUpTo(last: string): string {

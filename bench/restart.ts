@@ -16,7 +16,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import { runAdminSql } from '../src/db/client.ts';
 import { applyMigrations } from '../src/db/migrate.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -34,15 +34,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (sql: string) => runAdminSql(ADMIN_URL, sql);
 
 const ready = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status === 200, () => false);
 
