@@ -197,7 +197,7 @@ export function commandOf(script: string): string[] {
   return [...(process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : flags), ...entry];
 }
 
-/** `npm run build` (what the prestart scripts run), once, up front. */
+/** The servers' compile step of `npm run build`, once, up front (the start scripts compile nothing). */
 export function build(): void {
   const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) throw new Error('npm run build failed');

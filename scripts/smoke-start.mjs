@@ -1,7 +1,7 @@
 /**
- * CI smoke test of what `npm start` runs: the compiled server (dist/, built by the prestart
- * script) starts on a fresh data directory, answers /readyz and an /api request in the envelope,
- * and stops cleanly on SIGTERM. The test suite runs the TypeScript sources through tsx; this
+ * CI smoke test of what `npm start` runs: the compiled server (dist/, built by `npm ci`'s
+ * postinstall; prestart only checks the build's stamp) starts on a fresh data directory, answers
+ * /readyz and an /api request in the envelope, and stops cleanly on SIGTERM. The test suite runs the TypeScript sources through tsx; this
  * proves the build of those sources runs too.
  */
 import { spawn } from 'node:child_process';

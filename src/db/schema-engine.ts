@@ -15,6 +15,7 @@ import {
   type SqlMigrationAwareDriverAdapterFactory,
 } from '@prisma/driver-adapter-utils';
 import type pg from 'pg';
+import { runsOutsideTransaction, splitStatements } from './migration-script.ts';
 
 export type { SchemaEngine };
 
@@ -129,7 +130,16 @@ class AwaitingPGliteFactory implements SqlMigrationAwareDriverAdapterFactory {
     const withOnError = adapter as SqlDriverAdapter & { onError(e: unknown): never };
     adapter.executeScript = async (script: string) => {
       try {
-        await db.exec(script);
+        if (!runsOutsideTransaction(script)) {
+          await db.exec(script);
+          return;
+        }
+        // One session only: the file's SETs must not outlive it.
+        try {
+          for (const statement of splitStatements(script)) await db.exec(statement);
+        } finally {
+          await db.exec('RESET lock_timeout; RESET statement_timeout');
+        }
       } catch (e) {
         withOnError.onError(e);
       }
@@ -141,7 +151,8 @@ class AwaitingPGliteFactory implements SqlMigrationAwareDriverAdapterFactory {
 /**
  * @prisma/adapter-pg 7.10 splits `executeScript` on every ";" (inside strings too) and sends the
  * pieces through the pool; one simple-protocol query is one implicit transaction, so a failing
- * migration leaves nothing half-applied.
+ * migration leaves nothing half-applied. A migration marked to run outside a transaction
+ * (migration-script.ts) is split properly and run on one connection.
  */
 class WholeScriptPgFactory implements SqlMigrationAwareDriverAdapterFactory {
   readonly provider = 'postgres' as const;
@@ -157,7 +168,18 @@ class WholeScriptPgFactory implements SqlMigrationAwareDriverAdapterFactory {
     const adapter = (await this.#inner.connect()) as unknown as SqlDriverAdapter & { onError(e: unknown): never };
     adapter.executeScript = async (script: string) => {
       try {
-        await this.pool.query(script);
+        if (!runsOutsideTransaction(script)) {
+          await this.pool.query(script);
+          return;
+        }
+        // Each statement on its own, on one session (the file's SETs hold for the next ones),
+        // which is then closed rather than given back to the pool with those settings.
+        const client = await this.pool.connect();
+        try {
+          for (const statement of splitStatements(script)) await client.query(statement);
+        } finally {
+          client.release(true);
+        }
       } catch (e) {
         adapter.onError(e);
       }

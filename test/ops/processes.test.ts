@@ -99,11 +99,11 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
   test('the npm scripts run these entry points', () => {
     const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     // The compiled entry point of the same file (tsconfig.build.json: src/ → dist/src/), with Node
-    // flags and glibc's fixed mmap threshold (docs/operations.md, "Memory and the start scripts"), built first by the prestart script.
+    // flags and glibc's fixed mmap threshold (docs/operations.md, "Memory and the start scripts"), as `npm run build` built it.
     for (const [script, file] of [['start', 'all'], ['start:api', 'api'], ['start:worker', 'worker']] as const) {
       assert.match(scripts[script]!, new RegExp(`^MALLOC_MMAP_THRESHOLD_=131072 node dist/src/main/${file}\\.js$`));
-      // The processes that serve the API serve the console too (dist/console): they build it first.
-      assert.equal(scripts[`pre${script}`], `tsc -p tsconfig.build.json${file === 'worker' ? '' : ' && node console/build.mjs'}`);
+      // Nothing is compiled at start: the pre-step only refuses a build of another tree (test/e2e/start-built.test.ts).
+      assert.equal(scripts[`pre${script}`], 'node scripts/build-stamp.mjs --check');
     }
     const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include: string[] };
     assert.equal(build.compilerOptions.outDir, 'dist');
