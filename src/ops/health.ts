@@ -9,6 +9,7 @@ import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Logger } from '../logger.ts';
 import { DEFAULT_PREFIX } from '../jobs/index.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
+import { refreshWorkersAlive } from './process-registry.ts';
 
 /** Each readiness probe gets this long before its dependency counts as down. */
 export const READY_TIMEOUT_MS = 2000;
@@ -92,6 +93,7 @@ export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: R
     }));
 
   app.get('/metrics', async (_req, res) => {
+    if (!(await refreshWorkersAlive(deps.prisma))) deps.logger.debug('workers_alive unavailable for /metrics');
     if (!(await refreshQueueDepth(queuesOf()))) {
       deps.logger.debug('queue depth unavailable for /metrics');
       const stale = queues ?? [];
