@@ -26,6 +26,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A port for an API process and the PUBLIC_BASE_URL that reaches it: every process on one
+ * database must share PUBLIC_BASE_URL (src/ops/process-registry.ts), so it is known before the
+ * first one starts.
+ */
+export async function apiAddress(): Promise<{ PORT: string; PUBLIC_BASE_URL: string }> {
+  const port = await freePort();
+  return { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };
+}
+
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
   const started = Date.now();
   for (;;) {
