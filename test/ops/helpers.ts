@@ -221,7 +221,10 @@ export interface RoleProcess {
 const FILES: Record<Role, string> = { all: 'src/main/all.ts', api: 'src/main/api.ts', worker: 'src/main/worker.ts' };
 const READY: Record<Role, string> = { all: 'Client API v1 listening', api: 'Client API v1 listening', worker: 'job worker running' };
 
-export async function startRole(role: Role, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RoleProcess> {
+/** A start takes 50-60 s on a machine that eight test runs share (load 25): 60 s failed starts there. */
+const START_TIMEOUT_MS = 150_000;
+
+export async function startRole(role: Role, env: NodeJS.ProcessEnv, timeoutMs = START_TIMEOUT_MS): Promise<RoleProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', FILES[role]], {
     cwd: ROOT,
     // No pre-stop delay unless a test asks for one: most tests stop their children with SIGTERM.
