@@ -9,8 +9,8 @@
  *    pointing at an SMTP sink in a process of its own (bench/smtp-sink.ts; its work is not counted):
  *    - `one`: as `npm start` (API + job worker in one process, its private Redis);
  *    - `split`: as `npm run start:api` + `npm run start:worker`, sharing a redis-server the bench
- *      starts (REDIS_URL) and the database (DATABASE_URL; on PGlite the worker reaches the
- *      database process that start:api forks through its socket).
+ *      starts (REDIS_URL) and the database (DATABASE_URL: processes apart refuse the embedded
+ *      one, so without it the default is `one` alone).
  *    The database is embedded PGlite in the data directory unless DATABASE_URL is set; then the
  *    bench creates a database of its own on that server (dropped at the end). One import serves
  *    every layout.
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
   const { key, importMs } = await importData();
 
   const sink = await startSmtpSink();
-  const layouts = (process.env.BENCH_LAYOUTS ?? 'one,split').split(',').map((l) => l.trim()).filter(Boolean);
+  const layouts = (process.env.BENCH_LAYOUTS ?? (process.env.DATABASE_URL ? 'one,split' : 'one')).split(',').map((l) => l.trim()).filter(Boolean);
   const results: LayoutResult[] = [];
   let workbookFile = process.env.BENCH_SAVE_WORKBOOK || (process.env.BENCH_READ_BACK === '1' ? path.join(dataDir, 'read-back.xlsx') : undefined);
   for (const layout of layouts) {
@@ -232,6 +232,7 @@ async function startLayout(layout: 'one' | 'split', env: NodeJS.ProcessEnv, url:
     await waitForHttp(url, 60_000, procs.server);
     return { procs };
   }
+  if (!env.DATABASE_URL) throw new Error('the split layout runs processes apart, which need DATABASE_URL (a PostgreSQL); set it or BENCH_LAYOUTS=one');
   const redisPort = await freePort();
   const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
   children.push(redis);

@@ -1,11 +1,18 @@
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
+
+/** The three npm start scripts: `npm start` (both halves), `start:api`, `start:worker`. */
+export type Role = 'all' | 'api' | 'worker';
 
 /** Every setting in the README's "Configuration" table, read once from the environment. */
 export interface Config {
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** A real SMTP server (`smtp://`, `smtps://`); undefined: e-mails are written to `outboxDir`. */
   smtpUrl: string | undefined;
+  /** Where each e-mail is written as an `.eml` file when there is no SMTP server (SMTP_URL `file:///dir`, or unset: `$DATA_DIR/outbox`). */
+  outboxDir: string;
   dataDir: string;
   port: number;
   host: string;
@@ -159,14 +166,75 @@ export function parseRetrySchedule(text: string, name = 'WEBHOOK_RETRY_SCHEDULE'
   });
 }
 
+/**
+ * SMTP_URL: `smtp://` or `smtps://` (nodemailer), or `file:///an/absolute/dir` to write each e-mail
+ * there as an `.eml` file, chosen by name. Unset: the outbox under DATA_DIR. The error never
+ * repeats the value, which may hold a password.
+ */
+export function parseSmtpUrl(value: string | undefined, dataDir: string): Pick<Config, 'smtpUrl' | 'outboxDir'> {
+  const text = optional(value);
+  if (text === undefined) return { smtpUrl: undefined, outboxDir: path.join(dataDir, 'outbox') };
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url && (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '') return { smtpUrl: text, outboxDir: path.join(dataDir, 'outbox') };
+  if (url?.protocol === 'file:' && (url.hostname === '' || url.hostname === 'localhost') && url.search === '' && url.hash === '') {
+    return { smtpUrl: undefined, outboxDir: path.resolve(fileURLToPath(url)) };
+  }
+  const scheme = url ? `a ${url.protocol} URL` : 'no URL';
+  throw new Error(`SMTP_URL must be smtp://user:pass@host:port, smtps://… or file:///an/absolute/directory (e-mails written there as .eml files), got ${scheme}`);
+}
+
+/** Where this process's e-mails go, without a password: `smtp://host:port`, or `file:///dir`. */
+export function mailTarget(config: Pick<Config, 'smtpUrl' | 'outboxDir'>): string {
+  if (!config.smtpUrl) return `file://${config.outboxDir}`;
+  const url = new URL(config.smtpUrl);
+  return `${url.protocol}//${url.hostname}${url.port ? `:${url.port}` : ''}`;
+}
+
+/**
+ * The setups that cannot work, refused by name before anything starts (issue 32 rows 7 and 8,
+ * issue 40 item 7, issue 45 item 1): defaulted, each would make a process half-work (a Redis or a
+ * database of its own, a key of its own under its DATA_DIR, links to an address no one reaches,
+ * e-mails to a directory no one reads). Throws an Error of one line naming the setting.
+ */
+export function checkSetup(role: Role, config: Config, env: NodeJS.ProcessEnv): void {
+  const publicBaseUrlSet = optional(env.PUBLIC_BASE_URL) !== undefined;
+  // A link to http://[::]:3000 reaches no one: every role writes links (console sign-in, report downloads).
+  if (!publicBaseUrlSet && isUnspecifiedHost(config.host)) {
+    const links = role === 'api' ? 'the console sign-in links' : role === 'worker' ? 'the report download links' : 'the console sign-in and report download links';
+    throw new Error(`HOST=${config.host} listens on every address, none a client can be sent to, so ${links} need PUBLIC_BASE_URL: the address people reach the API at (e.g. https://api.example.com)`);
+  }
+  if (role === 'all') return;
+  if (!config.redisUrl) {
+    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
+  }
+  if (!config.databaseUrl) {
+    throw new Error(`npm run start:${role} runs apart on the shared REDIS_URL, so it needs DATABASE_URL: the PostgreSQL every process shares (unset, it would use an embedded database of its own, which only npm start may)`);
+  }
+  if (!config.credentialsKey) {
+    throw new Error(`npm run start:${role} runs apart on PostgreSQL, so every process needs one shared CREDENTIALS_KEY (64 hex characters, e.g. \`openssl rand -hex 32\`)`);
+  }
+  if (role === 'worker' && !publicBaseUrlSet) {
+    throw new Error('npm run start:worker writes the report download links, so it needs PUBLIC_BASE_URL: the address people reach the API at');
+  }
+  if (role === 'worker' && optional(env.SMTP_URL) === undefined) {
+    throw new Error('npm run start:worker sends the report e-mails, so it needs SMTP_URL: smtp://user:pass@host:port, or file:///a/directory to write them there as .eml files (only npm start does that unset)');
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = optional(env.HOST) ?? '127.0.0.1';
   const port = integer('PORT', env.PORT, 3000, 0, 65535);
+  const dataDir = path.resolve(optional(env.DATA_DIR) ?? './var');
   return {
     databaseUrl: optional(env.DATABASE_URL),
     redisUrl: optional(env.REDIS_URL),
-    smtpUrl: optional(env.SMTP_URL),
-    dataDir: path.resolve(optional(env.DATA_DIR) ?? './var'),
+    ...parseSmtpUrl(env.SMTP_URL, dataDir),
+    dataDir,
     port,
     host,
     tlsCertFile: optional(env.TLS_CERT_FILE),

@@ -192,7 +192,7 @@ export async function runDatabaseProcess(env: NodeJS.ProcessEnv = process.env): 
   const logger = createLogger(config.logLevel).child({ component: 'database' });
   const send = process.send?.bind(process);
   if (!send) {
-    console.error('client-api-v1: the database process is started by npm start / npm run start:api, not by hand');
+    console.error('client-api-v1: the database process is started by npm start, not by hand');
     process.exit(1);
   }
   // The parent decides when the database may go: it still needs it while it drains.

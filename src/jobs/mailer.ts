@@ -81,12 +81,12 @@ export type TransportMessage = Omit<MailMessage, 'attachments'> & {
 };
 
 function describeMailer(config: Config): string {
-  return config.smtpUrl ? describeSmtp(config.smtpUrl) : path.join(config.dataDir, 'outbox');
+  return config.smtpUrl ? describeSmtp(config.smtpUrl) : config.outboxDir;
 }
 
 /**
- * Mail goes to `SMTP_URL` through nodemailer's SMTP transport, or, when it is unset, each message
- * is written as an `.eml` file under `$DATA_DIR/outbox/` (counts as sent). Used inside the mail
+ * Mail goes to `SMTP_URL` through nodemailer's SMTP transport, or each message is written as an
+ * `.eml` file under the outbox (`SMTP_URL=file:///dir`, or unset: `$DATA_DIR/outbox/`; counts as sent). Used inside the mail
  * thread (src/jobs/mail-thread.ts); everything else sends through `createMailer`.
  */
 export function transportMailer(config: Config): Omit<Mailer, 'send'> & { send(message: TransportMessage): Promise<SentMail> } {

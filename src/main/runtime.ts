@@ -10,15 +10,13 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import path from 'node:path';
 import express, { type Express } from 'express';
 import { appLoaded, createApp } from '../app.ts';
 import { createGate, gateSettings } from '../auth/gate.ts';
-import { isUnspecifiedHost, loadConfig, type Config } from '../config.ts';
-import { connectForCli, openDatabase, socketDirFor, type Database } from '../db/client.ts';
+import { checkSetup, loadConfig, type Config, type Role } from '../config.ts';
+import { openDatabase, type Database } from '../db/client.ts';
 import { checkCredentialsKey, loadCredentialsKey } from '../db/credentials.ts';
 import { startDatabaseProcess } from '../db/process.ts';
-import { SOCKET_FILE, socketAnswers } from '../db/pglite-socket.ts';
 import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { useEntityTagSecret } from '../http/conditional.ts';
@@ -27,12 +25,13 @@ import { requestId } from '../http/request-id.ts';
 import { createJobs, type CreateJobsOptions } from '../background.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { registerOps } from '../ops/health.ts';
+import { registerProcess, sharedSettingsOf } from '../ops/process-registry.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
 import { openChunkReader } from '../reports/index.ts';
 import { listen, type ServerTimeouts } from './server.ts';
 
-export type Role = 'all' | 'api' | 'worker';
+export type { Role };
 
 export interface Runtime {
   config: Config;
@@ -63,17 +62,9 @@ export interface StartOptions {
   embeddedDatabaseInProcess?: boolean;
 }
 
-/** The database of this role: the embedded one's process, its socket (a worker apart), or DATABASE_URL. */
-async function openRuntimeDatabase(role: Role, config: Config, logger: Logger, env: NodeJS.ProcessEnv, options: StartOptions): Promise<Database> {
+/** The database of this role: the embedded one's process (npm start only: src/config.ts `checkSetup`), or DATABASE_URL. */
+async function openRuntimeDatabase(config: Config, logger: Logger, env: NodeJS.ProcessEnv, options: StartOptions): Promise<Database> {
   const log = (message: string) => logger.debug({ component: 'migrate' }, message);
-  if (role === 'worker' && !config.databaseUrl) {
-    // PGlite allows one process in its directory: a worker apart from the API reaches the
-    // embedded database through the API process's socket, never by opening it again.
-    if (!(await socketAnswers(path.join(socketDirFor(config.dataDir), SOCKET_FILE)))) {
-      throw new Error('start:worker needs DATABASE_URL, or a running start:api on the same DATA_DIR (embedded PGlite socket)');
-    }
-    return connectForCli({ dataDir: config.dataDir, log, queryTimeoutMs: config.dbStatementTimeoutMs });
-  }
   if (!config.databaseUrl && !options.embeddedDatabaseInProcess) {
     return startDatabaseProcess({ dataDir: config.dataDir, logger, env, queryTimeoutMs: config.dbStatementTimeoutMs });
   }
@@ -157,29 +148,6 @@ async function startJobs(
 }
 
 /**
- * The settings a process running apart cannot default, each refused by name: defaulted, each
- * would make it half-work (a Redis of its own, a key of its own under its DATA_DIR, download
- * links to its own HOST:PORT where no API listens). Any process that writes links on an
- * unspecified HOST (`::`, `0.0.0.0`) needs PUBLIC_BASE_URL too (issue 40 item 7).
- */
-function requireSharedSettings(role: Role, config: Config, env: NodeJS.ProcessEnv): void {
-  // A link to http://[::]:3000 reaches no one: a process that writes links needs the real address.
-  if (role !== 'api' && !env.PUBLIC_BASE_URL?.trim() && isUnspecifiedHost(config.host)) {
-    throw new Error(`HOST=${config.host} listens on every address, none a client can be sent to, so the report download links need PUBLIC_BASE_URL: the address people reach the API at (e.g. https://api.example.com)`);
-  }
-  if (role === 'all') return;
-  if (!config.redisUrl) {
-    throw new Error(`npm run start:${role} runs apart from its other half, so both need one shared REDIS_URL`);
-  }
-  if (config.databaseUrl && !config.credentialsKey) {
-    throw new Error(`npm run start:${role} runs apart on PostgreSQL, so every process needs one shared CREDENTIALS_KEY (64 hex characters, e.g. \`openssl rand -hex 32\`)`);
-  }
-  if (role === 'worker' && !env.PUBLIC_BASE_URL?.trim()) {
-    throw new Error('npm run start:worker writes the report download links, so it needs PUBLIC_BASE_URL: the address people reach the API at');
-  }
-}
-
-/**
  * The credentials key (CREDENTIALS_KEY, or the key file under DATA_DIR) against the fingerprint
  * the database recorded at its first start (recorded now when there is none): a process with
  * another key is refused before it serves or takes a job.
@@ -199,7 +167,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
   const config = loadConfig(env);
   protectDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
-  requireSharedSettings(role, config, env);
+  checkSetup(role, config, env);
   const closers: Array<[string, () => Promise<void>]> = [];
   let preStopMs = 0;
   const closeAll = async (): Promise<void> => {
@@ -214,7 +182,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
   try {
     const redisEndpoint = await startRedis(config.redisUrl);
     closers.push(['redis', () => redisEndpoint.stop()]);
-    const database = await openRuntimeDatabase(role, config, logger, env, options);
+    const database = await openRuntimeDatabase(config, logger, env, options);
     closers.push(['database', () => database.close()]);
     // PGlite unpacks a new cluster with its own file modes (0666): narrowed once it is set up.
     protectDataDir(config.dataDir);
@@ -222,6 +190,9 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
     await checkKeyAgainstDatabase(config, database, logger);
+    // Before it takes a job or listens: a process that disagrees with a live one never starts.
+    const registration = await registerProcess(database.prisma, { role, settings: sharedSettingsOf(role, config, redisEndpoint.description), logger });
+    closers.push(['process registry', () => registration.close()]);
 
     const { jobs, workbookReads } = await startJobs(role, { redisEndpoint, database, config, logger }, options, closers);
 

@@ -12,6 +12,7 @@ import type { Logger } from '../logger.ts';
 import { DEFAULT_PREFIX } from '../jobs/index.ts';
 import { backlogRefresher } from './backlog.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
+import { refreshWorkersAlive } from './process-registry.ts';
 
 /** Each readiness probe gets this long before its dependency counts as down. */
 export const READY_TIMEOUT_MS = 2000;
@@ -96,8 +97,9 @@ export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: R
 
   const refreshBacklog = backlogRefresher(deps.prisma);
   app.get('/metrics', async (_req, res) => {
-    const [depth, backlog] = await Promise.all([refreshQueueDepth(queuesOf()), refreshBacklog()]);
+    const [depth, backlog, alive] = await Promise.all([refreshQueueDepth(queuesOf()), refreshBacklog(), refreshWorkersAlive(deps.prisma)]);
     if (!backlog) deps.logger.debug('backlog gauges unavailable for /metrics');
+    if (!alive) deps.logger.debug('workers_alive unavailable for /metrics');
     if (!depth) {
       deps.logger.debug('queue depth unavailable for /metrics');
       const stale = queues ?? [];

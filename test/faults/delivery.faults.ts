@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { apiKey } from '../helpers/factories.ts';
 import type { Database } from '../../src/db/client.ts';
-import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { apiAddress, sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { faultsAvailable, startFaultySmtp, startPgCluster, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
@@ -45,8 +45,9 @@ before(async () => {
     // Settings every process apart shares (issue 32 rows 7 and 8).
     CREDENTIALS_KEY: randomBytes(32).toString('hex'),
   };
-  api = await startRole('api', env);
-  env.PUBLIC_BASE_URL = api.url;
+  const address = await apiAddress();
+  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
+  api = await startRole('api', { ...env, PORT: address.PORT });
   children.push(api);
   worker = await startRole('worker', env);
   children.push(worker);

@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
@@ -16,7 +18,7 @@ import { recordEvents } from '../../src/events/store.ts';
 import { PER_BROKER_IN_FLIGHT, PER_ENDPOINT_IN_FLIGHT } from '../../src/webhooks/dispatcher.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, verified, webhookEndpoint, type Answer, type Receiver, type TestEndpoint } from '../helpers/webhooks.ts';
-import { sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { apiAddress, sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { faultsAvailable, startPgCluster, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
@@ -42,6 +44,8 @@ before(async () => {
     DATABASE_URL: cluster.url,
     REDIS_URL: redis.url,
     DATA_DIR: data.dir,
+    // A worker on PostgreSQL sends e-mail only where it is told to (issue 45); none is sent here.
+    SMTP_URL: pathToFileURL(path.join(data.dir, 'outbox')).href,
     CREDENTIALS_KEY: KEY,
     DB_STATEMENT_TIMEOUT_MS: '5000',
     WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
@@ -50,8 +54,10 @@ before(async () => {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   };
   // The API plays no part in delivery; it runs as in production, beside the worker.
-  api = await startRole('api', env);
-  env.PUBLIC_BASE_URL = api.url; // a worker apart needs it (issue 32 row 8)
+  // Every process on the database shares PUBLIC_BASE_URL (issue 45), so it is chosen first.
+  const address = await apiAddress();
+  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
+  api = await startRole('api', { ...env, PORT: address.PORT });
   children.push(api);
   worker = await startRole('worker', env);
   children.push(worker);

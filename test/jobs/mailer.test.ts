@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { loadConfig } from '../../src/config.ts';
@@ -81,7 +82,7 @@ describe('createMailer', () => {
 
   test('without SMTP_URL each message is an .eml file in $DATA_DIR/outbox', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'capi-mailer-'));
-    const outboxMailer = createMailer({ ...loadConfig({}), smtpUrl: undefined, dataDir });
+    const outboxMailer = createMailer(loadConfig({ DATA_DIR: dataDir }));
     try {
       const sent = await outboxMailer.send({ to: 'file@customer.example', subject: 'To a file', text: 'hello', attachments: [{ filename: 'x.bin', content: randomBytes(200_000) }] });
       assert.equal(outboxMailer.describe, path.join(dataDir, 'outbox'));
@@ -94,6 +95,21 @@ describe('createMailer', () => {
     } finally {
       outboxMailer.close();
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('SMTP_URL=file:///dir writes each message as an .eml file in that directory, chosen by name', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'capi-mailer-file-'));
+    const outbox = path.join(dir, 'chosen');
+    const fileMailer = createMailer(loadConfig({ DATA_DIR: path.join(dir, 'data'), SMTP_URL: pathToFileURL(outbox).href }));
+    try {
+      await fileMailer.send({ to: 'file@customer.example', subject: 'Chosen', text: 'hello' });
+      assert.equal(fileMailer.describe, outbox);
+      assert.equal(readdirSync(outbox).filter((f) => f.endsWith('.eml')).length, 1);
+      assert.throws(() => readdirSync(path.join(dir, 'data', 'outbox')), /ENOENT/);
+    } finally {
+      fileMailer.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

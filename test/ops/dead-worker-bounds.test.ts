@@ -20,6 +20,7 @@ import { HEARTBEAT_TTL_MS } from '../../src/webhooks/heartbeat.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 import {
+  apiAddress,
   createPgDatabase,
   postgresAvailable,
   sleep,
@@ -65,9 +66,10 @@ before(async () => {
     WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   };
-  const api = await startRole('api', env);
+  const address = await apiAddress();
+  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
+  const api = await startRole('api', { ...env, PORT: address.PORT });
   children.push(api);
-  env.PUBLIC_BASE_URL = api.url;
   db = await openDatabase({ databaseUrl: pgdb.url, dataDir: data.dir, migrate: false, poolMax: 2 });
 });
 

@@ -26,6 +26,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A port for an API process and the PUBLIC_BASE_URL that reaches it: every process on one
+ * database must share PUBLIC_BASE_URL (src/ops/process-registry.ts), so it is known before the
+ * first one starts.
+ */
+export async function apiAddress(): Promise<{ PORT: string; PUBLIC_BASE_URL: string }> {
+  const port = await freePort();
+  return { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };
+}
+
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
   const started = Date.now();
   for (;;) {
@@ -211,7 +221,10 @@ export interface RoleProcess {
 const FILES: Record<Role, string> = { all: 'src/main/all.ts', api: 'src/main/api.ts', worker: 'src/main/worker.ts' };
 const READY: Record<Role, string> = { all: 'Client API v1 listening', api: 'Client API v1 listening', worker: 'job worker running' };
 
-export async function startRole(role: Role, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RoleProcess> {
+/** A start takes 50-60 s on a machine that eight test runs share (load 25): 60 s failed starts there. */
+const START_TIMEOUT_MS = 150_000;
+
+export async function startRole(role: Role, env: NodeJS.ProcessEnv, timeoutMs = START_TIMEOUT_MS): Promise<RoleProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', FILES[role]], {
     cwd: ROOT,
     // No pre-stop delay unless a test asks for one: most tests stop their children with SIGTERM.

@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { apiKey } from '../helpers/factories.ts';
 import {
+  apiAddress,
   createPgDatabase,
   freePort,
   postgresAvailable,
@@ -61,9 +62,10 @@ before(async () => {
     REPORT_RECONCILE_MS: '1000',
   };
   // The first API process applies the migrations; the others start on the migrated database.
-  api1 = await startRole('api', env);
+  const address = await apiAddress();
+  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
+  api1 = await startRole('api', { ...env, PORT: address.PORT });
   children.push(api1);
-  env.PUBLIC_BASE_URL = api1.url;
   [api2, worker] = await Promise.all([startRole('api', env), startRole('worker', env)]);
   children.push(api2, worker);
   db = await openDatabase({ databaseUrl: pgdb.url, dataDir: data.dir, migrate: false, poolMax: 2 });

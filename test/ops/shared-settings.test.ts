@@ -9,10 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { keyFingerprint, KEY_FILE_NAME } from '../../src/db/credentials.ts';
 import { runFile } from '../helpers/run-file.ts';
-import { createPgDatabase, LogCapture, pgQuery, postgresAvailable, ROOT, startRole, startTcpRedis, tmpDir, waitUntil, type PgDatabase, type RoleProcess, type TcpRedis } from './helpers.ts';
+import { apiAddress, createPgDatabase, LogCapture, pgQuery, postgresAvailable, ROOT, startRole, startTcpRedis, tmpDir, waitUntil, type PgDatabase, type RoleProcess, type TcpRedis } from './helpers.ts';
 
 const skipPg = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 const keyA = randomBytes(32).toString('hex');
@@ -38,7 +39,7 @@ describe('processes apart on PostgreSQL refuse settings they cannot default', { 
   before(async () => {
     if (skipPg) return;
     [pgdb, redis] = await Promise.all([createPgDatabase(), startTcpRedis()]);
-    env = { DATABASE_URL: pgdb.url, REDIS_URL: redis.url, DATA_DIR: data.dir };
+    env = { DATABASE_URL: pgdb.url, REDIS_URL: redis.url, DATA_DIR: data.dir, SMTP_URL: pathToFileURL(path.join(data.dir, 'outbox')).href };
   });
   after(async () => {
     for (const c of children) await c.kill('SIGKILL');
@@ -56,13 +57,14 @@ describe('processes apart on PostgreSQL refuse settings they cannot default', { 
   });
 
   test('the first process records the key; a process with another key is refused, the same key starts', async () => {
-    const api = await startRole('api', { ...env, CREDENTIALS_KEY: keyA });
+    const address = await apiAddress();
+    const api = await startRole('api', { ...env, ...address, CREDENTIALS_KEY: keyA });
     children.push(api);
     assert.ok(api.logs.records().some((r) => r.msg === 'credentials key fingerprint recorded in the database'));
     const { rows } = await pgQuery('SELECT id, fingerprint FROM credentials_key_fingerprint', pgdb.url);
     assert.deepEqual(rows, [{ id: 1, fingerprint: keyFingerprint(Buffer.from(keyA, 'hex')) }]);
 
-    const apart = { ...env, PUBLIC_BASE_URL: api.url };
+    const apart = { ...env, PUBLIC_BASE_URL: address.PUBLIC_BASE_URL };
     await refused('worker', { ...apart, CREDENTIALS_KEY: keyB }, /CREDENTIALS_KEY is not the credentials key this database recorded at its first start/);
     await refused('api', { ...env, CREDENTIALS_KEY: keyB }, /CREDENTIALS_KEY is not the credentials key this database recorded/);
     // `npm start` on the same database with no key: its generated key file is refused too.

@@ -1,8 +1,8 @@
 /**
  * Issue 40 item 7: with HOST=:: (or 0.0.0.0) and no PUBLIC_BASE_URL, report e-mails carried
- * `http://[::]:PORT/downloads/…`, a link no client can open. A process that writes the links
- * (`npm start`, `start:worker`) now refuses to start, naming PUBLIC_BASE_URL in one line; with it
- * set, the links start with it. `start:api` writes no link and still starts on ::.
+ * `http://[::]:PORT/downloads/…`, a link no client can open. Every process writes links
+ * (`start:api` the console sign-in links, issue 45), so each refuses to start there, naming
+ * PUBLIC_BASE_URL in one line; with it set, the links start with it.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -11,7 +11,7 @@ import { startRuntime } from '../../src/main/runtime.ts';
 import { linkUrl } from '../../src/reports/delivery/links.ts';
 import { startRole, tmpDir } from './helpers.ts';
 
-const REFUSAL = /^HOST=(\S+) listens on every address, none a client can be sent to, so the report download links need PUBLIC_BASE_URL: the address people reach the API at/;
+const REFUSAL = /^HOST=(\S+) listens on every address, none a client can be sent to, so the (console sign-in and report download|console sign-in|report download) links need PUBLIC_BASE_URL: the address people reach the API at/;
 
 describe('isUnspecifiedHost', () => {
   const rows: Array<[host: string, unspecified: boolean]> = [
@@ -35,10 +35,10 @@ describe('isUnspecifiedHost', () => {
 
 describe('a process that writes download links on an unspecified HOST', () => {
   for (const host of ['::', '0.0.0.0', '[::]']) {
-    test(`HOST=${host} without PUBLIC_BASE_URL: npm start and start:worker refuse to start, naming the setting`, async () => {
+    test(`HOST=${host} without PUBLIC_BASE_URL: npm start, start:api and start:worker refuse to start, naming the setting`, async () => {
       const data = tmpDir('capi-ops-unspecified-');
       try {
-        for (const role of ['all', 'worker'] as const) {
+        for (const role of ['all', 'api', 'worker'] as const) {
           await assert.rejects(startRuntime(role, { env: { HOST: host, DATA_DIR: data.dir, REDIS_URL: 'redis://127.0.0.1:1' } }), (error: Error) => {
             assert.match(error.message, REFUSAL);
             assert.ok(!error.message.includes('\n'), 'one line');
@@ -61,7 +61,7 @@ describe('a process that writes download links on an unspecified HOST', () => {
     try {
       await assert.rejects(startRole('all', { HOST: '::', DATA_DIR: data.dir }), (error: Error) => {
         assert.match(error.message, /^all exited \(1\) before it was ready/);
-        assert.match(error.message, /HOST=:: listens on every address, none a client can be sent to, so the report download links need PUBLIC_BASE_URL/);
+        assert.match(error.message, /HOST=:: listens on every address, none a client can be sent to, so the console sign-in and report download links need PUBLIC_BASE_URL/);
         return true;
       });
     } finally {
