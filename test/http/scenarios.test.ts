@@ -53,6 +53,11 @@ interface Twin {
   code: string;
 }
 
+/** A scenario, and the status and code its live twin answers. */
+const CONFLICT = { scenario: 'conflict', status: 409, code: 'conflict' } as const;
+const NOT_FOUND = { scenario: 'not_found', status: 404, code: 'not_found' } as const;
+const NO_DATA = { scenario: 'no_data', status: 400, code: 'no_data' } as const;
+
 const ghostEndpoint = 'we_000000000000000000000000';
 const ghostEvent = 'evt_000000000000000000000000';
 const hourAgo = () => new Date(Date.now() - 3_600_000).toISOString();
@@ -75,9 +80,7 @@ const twins: Twin[] = [
   ...serviceActions.map(({ action, body }): Twin => ({
     what: `${action} of a cancelled service`,
     method: 'post',
-    scenario: 'conflict',
-    status: 409,
-    code: 'conflict',
+    ...CONFLICT,
     live: async () => {
       const n = await cancelledService();
       return { path: `/api/v1/services/${n}/${action}`, body, id: String(n) };
@@ -87,27 +90,21 @@ const twins: Twin[] = [
   ...serviceActions.map(({ action, body }): Twin => ({
     what: `${action} of a service that does not exist`,
     method: 'post',
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => ({ path: `/api/v1/services/${NO_SERVICE}/${action}`, body, id: String(NO_SERVICE) }),
     sandbox: async () => ({ path: `/api/v1/services/${SANDBOX_SERVICE}/${action}`, body, id: String(SANDBOX_SERVICE) }),
   })),
   {
     what: 'getService of a service that does not exist',
     method: 'get',
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => ({ path: `/api/v1/services/${NO_SERVICE}`, id: String(NO_SERVICE) }),
     sandbox: async () => ({ path: `/api/v1/services/${SANDBOX_SERVICE}`, id: String(SANDBOX_SERVICE) }),
   },
   ...(['approve', 'deny'] as const).map((action): Twin => ({
     what: `a second ${action === 'approve' ? 'approval' : 'denial'} of a request`,
     method: 'post',
-    scenario: 'conflict',
-    status: 409,
-    code: 'conflict',
+    ...CONFLICT,
     live: async () => {
       const decided = await serviceRequest(t.prisma, { brokerId: keys.brokerId, type: 'create', status: action === 'approve' ? 'approved' : 'denied' });
       const id = `REQ-${String(decided.id).padStart(6, '0')}`;
@@ -118,18 +115,14 @@ const twins: Twin[] = [
   {
     what: 'a decision on a request that does not exist',
     method: 'post',
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => ({ path: '/api/v1/requests/REQ-99999999/manage', body: decision('approve'), id: 'REQ-99999999' }),
     sandbox: async () => ({ path: '/api/v1/requests/REQ-123450/manage', body: decision('approve'), id: 'REQ-123450' }),
   },
   {
     what: 'getReport of a report that does not exist',
     method: 'get',
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => {
       const id = randomUUID();
       return { path: `/api/v1/reports/${id}`, id };
@@ -142,9 +135,7 @@ const twins: Twin[] = [
   {
     what: 'an invoices report of a range without invoices',
     method: 'post',
-    scenario: 'no_data',
-    status: 400,
-    code: 'no_data',
+    ...NO_DATA,
     live: async () => ({ path: '/api/v1/reports/invoices', body: { recipients: ['a@broker.example'], start_date: '1990-01-01', end_date: '1990-01-02' }, id: '-' }),
     sandbox: async () => ({ path: '/api/v1/reports/invoices', body: { recipients: ['a@broker.example'], start_date: '1990-01-01', end_date: '1990-01-02' }, id: '-' }),
   },
@@ -163,9 +154,7 @@ const twins: Twin[] = [
     return {
       what: `${what} of an endpoint that does not exist`,
       method,
-      scenario: 'not_found',
-      status: 404,
-      code: 'not_found',
+      ...NOT_FOUND,
       live: async () => ({ path: `/api/v1/webhook-endpoints/${ghostEndpoint}${tail}`, body: bodyNow(), id: ghostEndpoint }),
       sandbox: async () => ({ path: `/api/v1/webhook-endpoints/${keys.testEndpoint}${tail}`, body: bodyNow(), id: keys.testEndpoint }),
     };
@@ -173,9 +162,7 @@ const twins: Twin[] = [
   {
     what: 'recover on a disabled endpoint',
     method: 'post',
-    scenario: 'conflict',
-    status: 409,
-    code: 'conflict',
+    ...CONFLICT,
     live: async () => {
       const id = await webhookEndpoint(t.prisma, { brokerId: keys.brokerId, status: 'disabled' });
       return { path: `/api/v1/webhook-endpoints/${id}/recover`, body: { since: hourAgo() }, id };
@@ -190,9 +177,7 @@ const twins: Twin[] = [
   ).map(([what, method, tail]): Twin => ({
     what: `${what} of an event that does not exist`,
     method,
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => ({ path: `/api/v1/events/${ghostEvent}${tail}`, id: ghostEvent }),
     sandbox: async () => {
       const id = await event(t.prisma, { brokerId: keys.brokerId, mode: 'test' });
@@ -202,9 +187,7 @@ const twins: Twin[] = [
   {
     what: 'a redelivery to a disabled endpoint',
     method: 'post',
-    scenario: 'conflict',
-    status: 409,
-    code: 'conflict',
+    ...CONFLICT,
     live: async () => {
       const endpoint = await webhookEndpoint(t.prisma, { brokerId: keys.brokerId, status: 'disabled' });
       const id = await event(t.prisma, { brokerId: keys.brokerId });
@@ -218,9 +201,7 @@ const twins: Twin[] = [
   {
     what: 'getRequestLog of a request that does not exist',
     method: 'get',
-    scenario: 'not_found',
-    status: 404,
-    code: 'not_found',
+    ...NOT_FOUND,
     live: async () => ({ path: '/api/v1/request-logs/req_00000000000000000000000000000000', id: 'req_00000000000000000000000000000000' }),
     sandbox: async () => {
       const earlier = await call(keys.sandbox.key, 'get', '/api/v1/auth-check');
