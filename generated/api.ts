@@ -655,7 +655,7 @@ export interface paths {
          *     10. anything else failing (broker configuration or invoices unreadable, report not generated): `500 server_error`.
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
-         *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
+         *     totals 12 / 9 / 3 (a range shorter than 12 days: one invoice a day, every fourth unpaid), the requested `date_range`, `recipient_count`, `mode: "test"`,
          *     `simulated: true`, the recipients' simulated outcomes (every one `sent` but the test
          *     recipients: *Test recipients* under *Reports*), the run recorded in test mode for
          *     `getReport`; no invoices read, no file, no e-mail.
@@ -1763,7 +1763,7 @@ export interface components {
          * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
          *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
          *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
-         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, the `report_id` of
+         *     add `mode`, `simulated` and `recipient_count` (totals 12 / 9 / 3, fewer for a range shorter than 12 days, the `report_id` of
          *     the run recorded in test mode, the counts of its simulated outcomes, adding up to
          *     `recipient_count`). The counts are read from the run's records when the answer is made (see
          *     *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
@@ -5518,9 +5518,18 @@ export interface components {
          *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
          *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
          *       success elsewhere
+         *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+         *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+         *       with `endpoint_id`)
+         *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+         *       id, report id, endpoint id, event id or request log id)
+         *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+         *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+         *       sendInvoicesReport)
          *
-         *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-         *     invalid_parameter` (with any key). Applied after all input validation.
+         *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+         *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+         *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
          */
         TestScenario: string;
         /**
@@ -5664,9 +5673,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5722,9 +5740,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5781,9 +5808,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5905,9 +5941,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5963,9 +6008,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6028,9 +6082,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6098,9 +6161,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6168,9 +6240,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6238,9 +6319,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6354,9 +6444,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6412,9 +6511,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6519,9 +6627,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6577,9 +6694,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6642,9 +6768,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6705,9 +6840,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6779,9 +6923,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6837,9 +6990,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6900,9 +7062,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6965,9 +7136,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7035,9 +7215,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7101,9 +7290,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7167,9 +7365,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7233,9 +7440,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7319,9 +7535,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7423,9 +7648,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7481,9 +7715,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7546,9 +7789,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7659,9 +7911,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7717,9 +7978,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7782,9 +8052,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**

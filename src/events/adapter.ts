@@ -4,11 +4,12 @@ import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import { sandboxEvents } from './sandbox.ts';
 import type { EventType } from './store.ts';
 import { events, type EventUseCases } from './use-cases.ts';
 
 export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
-  return { live: events(deps.prisma, 'live'), sandbox: events(deps.prisma, 'test') };
+  return { live: events(deps.prisma, 'live'), sandbox: sandboxEvents(events(deps.prisma, 'test')) };
 }
 
 /** `type` (one) and `types` (a comma list): the events of any of them. */

@@ -24,7 +24,7 @@ export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller
   });
 }
 
-/** How far back a sandbox decision looks for the request it decides: the broker's newest simulated requests. */
+/** How far back the sandbox looks for what it simulated: the broker's newest simulated requests (or cancellations). */
 const MADE_REQUESTS_SEARCHED = 1000;
 
 /**
@@ -40,4 +40,19 @@ export async function simulatedRequestObject(prisma: PrismaClient, brokerId: str
      WHERE e."data"->'object'->>'request_id' = ${requestId}
      ORDER BY e."seq" DESC LIMIT 1`;
   return rows[0]?.object;
+}
+
+/**
+ * Whether the sandbox cancelled this service number for this broker (a test-mode `service.cancelled`
+ * among its newest): cancelled is final, so no later simulated change may tell of it otherwise.
+ */
+export async function simulatedCancellation(prisma: PrismaClient, brokerId: string, serviceNumber: number): Promise<boolean> {
+  const rows = await prisma.$queryRaw<Array<{ found: number }>>`
+    SELECT 1 AS "found"
+      FROM (SELECT "data" FROM "events"
+             WHERE "broker_id" = ${brokerId} AND "mode" = 'test' AND "type" = 'service.cancelled'
+             ORDER BY "seq" DESC LIMIT ${MADE_REQUESTS_SEARCHED}) AS e
+     WHERE e."data"->'object'->>'service_number' = ${String(serviceNumber)}
+     LIMIT 1`;
+  return rows.length > 0;
 }

@@ -16,7 +16,7 @@ import { isRead, sendNotModified, type ConditionalReads } from './conditional.ts
 import { answerOf, sendAnswer, type Answer, type SerializedReply } from './fast-path.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { OperationId, OperationRequest, Reply } from './operation-types.ts';
-import { scenarioOf, throwScenarioError, type TestScenario } from './scenario.ts';
+import { scenarioOf, simulatedFailureOf, throwScenarioError, type TestScenario } from './scenario.ts';
 import type { AnswerCheck, OperationRules } from './validation.ts';
 
 export { serialized, type SerializedReply } from './fast-path.ts';
@@ -188,6 +188,7 @@ function callerOf(auth: AuthContext, scenario: TestScenario, unitOfWork: UnitOfW
     approval: auth.brokerApproval,
     mayReadCredentials: hasScope(auth, 'admin:full'),
     providerReview: scenario === 'provider_review',
+    simulatedFailure: simulatedFailureOf(scenario),
     unitOfWork,
   };
 }

@@ -1,10 +1,13 @@
 import type { Request } from 'express';
+import type { SimulatedFailure } from '../shared/caller.ts';
 import type { AuthContext } from './auth-context.ts';
 import { ApiError } from './errors.ts';
 
-export type TestScenario = 'success' | 'validation_error' | 'server_error' | 'provider_review';
+const SIMULATED_FAILURES: readonly SimulatedFailure[] = ['conflict', 'not_found', 'no_data', 'recipient_failed'];
 
-const KNOWN: readonly TestScenario[] = ['success', 'validation_error', 'server_error', 'provider_review'];
+export type TestScenario = 'success' | 'validation_error' | 'server_error' | 'provider_review' | SimulatedFailure;
+
+const KNOWN: readonly TestScenario[] = ['success', 'validation_error', 'server_error', 'provider_review', ...SIMULATED_FAILURES];
 
 /**
  * The sandbox test scenario a request asked for. Live keys never get one; values are
@@ -18,9 +21,18 @@ export function scenarioOf(req: Request, auth: AuthContext | undefined): TestSce
 }
 
 /**
+ * The scenarios the sandbox's use cases answer themselves, as the live call would fail on a record
+ * in that state (each knows its own record's words); an operation they do not apply to ignores them.
+ */
+export function simulatedFailureOf(scenario: TestScenario): SimulatedFailure | undefined {
+  return (SIMULATED_FAILURES as readonly string[]).includes(scenario) ? (scenario as SimulatedFailure) : undefined;
+}
+
+/**
  * The scenarios that replace the whole answer. Called once per request, after every validation
  * (schema and the operation's own rules) and before the operation runs, so a malformed request
- * still gets its own validation error. `provider_review` is left to the operations it changes.
+ * still gets its own validation error. `provider_review` and the simulated failures are left to
+ * the operations they change.
  */
 export function throwScenarioError(scenario: TestScenario): void {
   if (scenario === 'validation_error') {

@@ -1,5 +1,5 @@
 /**
- * The sandbox's report use cases: fixed totals (documented in openapi.yaml), no business record
+ * The sandbox's report use cases: simulated totals (documented in openapi.yaml), no business record
  * read, no file written, no e-mail sent. Each report is recorded as a test-mode run (runs/store.ts)
  * whose recipients end as the reserved test addresses ask (delivery/test-recipients.ts; any other
  * address `sent`), so the answer, `GET /reports/{report_id}`, `GET /reports` and the run's
@@ -9,13 +9,24 @@ import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Caller } from '../shared/caller.ts';
 import { testRecipientError, testRecipientOutcome } from './delivery/test-recipients.ts';
-import { findReportRun, listReportRuns, type ReportRunData } from './runs/present.ts';
+import { findReportRun, listReportRuns, reportNotFound, type ReportRunData } from './runs/present.ts';
 import { recordSimulatedRun, type SimulatedRecipient } from './runs/store.ts';
-import type { InvoiceTotals, ServiceStatusFilter, ServiceTotals } from './types.ts';
+import { ReportNoDataError, type InvoiceTotals, type ServiceStatusFilter, type ServiceTotals } from './types.ts';
 import type { ReportUseCases } from './use-cases.ts';
 
-/** Fixed sandbox totals of the invoices report (documented in openapi.yaml). */
-export const SANDBOX_INVOICE_TOTALS: InvoiceTotals = { total_invoices: 12, paid_invoices: 9, unpaid_invoices: 3 };
+const DAY_MS = 86_400_000;
+
+/**
+ * The sandbox's invoices totals (documented in openapi.yaml): 12 invoices, 9 paid and 3 unpaid, for a
+ * range of 12 days or more; a shorter range has one simulated invoice a day, every fourth unpaid, so
+ * no range claims more invoices than it has days (the dates are valid and in order: rules.ts).
+ */
+export function sandboxInvoiceTotals(start: string, end: string): InvoiceTotals {
+  const days = Math.round((Date.parse(`${end}T00:00:00Z`) - Date.parse(`${start}T00:00:00Z`)) / DAY_MS) + 1;
+  const total = Math.min(12, Math.max(1, days));
+  const unpaid = Math.floor(total / 4);
+  return { total_invoices: total, paid_invoices: total - unpaid, unpaid_invoices: unpaid };
+}
 
 const STATUSES: readonly ServiceStatusFilter[] = ['pending', 'active', 'suspended', 'cancelled'];
 
@@ -28,9 +39,13 @@ export function sandboxServiceTotals(status: ServiceStatusFilter | null): Servic
   return { total_services: status === null ? 4 : 1, services_by_status: byStatus };
 }
 
-/** Each recipient after its simulated first attempt: a reserved address as it asks, any other sent. */
-function simulatedRecipients(recipients: string[]): SimulatedRecipient[] {
+/**
+ * Each recipient after its simulated first attempt: a reserved address as it asks, any other sent;
+ * with `X-Test-Scenario: recipient_failed` every one rejected, as a live `failed.test` address is.
+ */
+function simulatedRecipients(recipients: string[], allFail: boolean): SimulatedRecipient[] {
   return recipients.map((email) => {
+    if (allFail) return { email, status: 'failed', error: `550 5.1.1 <${email}>: recipient rejected (X-Test-Scenario: recipient_failed; nothing sent)` };
     const outcome = testRecipientOutcome(email);
     return outcome ? { email, status: outcome, error: testRecipientError(email, outcome) } : { email, status: 'sent', error: null };
   });
@@ -62,7 +77,7 @@ async function simulate(prisma: PrismaClient, caller: Caller, run: SimulatedRun)
       totals: run.totals as object,
       generatedAt,
     },
-    simulatedRecipients(run.recipients),
+    simulatedRecipients(run.recipients, caller.simulatedFailure === 'recipient_failed'),
     (tx) => caller.unitOfWork.within(tx).recordEffect({ type: 'report', id }),
   );
   return {
@@ -79,13 +94,18 @@ const SIMULATED = { mode: 'test', simulated: true } as const;
 export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {
+      if (caller.simulatedFailure === 'no_data') {
+        // The live refusal of a range without paid or pending invoices: nothing recorded.
+        throw new ReportNoDataError({ type: 'invoices', brokerId: caller.brokerId, apiKeyId: caller.apiKeyId, recipients, startDate: start, endDate: end });
+      }
       const dateRange = { start, end };
-      const run = await simulate(deps.prisma, caller, { reportType: 'invoices', recipients, dateRange, statusFilter: null, totals: SANDBOX_INVOICE_TOTALS });
+      const totals = sandboxInvoiceTotals(start, end);
+      const run = await simulate(deps.prisma, caller, { reportType: 'invoices', recipients, dateRange, statusFilter: null, totals });
       return {
         object: 'invoices_report',
         report_id: run.report_id,
         report_type: 'invoices',
-        ...SANDBOX_INVOICE_TOTALS,
+        ...totals,
         recipients_sent: run.recipients_sent,
         recipients_failed: run.recipients_failed,
         recipients_pending: run.recipients_pending,
@@ -114,7 +134,10 @@ export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
       };
     },
 
-    findReport: (caller, reportId) => findReportRun(deps.prisma, { brokerId: caller.brokerId, mode: 'test' }, reportId),
+    async findReport(caller, reportId) {
+      if (caller.simulatedFailure === 'not_found') throw reportNotFound(reportId);
+      return findReportRun(deps.prisma, { brokerId: caller.brokerId, mode: 'test' }, reportId);
+    },
     listReports: (caller, window) => listReportRuns(deps.prisma, { brokerId: caller.brokerId, mode: 'test' }, window),
   };
 }

@@ -4,11 +4,12 @@ import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import { sandboxRequestLogs } from './sandbox.ts';
 import type { RequestLogQuery } from './store.ts';
 import { requestLogs, type RequestLogDeps, type RequestLogUseCases } from './use-cases.ts';
 
 export function requestLogUseCases(deps: RequestLogDeps): ByMode<RequestLogUseCases> {
-  return { live: requestLogs(deps, 'live'), sandbox: requestLogs(deps, 'test') };
+  return { live: requestLogs(deps, 'live'), sandbox: sandboxRequestLogs(requestLogs(deps, 'test')) };
 }
 
 /** `429` is that status; `4xx` its class (the schema's pattern has checked the form). */

@@ -119,9 +119,12 @@ export async function listRequestLogs(
 /** The newest entry of a request id (one a client reused names several). */
 export async function findRequestLog(prisma: PrismaClient, scope: RequestLogScope, requestId: string): Promise<RequestLogRow> {
   const row = await prisma.apiLog.findFirst({ where: { ...scope, requestId }, orderBy: [...NEWEST_FIRST], select: FIELDS });
-  if (!row) throw new NotFoundError(`Request log ${requestId} not found`);
+  if (!row) throw requestLogNotFound(requestId);
   return row;
 }
+
+/** Worded once: the sandbox's `not_found` scenario answers it too (sandbox.ts). */
+export const requestLogNotFound = (requestId: string) => new NotFoundError(`Request log ${requestId} not found`);
 
 /**
  * Deletes the entries of requests that arrived before `before`, `batch` rows at a time, until a

@@ -1,6 +1,6 @@
 /** Generated, never stored; a simulated decision still writes a live one's events, in test mode. */
 import type { PrismaClient } from '../../generated/prisma/client.ts';
-import { recordSimulatedEvents, simulatedRequestObject, type SimulatedEvent } from '../events/simulated.ts';
+import { recordSimulatedEvents, simulatedCancellation, simulatedRequestObject, type SimulatedEvent } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
 import type { RequestData } from '../services/change-requests.ts';
@@ -16,6 +16,8 @@ import {
 } from '../services/sandbox.ts';
 import type { Caller } from '../shared/caller.ts';
 import { canonicalRequestId, sandboxRequestKind, sandboxServiceNumberOf, type SandboxRequestKind } from '../shared/ids.ts';
+import { serviceAlreadyCancelled } from '../services/store.ts';
+import { alreadyDecided, planChangeRefused, requestNotFound } from './store.ts';
 import type { RequestUseCases } from './use-cases.ts';
 
 /** The one generated row of the sandbox requests list: a pending create request (fixed, so it can be searched and managed). */
@@ -145,6 +147,9 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
     },
 
     async decide(caller, requestId, decision) {
+      // The live refusals: no such request, or (`conflict`) one already decided as this decision would decide it.
+      if (caller.simulatedFailure === 'not_found') throw requestNotFound(requestId);
+      if (caller.simulatedFailure === 'conflict') throw alreadyDecided(requestId, decision.action === 'approve' ? 'approved' : 'denied');
       // A denial is answered as a denial even under provider_review (the denial comes first).
       const now = new Date();
       const at = now.toISOString();
@@ -162,6 +167,10 @@ export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases
         return { inReview: sandboxed({ ...base, request_status: 'provider_review' as const }) };
       }
       const serviceNumber = base.service_number ?? sandboxServiceNumberOf(requestId);
+      if (base.request_type !== 'create' && (await simulatedCancellation(deps.prisma, caller.brokerId, serviceNumber))) {
+        // Cancelled is final: the live approval's refusal, and no event that says otherwise.
+        throw base.request_type === 'cancel' ? serviceAlreadyCancelled(serviceNumber) : planChangeRefused(serviceNumber, 'cancelled');
+      }
       const approved = sandboxed({ ...base, request_status: 'approved' as const, service_number: serviceNumber, updated_at: at, decided_at: at });
       await recordSimulatedEvents(deps.prisma, caller, effect, [
         { type: 'request.approved', object: approved, previousAttributes: previousAttributes(pending, approved) },

@@ -11,6 +11,7 @@ import {
   applyDueCancellations,
   insertActiveService,
   lockService,
+  serviceAlreadyCancelled,
   withServiceNumberRetry,
 } from '../services/store.ts';
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
@@ -86,15 +87,19 @@ export async function listRequests(
   return { rows: ids.flatMap((id) => byId.get(id) ?? []), total: counted[0]?.total ?? 0, ahead: counted[0]?.ahead ?? 0 };
 }
 
-const alreadyDecided = (id: number, status: string) =>
-  new ConflictError(`Request ${formatRequestId(id)} is ${status}; only a pending request can be approved or denied`, status);
+/** The refusals of a decision, worded once: the sandbox's scenarios answer them too (sandbox.ts). */
+export const alreadyDecided = (id: number | bigint, status: string) =>
+  new ConflictError(`Request ${canonicalRequestId(BigInt(id))} is ${status}; only a pending request can be approved or denied`, status);
+export const requestNotFound = (id: bigint) => new NotFoundError(`Request ${canonicalRequestId(id)} not found`);
+export const planChangeRefused = (serviceNumber: number, status: string) =>
+  new ConflictError(`Service ${serviceNumber} is ${status}; a plan change applies only to an active service`, status);
 
 /** The broker's request, or `404 not_found` (also for another broker's request). */
 async function findRequest(db: Db, brokerId: string, id: bigint): Promise<RequestWithRelations> {
   const request = isStorableRequestId(id)
     ? await db.serviceRequest.findFirst({ where: { id: Number(id), brokerId }, include: REQUEST_INCLUDE })
     : null;
-  if (!request) throw new NotFoundError(`Request ${canonicalRequestId(id)} not found`);
+  if (!request) throw requestNotFound(id);
   return request;
 }
 
@@ -208,10 +213,7 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
   }
   if (request.type === 'upgrade' || request.type === 'downgrade') {
     if (service.status !== 'active') {
-      throw new ConflictError(
-        `Service ${service.serviceNumber} is ${service.status}; a plan change applies only to an active service`,
-        service.status,
-      );
+      throw planChangeRefused(service.serviceNumber, service.status);
     }
     if (request.requestedPlanId === null) {
       throw new BrokenRecordError(`Request ${formatRequestId(request.id)} names no plan`);
@@ -221,7 +223,7 @@ async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRe
   }
   // cancel
   if (service.status === 'cancelled') {
-    throw new ConflictError(`Service ${service.serviceNumber} is already cancelled`, 'cancelled');
+    throw serviceAlreadyCancelled(service.serviceNumber);
   }
   if (request.cancelWhen === 'immediate') {
     const cancelled = await tx.service.update({

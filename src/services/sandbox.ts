@@ -2,15 +2,17 @@
  * Nothing generated here is stored, so it never shows up later; a simulated change still writes the
  * events its live twin writes, in test mode (src/events/simulated.ts).
  */
-import { recordSimulatedEvents } from '../events/simulated.ts';
+import { recordSimulatedEvents, simulatedCancellation } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import type { Caller } from '../shared/caller.ts';
+import type { ConflictError } from '../shared/errors.ts';
 import { pageOf, type Page, type PageWindow } from '../shared/page.ts';
 import { formatRequestId, randomSandboxRequestNumber, randomServiceNumber, type SandboxRequestKind } from '../shared/ids.ts';
 import type { RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
 import { requirePlan, requireTierChange } from './plans.ts';
 import type { ServiceCredentials, ServiceData } from './present.ts';
+import { serviceAlreadyCancelled, serviceInStatus, serviceNotFound } from './store.ts';
 import type { CreateOutcome, NewService, PasswordChange, ServiceDeps, ServiceUseCases } from './use-cases.ts';
 
 export const SANDBOX_MARKERS = { mode: 'test', simulated: true } as const;
@@ -171,6 +173,17 @@ async function sandboxCreate(deps: SandboxServiceDeps, caller: Caller, input: Ne
   return { created: service };
 }
 
+/**
+ * A change of a service the live call would refuse: `X-Test-Scenario: not_found` (no such service),
+ * `conflict` (the service cancelled), or a number the sandbox cancelled itself (its test-mode
+ * `service.cancelled`): cancelled is final, so no simulated event may tell of it otherwise.
+ * `refusal` is the live call's own error for a cancelled service (store.ts).
+ */
+async function requireChangeable(deps: SandboxServiceDeps, caller: Caller, serviceNumber: number, refusal: () => ConflictError): Promise<void> {
+  if (caller.simulatedFailure === 'not_found') throw serviceNotFound(serviceNumber);
+  if (caller.simulatedFailure === 'conflict' || (await simulatedCancellation(deps.prisma, caller.brokerId, serviceNumber))) throw refusal();
+}
+
 export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
   return {
     async checkNewService(plan) {
@@ -194,13 +207,15 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     // Dated at each read: never the same page twice.
     pageFreshness: () => undefined,
 
-    async getService(_caller, serviceNumber) {
+    async getService(caller, serviceNumber) {
+      if (caller.simulatedFailure === 'not_found') throw serviceNotFound(serviceNumber);
       // Echoes the number without looking anything up.
       const service = sandboxed(sandboxService(serviceNumber, new Date(), SANDBOX_CREDENTIALS));
       return { ...service, credentials: SANDBOX_CREDENTIALS };
     },
 
     async changePassword(caller, serviceNumber, chosen) {
+      await requireChangeable(deps, caller, serviceNumber, () => serviceInStatus(serviceNumber, 'cancelled', 'given a new password'));
       const now = new Date();
       const change: PasswordChange = sandboxed({
         object: 'password_update',
@@ -219,6 +234,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     },
 
     async requestPlanChange(caller, serviceNumber, change, plan) {
+      await requireChangeable(deps, caller, serviceNumber, () => serviceInStatus(serviceNumber, 'cancelled', change === 'upgrade' ? 'upgraded' : 'downgraded'));
       const catalogue = await deps.catalogue();
       const request = sandboxRequest(caller, {
         request_type: change,
@@ -232,6 +248,7 @@ export function sandboxServices(deps: SandboxServiceDeps): ServiceUseCases {
     },
 
     async requestCancellation(caller, serviceNumber, reason, when) {
+      await requireChangeable(deps, caller, serviceNumber, () => serviceAlreadyCancelled(serviceNumber));
       const request = sandboxRequest(caller, {
         request_type: 'cancel',
         service_number: serviceNumber,

@@ -89,9 +89,15 @@ export async function findService(db: Db, brokerId: string, serviceNumber: numbe
   const service = Number.isSafeInteger(serviceNumber) && serviceNumber <= MAX_INT4
     ? await db.service.findFirst({ where: { brokerId, serviceNumber }, include: { plan: true } })
     : null;
-  if (!service) throw new NotFoundError(`Service ${serviceNumber} not found`);
+  if (!service) throw serviceNotFound(serviceNumber);
   return service;
 }
+
+/** The refusals of a missing or cancelled service, worded once: the sandbox's scenarios answer them too (sandbox.ts). */
+export const serviceNotFound = (serviceNumber: number) => new NotFoundError(`Service ${serviceNumber} not found`);
+export const serviceInStatus = (serviceNumber: number, status: string, action: string) =>
+  new ConflictError(`Service ${serviceNumber} is ${status}; it cannot be ${action}`, status);
+export const serviceAlreadyCancelled = (serviceNumber: number) => new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
 
 /** A page of the list: by offset, or after or before a service (its number) as a cursor. */
 export interface ServiceListQuery extends PageWindow<number> {
@@ -228,9 +234,7 @@ export async function withServiceNumberRetry<T>(work: () => Promise<T>, attempts
 
 /** `409 conflict` unless the service is in one of `allowed`. */
 export function requireStatus(service: ServiceWithPlan, allowed: readonly ServiceStatus[], action: string): void {
-  if (!allowed.includes(service.status)) {
-    throw new ConflictError(`Service ${service.serviceNumber} is ${service.status}; it cannot be ${action}`, service.status);
-  }
+  if (!allowed.includes(service.status)) throw serviceInStatus(service.serviceNumber, service.status, action);
 }
 
 /** `409 conflict` when the service already has an open change request. */

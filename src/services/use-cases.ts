@@ -5,7 +5,6 @@ import type { Caller } from '../shared/caller.ts';
 import { clampInstant } from '../shared/dates.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { cursorOffset, pageOf, type Page, type PageWindow } from '../shared/page.ts';
-import { ConflictError, NotFoundError } from '../shared/errors.ts';
 import { recordEvents } from '../events/store.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
@@ -22,6 +21,8 @@ import {
   lockService,
   requireNoOpenRequest,
   requireStatus,
+  serviceAlreadyCancelled,
+  serviceNotFound,
   withServiceNumberRetry,
 } from './store.ts';
 
@@ -208,7 +209,7 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   const passwordEnc = (await deps.credentials()).encrypt(password);
   const updated = await prisma.$transaction(async (tx) => {
     const locked = await lockService(tx, service.id);
-    if (!locked) throw new NotFoundError(`Service ${serviceNumber} not found`);
+    if (!locked) throw serviceNotFound(serviceNumber);
     const before = serviceData(locked);
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
     const object = serviceData(changed);
@@ -257,7 +258,7 @@ async function requestCancellation(deps: ServiceDeps, caller: Caller, serviceNum
   const { prisma } = deps;
   await applyDueCancellations(prisma, caller.brokerId);
   const service = await findService(prisma, caller.brokerId, serviceNumber);
-  if (service.status === 'cancelled') throw new ConflictError(`Service ${serviceNumber} is already cancelled`, 'cancelled');
+  if (service.status === 'cancelled') throw serviceAlreadyCancelled(serviceNumber);
   await requireNoOpenRequest(prisma, service);
   const request = await createChangeRequest(prisma, service, { type: 'cancel', reason, cancelWhen: when, apiKeyId: caller.apiKeyId }, caller.unitOfWork);
   return requestData(request);

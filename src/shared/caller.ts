@@ -1,5 +1,11 @@
 import type { UnitOfWork } from './unit-of-work.ts';
 
+/**
+ * Sandbox only (`X-Test-Scenario`): a failure the sandbox answers as a live key would meet it, the
+ * record in the state that refuses the call (openapi.yaml, *Test scenarios*).
+ */
+export type SimulatedFailure = 'conflict' | 'not_found' | 'no_data' | 'recipient_failed';
+
 /** Who a use case acts for; built once per request from the authenticated key (src/http/operation.ts). */
 export interface Caller {
   readonly brokerId: string;
@@ -10,6 +16,8 @@ export interface Caller {
   readonly mayReadCredentials: boolean;
   /** Sandbox only: the caller asked to see requests wait for the provider's review (`X-Test-Scenario: provider_review`). */
   readonly providerReview: boolean;
+  /** Sandbox only: the failure the caller asked to see, for the operations it applies to. */
+  readonly simulatedFailure: SimulatedFailure | undefined;
   /** What must commit with the change, in its transaction: `unitOfWork.within(tx).recordEffect(effect)`. */
   readonly unitOfWork: UnitOfWork;
 }

@@ -13,6 +13,7 @@ import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
 import type { EndpointChange } from './endpoint-store.ts';
 import { checkEventTypes, checkSince, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
+import { sandboxEndpoints } from './sandbox.ts';
 
 /** What the webhook endpoint operations are built from. */
 type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
@@ -28,7 +29,7 @@ export function webhookEndpointUseCases(deps: Omit<EndpointRouteDeps, 'contract'
     destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls },
     endpointsPerBroker: deps.config.webhookEndpointsPerBroker,
   };
-  return { live: webhookEndpoints(parts, 'live'), sandbox: webhookEndpoints(parts, 'test') };
+  return { live: webhookEndpoints(parts, 'live'), sandbox: sandboxEndpoints(webhookEndpoints(parts, 'test')) };
 }
 
 /** A description: trimmed text without control characters; `null` or empty is none. */

@@ -44,7 +44,10 @@ export interface EndpointChange {
 
 export const BROKER_DISABLED_REASON = 'disabled by the broker';
 
-const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
+/** The refusals of a missing or disabled endpoint, worded once: the sandbox's scenarios answer them too (sandbox.ts). */
+export const notFound = (id: string) => new NotFoundError(`Webhook endpoint ${id} not found`);
+export const recoverRefused = (id: string, status: string) =>
+  new ConflictError(`Webhook endpoint ${id} is ${status}; enable it before recovering its deliveries`, status);
 
 /**
  * Every transaction that changes an endpoint starts here: the feed's lock first, then the endpoint's
@@ -255,9 +258,7 @@ export async function recoverFailedDeliveries(
       SELECT "status"::text AS "status" FROM "webhook_endpoints"
        WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
     if (!endpoint) throw notFound(id);
-    if (endpoint.status !== 'enabled') {
-      throw new ConflictError(`Webhook endpoint ${id} is disabled; enable it before recovering its deliveries`, endpoint.status);
-    }
+    if (endpoint.status !== 'enabled') throw recoverRefused(id, endpoint.status);
     // One statement: the candidates (one more than the bound, to tell whether more remain) and the inserts.
     const [counts] = await tx.$queryRaw<Array<{ queued: number; found: number }>>`
       WITH failed AS (

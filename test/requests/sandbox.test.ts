@@ -120,7 +120,8 @@ describe('a sandbox approval answers and records what the live approval of its t
     test(row.what, async () => {
       const liveService = await service(t, { brokerId: keys.brokerId, plan: 'Standard VPS', createdAt: new Date(Date.now() - 86_400_000) });
       const live = await askAndApprove(keys.live.key, row, liveService.serviceNumber);
-      const sandboxNumber = 123456789;
+      // A number of its own per row: one the sandbox cancelled is refused later, as live (cancelled is final).
+      const sandboxNumber = 123456789 + rows.indexOf(row);
       const sandbox = await askAndApprove(keys.sandbox.key, row, sandboxNumber);
 
       // The answer: same status, type and fields; the sandbox's with its markers.
@@ -205,7 +206,12 @@ describe('sandbox request ids', () => {
       assert.equal(first.status, 200, JSON.stringify(first.body));
       assert.equal(first.body.data.request_type, type);
       const again = await post(keys.sandbox.key, `/api/v1/requests/${id}/manage`, { action: 'approve' });
-      assert.equal(again.body.data.service_number, first.body.data.service_number, 'the same id names the same service');
+      if (type === 'cancel') {
+        // Cancelled is final: the second approval is refused as live refuses it, with no event.
+        assert.deepEqual([again.status, again.body.error?.details], [409, { current_status: 'cancelled' }], again.text);
+      } else {
+        assert.equal(again.body.data.service_number, first.body.data.service_number, 'the same id names the same service');
+      }
       assert.equal(first.body.data.service_number, sandboxServiceNumberOf(BigInt(id.slice(4))));
       const events = await t.prisma.event.findMany({ where: { brokerId: keys.brokerId, seq: { gt: last?.seq ?? -1n } }, orderBy: { seq: 'asc' } });
       assert.deepEqual(events.slice(0, 2).map((e) => e.type), ['request.approved', event]);

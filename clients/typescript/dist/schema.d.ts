@@ -654,7 +654,7 @@ export interface paths {
          *     10. anything else failing (broker configuration or invoices unreadable, report not generated): `500 server_error`.
          *
          *     `total_invoices` = `paid_invoices` + `unpaid_invoices` (pending invoices). Sandbox:
-         *     fixed totals 12 / 9 / 3, the requested `date_range`, `recipient_count`, `mode: "test"`,
+         *     totals 12 / 9 / 3 (a range shorter than 12 days: one invoice a day, every fourth unpaid), the requested `date_range`, `recipient_count`, `mode: "test"`,
          *     `simulated: true`, the recipients' simulated outcomes (every one `sent` but the test
          *     recipients: *Test recipients* under *Reports*), the run recorded in test mode for
          *     `getReport`; no invoices read, no file, no e-mail.
@@ -1762,7 +1762,7 @@ export interface components {
          * @description Outcome of an invoices report. Live answers have exactly the fields `report_id`,
          *     `report_type`, `total_invoices`, `paid_invoices`, `unpaid_invoices`, `recipients_sent`,
          *     `recipients_failed`, `recipients_pending`, `date_range`, `generated_at`; sandbox answers
-         *     add `mode`, `simulated` and `recipient_count` (fixed totals 12 / 9 / 3, the `report_id` of
+         *     add `mode`, `simulated` and `recipient_count` (totals 12 / 9 / 3, fewer for a range shorter than 12 days, the `report_id` of
          *     the run recorded in test mode, the counts of its simulated outcomes, adding up to
          *     `recipient_count`). The counts are read from the run's records when the answer is made (see
          *     *Delivery and what the counts mean* and *Test recipients* under the *Reports* tag).
@@ -5517,9 +5517,18 @@ export interface components {
          *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
          *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
          *       success elsewhere
+         *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+         *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+         *       with `endpoint_id`)
+         *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+         *       id, report id, endpoint id, event id or request log id)
+         *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+         *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+         *       sendInvoicesReport)
          *
-         *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-         *     invalid_parameter` (with any key). Applied after all input validation.
+         *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+         *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+         *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
          */
         TestScenario: string;
         /**
@@ -5663,9 +5672,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5721,9 +5739,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5780,9 +5807,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5904,9 +5940,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -5962,9 +6007,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6027,9 +6081,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6097,9 +6160,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6167,9 +6239,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6237,9 +6318,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6353,9 +6443,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6411,9 +6510,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6518,9 +6626,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6576,9 +6693,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6641,9 +6767,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6704,9 +6839,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6778,9 +6922,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6836,9 +6989,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6899,9 +7061,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -6964,9 +7135,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7034,9 +7214,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7100,9 +7289,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7166,9 +7364,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7232,9 +7439,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7318,9 +7534,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7422,9 +7647,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7480,9 +7714,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7545,9 +7788,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7658,9 +7910,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7716,9 +7977,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**
@@ -7781,9 +8051,18 @@ export interface operations {
                  *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
                  *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
                  *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
                  *
-                 *     Any other value of at most 64 characters behaves as `success`; a longer one is `400
-                 *     invalid_parameter` (with any key). Applied after all input validation.
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
                  */
                 "X-Test-Scenario"?: components["parameters"]["TestScenario"];
                 /**

@@ -49,9 +49,12 @@ type RunMode = 'live' | 'test';
 /** The run, or `404 not_found` when no run of this broker and mode has that id (another broker's or mode's included). */
 export async function findReportRun(db: Db, scope: RunScope, reportId: string): Promise<ReportRunData> {
   const run = UUID.test(reportId) ? await loadRun(db, { id: reportId.toLowerCase(), brokerId: scope.brokerId, mode: scope.mode }) : null;
-  if (!run) throw new NotFoundError(`Report ${reportId} not found`);
+  if (!run) throw reportNotFound(reportId);
   return runData(run);
 }
+
+/** The refusal of an unknown run, worded once: the sandbox's `not_found` scenario answers it too (sandbox.ts). */
+export const reportNotFound = (reportId: string) => new NotFoundError(`Report ${reportId} not found`);
 
 /** A run as its broker's `GET /reports/{report_id}` shows it, with its broker and mode (the events of its end). */
 export async function reportRunOf(db: Db, runId: string): Promise<RunScope & { data: ReportRunData }> {
