@@ -81,7 +81,7 @@ export function delivered(event: WebhookEvent): void {
 // NotModified case is ruled out; without it there is no 304 to handle. createService's 200 and 202
 // are told apart by \`status\`, each with its own \`data\`.
 const CONDITIONAL = `
-import { createClient } from '@client-api-v1/client';
+import { createClient, type Middleware } from '@client-api-v1/client';
 
 const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });
 
@@ -122,6 +122,22 @@ export async function createdOrRequested(): Promise<string> {
   if (r.status === 201) return '';
   if (r.status === 200) return String(r.data.data.service_number);
   return r.data.data.request_id;
+}
+
+// Issue 46: the calls of HOLES below as a typed result, each ruling out the 304 before it reads data.
+
+const etag = '"abc"';
+const addsEtag: Middleware = { onRequest({ request }) { request.headers.set('If-None-Match', etag); } };
+const viaFetch = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', fetch: (input, init) => fetch(input, init) });
+const viaMiddleware = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', middleware: [addsEtag] });
+
+export async function handled(): Promise<number> {
+  const a = await viaFetch.GET('/api/v1/services');
+  const b = await viaMiddleware.POST('/api/v1/auth-check');
+  const c = await api.GET('/api/v1/services', { headers: { 'if-none-match': etag } });
+  if (a.notModified || b.status === 304 || c.notModified) return 0;
+  const plain = await api.GET('/api/v1/services', { headers: { Accept: 'application/json' } });
+  return a.data.data.length + Number(b.data.data.write_access) + c.data.data.length + plain.data.data.length;
 }
 `;
 
@@ -179,25 +195,6 @@ export async function throughRequest(): Promise<void> {
 }
 `;
 
-// The same calls as a typed result: each one rules out the 304 before it reads `data`.
-const HANDLED = `
-import { createClient, type Middleware } from '@client-api-v1/client';
-
-const etag = '"abc"';
-const addsEtag: Middleware = { onRequest({ request }) { request.headers.set('If-None-Match', etag); } };
-const viaFetch = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', fetch: (input, init) => fetch(input, init) });
-const viaMiddleware = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', middleware: [addsEtag] });
-const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });
-
-export async function handled(): Promise<number> {
-  const a = await viaFetch.GET('/api/v1/services');
-  const b = await viaMiddleware.POST('/api/v1/auth-check');
-  const c = await api.GET('/api/v1/services', { headers: { 'if-none-match': etag } });
-  if (a.notModified || b.status === 304 || c.notModified) return 0;
-  const plain = await api.GET('/api/v1/services', { headers: { Accept: 'application/json' } });
-  return a.data.data.length + Number(b.data.data.write_access) + c.data.data.length + plain.data.data.length;
-}
-`;
 
 /** The code issue 39 saw crash: only \`error\` checked on a conditional call. */
 const UNCHECKED = (client: string) => `
@@ -254,7 +251,6 @@ before(() => {
   install(path.join(dir, 'unchecked'), (schema) => schema, UNCHECKED(OURS));
   install(path.join(dir, 'unchecked-plain'), (schema) => schema, UNCHECKED(PLAIN));
   install(path.join(dir, 'holes'), (schema) => schema, HOLES);
-  install(path.join(dir, 'handled'), (schema) => schema, HANDLED);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -294,9 +290,4 @@ test('no way of sending If-None-Match compiles and then reads data of a 304: cus
   assert.notEqual(status, 0, 'it compiled');
   const found = [...output.matchAll(/program\.ts\((\d+),\d+\): error (TS\d+)/g)].map((m) => `${Number(m[1]) - 1}:${m[2]}`);
   assert.deepEqual(found, expected, output);
-});
-
-test('the same calls compile once the NotModified case is ruled out', () => {
-  const { status, output } = typecheck(path.join(dir, 'handled'));
-  assert.equal(status, 0, output);
 });
