@@ -6,6 +6,7 @@ import zlib from 'node:zlib';
 import type { Express, RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Contract } from './contract.ts';
+import { byDay, datedTexts } from './dated-examples.ts';
 import { ROOT_DIR } from '../root.ts';
 
 export const DOCS_FILE = path.join(ROOT_DIR, 'docs', 'index.html');
@@ -93,13 +94,24 @@ export function servePublished(document: () => PublishedDocument, { compressed =
   };
 }
 
-/** The published reference (Redoc) and the contract itself, outside /api and without a key. */
-export function registerDocs(app: Express, contract: Contract): void {
+/**
+ * The published reference (Redoc) and the contract itself, outside /api and without a key. Each is
+ * made again once a UTC day, with the contract's dated examples set to that day (dated-examples.ts).
+ */
+export function registerDocs(app: Express, contract: Contract, now: () => Date = () => new Date()): void {
   const started = new Date();
-  const yaml = new PublishedDocument(Buffer.from(contract.yaml, 'utf8'), 'application/yaml; charset=utf-8', started);
-  const json = new PublishedDocument(Buffer.from(JSON.stringify(contract.document, null, 2), 'utf8'), 'application/json; charset=utf-8', started);
-  app.get('/openapi.yaml', servePublished(() => yaml));
-  app.get('/openapi.json', servePublished(() => json));
+  const modifiedOn = (day: string) => new Date(Math.max(started.getTime(), Date.parse(day)));
+  let dateContract: ((day: string) => string[]) | undefined;
+  const contractOfToday = byDay(now, (day) => {
+    dateContract ??= datedTexts(contract.document, [contract.yaml, JSON.stringify(contract.document, null, 2)]);
+    const [yaml, json] = dateContract(day);
+    return {
+      yaml: new PublishedDocument(Buffer.from(yaml!, 'utf8'), 'application/yaml; charset=utf-8', modifiedOn(day)),
+      json: new PublishedDocument(Buffer.from(json!, 'utf8'), 'application/json; charset=utf-8', modifiedOn(day)),
+    };
+  });
+  app.get('/openapi.yaml', servePublished(() => contractOfToday().yaml));
+  app.get('/openapi.json', servePublished(() => contractOfToday().json));
   // The one HTML page: helmet's full default set, with a CSP that lets Redoc's bundle run its
   // inline scripts and its web workers from blob: URLs, and show the one image it fetches from
   // elsewhere: the Redocly logo of its "API docs by" footer (those two files only, not the host).
@@ -120,14 +132,13 @@ export function registerDocs(app: Express, contract: Contract): void {
     xPoweredBy: false,
   });
   // Read once, when first asked for (a server without docs/ still serves the API).
-  let docs: PublishedDocument | undefined;
-  const docsDocument = (): PublishedDocument => {
-    if (!docs) {
-      if (!existsSync(DOCS_FILE)) throw new Error('docs/index.html is missing: run npm run docs');
-      docs = new PublishedDocument(readFileSync(DOCS_FILE), 'text/html; charset=utf-8', statSync(DOCS_FILE).mtime);
-    }
-    return docs;
-  };
+  let dateDocs: ((day: string) => string[]) | undefined;
+  const docsDocument = byDay(now, (day) => {
+    if (!existsSync(DOCS_FILE)) throw new Error('docs/index.html is missing: run npm run docs');
+    dateDocs ??= datedTexts(contract.document, [readFileSync(DOCS_FILE, 'utf8')]);
+    const modified = statSync(DOCS_FILE).mtime;
+    return new PublishedDocument(Buffer.from(dateDocs(day)[0]!, 'utf8'), 'text/html; charset=utf-8', new Date(Math.max(modified.getTime(), Date.parse(day))));
+  });
   const serveDocs = servePublished(docsDocument);
   // Browsers ask for /favicon.ico on their own for every page they show (/docs). The API has no
   // icon: 204 (not an error, so the error envelope does not apply; the contract's 404 rule is for

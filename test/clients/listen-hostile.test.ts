@@ -91,6 +91,33 @@ describe('listen() against a hostile API', () => {
     assert.match(sessions[0]!.notes.join('\n'), /polling again in 30 s/);
   });
 
+  test('a 429 waits at least a second, whatever its Retry-After (0, negative, none)', async () => {
+    // Issue 46: a Retry-After of 0 or less was waited as nothing, 313 polls in 6 s.
+    const retryAfters: Array<Record<string, string>> = [{ 'Retry-After': '0' }, { 'Retry-After': '-5' }, {}];
+    const apis = await Promise.all(retryAfters.map((headers) => {
+      const times: number[] = [];
+      return standIn(() => {
+        times.push(performance.now());
+        return { status: 429, headers, body: { success: false, error: { code: 'rate_limit_exceeded', message: 'slow down' } } };
+      }).then((api) => ({ ...api, times }));
+    }));
+    const sessions = apis.map((api) => session(api.url));
+    try {
+      await pause(2500);
+    } finally {
+      for (const s of sessions) s.stop.abort();
+      for (const api of apis) api.close();
+    }
+    await Promise.all(sessions.map((s) => s.done));
+    for (const [i, api] of apis.entries()) {
+      const what = JSON.stringify(retryAfters[i]);
+      assert.ok(api.polls() >= 1 && api.polls() <= 3, `${api.polls()} polls in 2.5 s with ${what}`);
+      // Timers may fire a millisecond early; anything short of a second is the bug.
+      for (let n = 1; n < api.times.length; n++) assert.ok(api.times[n]! - api.times[n - 1]! >= 990, `${what}: ${api.times.join(', ')}`);
+      assert.match(sessions[i]!.notes.join('\n'), /the API answered 429; trying again in [1-9]\d* s/, what);
+    }
+  });
+
   test('a cursor that does not advance stops it with a clear message, each event forwarded once', async () => {
     posts.length = 0;
     const ids = ['evt_stuckaaaaaaaaaaaaaaaaaaa', 'evt_stuckbbbbbbbbbbbbbbbbbbb'];

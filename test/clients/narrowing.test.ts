@@ -81,7 +81,7 @@ export function delivered(event: WebhookEvent): void {
 // NotModified case is ruled out; without it there is no 304 to handle. createService's 200 and 202
 // are told apart by \`status\`, each with its own \`data\`.
 const CONDITIONAL = `
-import { createClient } from '@client-api-v1/client';
+import { createClient, type Middleware } from '@client-api-v1/client';
 
 const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });
 
@@ -123,7 +123,78 @@ export async function createdOrRequested(): Promise<string> {
   if (r.status === 200) return String(r.data.data.service_number);
   return r.data.data.request_id;
 }
+
+// Issue 46: the calls of HOLES below as a typed result, each ruling out the 304 before it reads data.
+
+const etag = '"abc"';
+const addsEtag: Middleware = { onRequest({ request }) { request.headers.set('If-None-Match', etag); } };
+const viaFetch = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', fetch: (input, init) => fetch(input, init) });
+const viaMiddleware = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', middleware: [addsEtag] });
+
+export async function handled(): Promise<number> {
+  const a = await viaFetch.GET('/api/v1/services');
+  const b = await viaMiddleware.POST('/api/v1/auth-check');
+  const c = await api.GET('/api/v1/services', { headers: { 'if-none-match': etag } });
+  if (a.notModified || b.status === 304 || c.notModified) return 0;
+  const plain = await api.GET('/api/v1/services', { headers: { Accept: 'application/json' } });
+  return a.data.data.length + Number(b.data.data.write_access) + c.data.data.length + plain.data.data.length;
+}
 `;
+
+// Issue 46 item 5: the three ways a call was sent conditional behind the types' back, each of which
+// compiled and then read `data` of a 304 at run time. Every line marked `// TSxxxx` must be
+// refused with that error, and no other line.
+const HOLES = `
+import { createClient, type Middleware } from '@client-api-v1/client';
+
+const etag = '"abc"';
+const addsEtag: Middleware = { onRequest({ request }) { request.headers.set('If-None-Match', etag); } };
+const conditionalFetch = (input: RequestInfo | URL, init?: RequestInit) => {
+  const request = new Request(input, init);
+  request.headers.set('If-None-Match', etag);
+  return fetch(request);
+};
+const api = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x' });
+const viaFetch = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', fetch: conditionalFetch });
+const viaMiddleware = createClient({ baseUrl: 'https://api.example.com', apiKey: 'sk_test_x', middleware: [addsEtag] });
+
+export async function throughClientFetch(): Promise<number> {
+  const r = await viaFetch.GET('/api/v1/services');
+  return r.data.data.length; // TS18048
+}
+export async function throughUse(): Promise<number> {
+  api.use(addsEtag); // TS2339
+  const r = await api.GET('/api/v1/services');
+  return r.data.data.length;
+}
+export async function throughMiddlewareOption(): Promise<number> {
+  const r = await viaMiddleware.GET('/api/v1/services');
+  return r.data.data.length; // TS18048
+}
+export async function spelledOtherwise(): Promise<number> {
+  const r = await api.GET('/api/v1/services', { headers: { 'If-None-match': etag } });
+  return r.data.data.length; // TS18048
+}
+export async function spelledInParams(): Promise<void> {
+  await api.GET('/api/v1/services', { params: { header: { 'if-none-match': etag } } }); // TS2353
+}
+export async function throughCallFetch(): Promise<number> {
+  const r = await api.GET('/api/v1/services', { fetch: conditionalFetch });
+  return r.data.data.length; // TS18048
+}
+export async function throughCallMiddleware(): Promise<number> {
+  const r = await api.GET('/api/v1/services', { middleware: [addsEtag] });
+  return r.data.data.length; // TS18048
+}
+export async function unseenHeaders(headers: HeadersInit): Promise<number> {
+  const r = await api.GET('/api/v1/services', { headers });
+  return r.data.data.length; // TS18048
+}
+export async function throughRequest(): Promise<void> {
+  await api.request('get', '/api/v1/services', { headers: { 'If-None-Match': etag } }); // TS2339
+}
+`;
+
 
 /** The code issue 39 saw crash: only \`error\` checked on a conditional call. */
 const UNCHECKED = (client: string) => `
@@ -179,6 +250,7 @@ before(() => {
   install(path.join(dir, 'conditional'), (schema) => schema, CONDITIONAL);
   install(path.join(dir, 'unchecked'), (schema) => schema, UNCHECKED(OURS));
   install(path.join(dir, 'unchecked-plain'), (schema) => schema, UNCHECKED(PLAIN));
+  install(path.join(dir, 'holes'), (schema) => schema, HOLES);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -206,4 +278,16 @@ test('reading data after checking only error on a conditional call does not comp
   assert.equal(ours.output.match(/error TS/g)?.length, 1, ours.output);
   const plain = typecheck(path.join(dir, 'unchecked-plain'));
   assert.equal(plain.status, 0, plain.output);
+});
+
+test('no way of sending If-None-Match compiles and then reads data of a 304: custom fetch, middleware, use(), any spelling', () => {
+  const expected = HOLES.split('\n').flatMap((line, i) => {
+    const code = /\/\/ (TS\d+)$/.exec(line)?.[1];
+    return code ? [`${i}:${code}`] : [];
+  });
+  assert.ok(expected.length >= 9);
+  const { status, output } = typecheck(path.join(dir, 'holes'));
+  assert.notEqual(status, 0, 'it compiled');
+  const found = [...output.matchAll(/program\.ts\((\d+),\d+\): error (TS\d+)/g)].map((m) => `${Number(m[1]) - 1}:${m[2]}`);
+  assert.deepEqual(found, expected, output);
 });

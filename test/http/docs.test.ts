@@ -8,7 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
 import { parse } from 'yaml';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { PublishedDocument } from '../../src/http/docs.ts';
+import express from 'express';
+import { loadContract } from '../../src/http/contract.ts';
+import { DATED_EXAMPLES, datedTexts, startOfUtcDay } from '../../src/http/dated-examples.ts';
+import { PublishedDocument, registerDocs } from '../../src/http/docs.ts';
 
 let t: TestApp;
 before(async () => {
@@ -16,20 +19,55 @@ before(async () => {
 });
 after(async () => t.close());
 
+/** A published file as served today: the contract's dated examples set to the start of this UTC day (dated-examples.ts). */
+function servedToday(file: string): string {
+  const document = parse(readFileSync('openapi.yaml', 'utf8')) as Record<string, unknown>;
+  return datedTexts(document, [readFileSync(file, 'utf8')])(startOfUtcDay(new Date()))[0]!;
+}
+const servedYaml = () => servedToday('openapi.yaml');
+
 describe('published contract and docs (no key needed)', () => {
-  it('GET /openapi.yaml is the contract file, byte for byte', async () => {
+  it('GET /openapi.yaml is the contract file, byte for byte but for its dated examples, set to today', async () => {
     const res = await request(t.app).get('/openapi.yaml');
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /yaml/);
-    assert.equal(res.text, readFileSync('openapi.yaml', 'utf8'));
+    assert.equal(res.text, servedYaml());
+    // The served text is the file with each dated value replaced, nothing else.
+    const [file, served] = [readFileSync('openapi.yaml', 'utf8').split('\n'), res.text.split('\n')];
+    assert.equal(served.length, file.length);
+    const changed = served.filter((line, i) => line !== file[i]);
+    assert.deepEqual(changed.map((line) => line.trim()), DATED_EXAMPLES.map((path) => `${path.at(-1)}: '${startOfUtcDay(new Date())}'`));
   });
 
   it('GET /openapi.json is the same document as JSON', async () => {
     const res = await request(t.app).get('/openapi.json');
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /json/);
-    assert.deepEqual(res.body, parse(readFileSync('openapi.yaml', 'utf8')));
+    assert.deepEqual(res.body, parse(servedYaml()));
     assert.equal(Object.keys(res.body.paths).length, 28);
+  });
+
+  it('recoverWebhookEndpoint\'s since example is the start of the day the contract is read, a year from now too', async () => {
+    const contract = loadContract();
+    const example = (doc: Record<string, unknown>) => DATED_EXAMPLES[0]!.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], doc);
+    const fixed = example(contract.document);
+    assert.equal(DATED_EXAMPLES[0]!.at(-1), 'since');
+    let clock = new Date('2027-12-02T13:45:00Z');
+    const app = express();
+    registerDocs(app, contract, () => clock);
+    const first = await request(app).get('/openapi.json');
+    assert.equal(example(first.body), '2027-12-02T00:00:00Z');
+    assert.notEqual(example(first.body), fixed);
+    assert.equal(example(parse((await request(app).get('/openapi.yaml')).text)), '2027-12-02T00:00:00Z');
+    // The next day: a new document, a new validator.
+    clock = new Date('2027-12-03T00:00:01Z');
+    const next = await request(app).get('/openapi.json');
+    assert.equal(example(next.body), '2027-12-03T00:00:00Z');
+    assert.notEqual(next.headers.etag, first.headers.etag);
+    assert.equal((await request(app).get('/openapi.json').set('If-None-Match', String(first.headers.etag))).status, 200);
+    // The reference's embedded contract too: the day's date where the file has the placeholder.
+    const html = (await request(app).get('/docs').set('Accept-Encoding', 'identity')).text;
+    assert.ok(html.includes('2027-12-03T00:00:00Z') && !html.includes(String(fixed)));
   });
 
   it('GET /docs serves the Redoc reference with every operation', async () => {
@@ -43,18 +81,18 @@ describe('published contract and docs (no key needed)', () => {
 
   // One row per published document: compressed when the client accepts it, and the same bytes
   // once decompressed; as it is for a client that does not.
-  const published: Array<[path: string, file: string]> = [
-    ['/docs', 'docs/index.html'],
-    ['/openapi.yaml', 'openapi.yaml'],
+  const published: Array<[path: string, original: () => Buffer]> = [
+    ['/docs', () => Buffer.from(servedToday('docs/index.html'))],
+    ['/openapi.yaml', () => Buffer.from(servedYaml())],
   ];
-  for (const [path, file] of published) {
+  for (const [path, served] of published) {
     for (const encoding of ['gzip', 'br', 'deflate']) {
       it(`GET ${path} with Accept-Encoding: ${encoding} is compressed, the same bytes decompressed`, async () => {
         const res = await rawGet(path, encoding);
         assert.equal(res.status, 200);
         assert.equal(res.headers['content-encoding'], encoding);
         assert.match(String(res.headers.vary), /Accept-Encoding/i);
-        const original = readFileSync(file);
+        const original = served();
         const body = decompress(encoding, res.body as Buffer);
         assert.ok(res.body.length < original.length / 3, `${res.body.length} of ${original.length} bytes`);
         assert.ok(body.equals(original));
@@ -63,14 +101,14 @@ describe('published contract and docs (no key needed)', () => {
     it(`GET ${path} without Accept-Encoding is sent as it is`, async () => {
       const res = await request(t.app).get(path).set('Accept-Encoding', 'identity');
       assert.equal(res.headers['content-encoding'], undefined);
-      assert.equal(res.text, readFileSync(file, 'utf8'));
+      assert.equal(res.text, served().toString('utf8'));
     });
   }
 
   it('GET /openapi.json with Accept-Encoding: gzip is compressed', async () => {
     const res = await rawGet('/openapi.json', 'gzip');
     assert.equal(res.headers['content-encoding'], 'gzip');
-    assert.deepEqual(JSON.parse(gunzipSync(res.body).toString('utf8')), parse(readFileSync('openapi.yaml', 'utf8')));
+    assert.deepEqual(JSON.parse(gunzipSync(res.body).toString('utf8')), parse(servedYaml()));
   });
 
   // Compressed once, revalidated cheaply (issue 24): validators per representation, 304 when they match.

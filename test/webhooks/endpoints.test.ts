@@ -150,6 +150,18 @@ describe('webhook endpoints: happy paths', () => {
     assert.deepEqual(deliveries.map((d) => [d.endpointId, d.status]), [[e.id, 'pending']]);
     assert.notEqual(deliveries[0]!.endpointId, bystander.id);
   });
+
+  test('ping answers the event as stored: what getEvent answers, created_at included', async () => {
+    // Issue 46: the answer was dated when the call began, the stored event when it committed (130 ms apart).
+    const e = await created(sandbox);
+    const res = await post(sandbox, `/api/v1/webhook-endpoints/${e.id}/ping`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const stored = await get(sandbox, `/api/v1/events/${res.body.data.id}`);
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    const { deliveries, ...event } = stored.body.data as { deliveries: unknown[] };
+    assert.equal(deliveries.length, 1);
+    assert.deepEqual(res.body.data, event);
+  });
 });
 
 describe('webhook endpoints: refused input (400, nothing stored)', () => {

@@ -21,9 +21,9 @@
  *
  * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
-import { type Client, type MaybeOptionalInit, type ParseAsResponse } from './vendor/openapi-fetch.js';
+import { type MaybeOptionalInit, type Middleware, type ParseAsResponse } from './vendor/openapi-fetch.js';
 import type { components, paths } from './schema.js';
-export type { components, paths };
+export type { components, Middleware, paths };
 export { EVENT_TYPES, type EventType } from './event-types.ts';
 export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventObjects, type WebhookEventType, type WebhookHeaders, type WebhookRefusal, } from './webhooks.js';
 export interface ClientOptions {
@@ -37,8 +37,17 @@ export interface ClientOptions {
     maxRetryDelayMs?: number;
     /** Sandbox keys only: the `X-Test-Scenario` of every request. */
     testScenario?: string;
-    /** Another fetch (tests, proxies). */
+    /**
+     * Another fetch (tests, proxies). It sees every request and may make it conditional, so with it
+     * every call's result admits `NotModified` (a `304`).
+     */
     fetch?: typeof globalThis.fetch;
+    /**
+     * openapi-fetch middleware run on every call, after the client's own (the client has no `use()`:
+     * installed afterwards, it could not change the types of the calls). A middleware may make a
+     * request conditional, so with any every call's result admits `NotModified` (a `304`).
+     */
+    middleware?: readonly Middleware[];
     /** Makes the Idempotency-Key of a POST that has none (default: crypto.randomUUID). */
     idempotencyKey?: () => string;
 }
@@ -53,7 +62,9 @@ export declare class ClientApiError extends Error {
     readonly details: Record<string, unknown> | undefined;
     /** The answer's request id (`X-Request-Id`), for support. */
     readonly requestId: string | undefined;
-    constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined);
+    /** The answer's `Retry-After` in seconds (an HTTP date as the seconds from now), e.g. of a `429` or `503`; undefined without one. */
+    readonly retryAfter: number | undefined;
+    constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined, retryAfter?: number);
 }
 type SuccessStatus = 200 | 201 | 202 | 203 | 204 | 206;
 type ResponsesOf<Operation> = Operation extends {
@@ -86,17 +97,29 @@ export interface NotModified {
     /** Its headers: the `ETag`, `X-Request-Id`, the rate-limit figures. */
     response: Response;
 }
-/** Whether a call's options send `If-None-Match` (in `params.header` or `headers`); headers the compiler cannot see into count as sending it. */
-type SendsIfNoneMatch<Init> = Init extends {
-    params: {
-        header: infer H;
-    };
-} ? ('If-None-Match' extends keyof H ? true : HeadersSend<Init>) : HeadersSend<Init>;
-type HeadersSend<Init> = Init extends {
-    headers: infer H;
-} ? H extends Headers | readonly unknown[] ? true : 'If-None-Match' extends keyof H ? true : 'if-none-match' extends keyof H ? true : false : false;
-/** What a call answers: a success of the contract, or, when it sent `If-None-Match`, also `NotModified`. */
-export type ApiResult<Operation, Init = unknown> = Answered<Operation, Init> | (SendsIfNoneMatch<Init> extends true ? NotModified : never);
+/**
+ * Whether a call may be sent conditional: it names `If-None-Match` in `params.header` or `headers`
+ * in any spelling (header names know no case), gives headers the compiler cannot see into (a
+ * `Headers`, a list of pairs), or a `fetch` or `middleware` of its own, which may add the header.
+ */
+type MayBeConditional<Init> = NamesIfNoneMatch<HeaderOption<Init, 'header'>> | NamesIfNoneMatch<HeaderOption<Init, 'headers'>> | Hooked<Init>;
+type HeaderOption<Init, Key extends 'header' | 'headers'> = Key extends 'header' ? Init extends {
+    params?: infer P;
+} ? (P extends {
+    header?: infer H;
+} ? H : undefined) : undefined : Init extends {
+    headers?: infer H;
+} ? H : undefined;
+type NamesIfNoneMatch<H> = H extends undefined | null ? false : H extends Headers | readonly unknown[] ? true : 'if-none-match' extends Lowercase<Extract<keyof H, string>> ? true : false;
+/** Whether options (the client's or a call's) carry a `fetch` or `middleware` that is not `undefined`. */
+type Hooked<Options> = Options extends object ? ('fetch' extends keyof Options ? IsSet<Options['fetch' & keyof Options]> : false) | ('middleware' extends keyof Options ? IsSet<Options['middleware' & keyof Options]> : false) : false;
+type IsSet<T> = [Exclude<T, undefined>] extends [never] ? false : true;
+/**
+ * What a call answers: a success of the contract, or, when the call or the client may send it
+ * conditional (`ConditionalClient`), also `NotModified`. Only `false` leaves the 304 out, so a
+ * type the compiler cannot decide admits it.
+ */
+export type ApiResult<Operation, Init = unknown, Conditional extends boolean = false> = Answered<Operation, Init> | ([Conditional | MayBeConditional<Init>] extends [false] ? never : NotModified);
 type HttpMethod = 'get' | 'post';
 type PathsWithMethod<Method extends HttpMethod> = {
     [P in keyof paths]: paths[P] extends {
@@ -113,11 +136,35 @@ type InitParam<Init> = RequiredKeysOf<Init> extends never ? [(Init & {
 })?] : [Init & {
     [key: string]: unknown;
 }];
-type ApiMethod<Method extends HttpMethod> = <Path extends PathsWithMethod<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(url: Path, ...init: InitParam<Init>) => Promise<ApiResult<paths[Path][Method], Init>>;
-/** openapi-fetch's client on the contract's paths, with `GET` and `POST` answering `ApiResult`s. */
-export interface ApiClient extends Omit<Client<paths>, 'GET' | 'POST'> {
-    GET: ApiMethod<'get'>;
-    POST: ApiMethod<'post'>;
+/** The paths whose operation needs no options. */
+type PathsWithOptionalInit<Method extends HttpMethod> = {
+    [P in PathsWithMethod<Method>]: undefined extends MaybeOptionalInit<paths[P], Method> ? P : never;
+}[PathsWithMethod<Method>];
+/**
+ * A call without options is its own signature: with none, TypeScript would take the options'
+ * declared type (headers of any kind, a fetch) as what was sent, and admit a 304 nobody asked for.
+ */
+interface ApiMethod<Method extends HttpMethod, Conditional extends boolean> {
+    <Path extends PathsWithOptionalInit<Method>>(url: Path): Promise<ApiResult<paths[Path][Method], Record<never, never>, Conditional>>;
+    <Path extends PathsWithMethod<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(url: Path, ...init: InitParam<Init>): Promise<ApiResult<paths[Path][Method], Init, Conditional>>;
 }
-/** A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw `ClientApiError`. */
-export declare function createClient(options: ClientOptions): ApiClient;
+/**
+ * `GET` and `POST` on the contract's paths, answering `ApiResult`s. Nothing else of openapi-fetch's
+ * client: its `request()` answers untyped 304s, and `use()` would change what calls answer after
+ * their types were fixed (middleware is an option of `createClient`).
+ * `Conditional` is `true` for a client with a `fetch` or `middleware` of its own: any of its
+ * calls may be sent conditional, so every result admits `NotModified`.
+ */
+export interface ApiClient<Conditional extends boolean = false> {
+    GET: ApiMethod<'get', Conditional>;
+    POST: ApiMethod<'post', Conditional>;
+}
+/**
+ * A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw
+ * `ClientApiError`. With a `fetch` or `middleware` of its own, every result admits `NotModified`.
+ */
+export declare function createClient(options: ClientOptions & {
+    fetch?: undefined;
+    middleware?: undefined;
+}): ApiClient;
+export declare function createClient(options: ClientOptions): ApiClient<true>;

@@ -35,13 +35,16 @@ export class ClientApiError extends Error {
     details;
     /** The answer's request id (`X-Request-Id`), for support. */
     requestId;
+    /** The answer's `Retry-After` in seconds (an HTTP date as the seconds from now), e.g. of a `429` or `503`; undefined without one. */
+    retryAfter;
     // Plain fields, no parameter properties: Node's type stripping (`node file.ts`) refuses those.
-    constructor(code, message, status, details, requestId) {
+    constructor(code, message, status, details, requestId, retryAfter) {
         super(message);
         this.code = code;
         this.status = status;
         this.details = details;
         this.requestId = requestId;
+        this.retryAfter = retryAfter;
     }
 }
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
@@ -97,14 +100,16 @@ function retryingFetch(options) {
 }
 async function toError(response) {
     const requestId = response.headers.get('x-request-id') ?? undefined;
+    const waitMs = retryAfterMs(response);
+    const retryAfter = waitMs === undefined ? undefined : Math.ceil(waitMs / 1000);
     const text = await response.text();
     try {
         const body = JSON.parse(text);
         const { code, message, details } = body.error;
-        return new ClientApiError(code, message, response.status, details, requestId ?? body.error.request_id);
+        return new ClientApiError(code, message, response.status, details, requestId ?? body.error.request_id, retryAfter);
     }
     catch {
-        return new ClientApiError('server_error', text.slice(0, 200) || response.statusText, response.status, undefined, requestId);
+        return new ClientApiError('server_error', text.slice(0, 200) || response.statusText, response.status, undefined, requestId, retryAfter);
     }
 }
 /** The 304's own headers (its ETag, X-Request-Id, rate-limit figures), with the length of its empty body. */
@@ -113,14 +118,30 @@ function notModifiedHeaders(response) {
     headers.set('Content-Length', '0');
     return headers;
 }
-/** openapi-fetch's result with the status it had, and a 304 as its own case. */
-function withStatus(result) {
+/** The run-time twin of MayBeConditional: whether a 304 is a case this call's type admits. */
+function mayBeConditional(init) {
+    if (typeof init !== 'object' || init === null)
+        return false;
+    const { params, headers, fetch, middleware } = init;
+    const names = (h) => (typeof h === 'object' && h !== null)
+        && (h instanceof Headers || Array.isArray(h) || Object.keys(h).some((k) => k.toLowerCase() === 'if-none-match'));
+    return names(params?.header) || names(headers) || fetch !== undefined || middleware !== undefined;
+}
+/**
+ * openapi-fetch's result with the status it had, and a 304 as its own case. A 304 to a call whose
+ * type has no such case (only a cast or plain JavaScript gets there) is thrown, not answered as data
+ * that is not there.
+ */
+function withStatus(result, conditional) {
     const { response } = result;
-    if (response.status === 304)
+    if (response.status === 304) {
+        if (!conditional) {
+            throw new ClientApiError('not_modified', 'the API answered 304 Not Modified to a call that did not say it may be conditional', 304, undefined, response.headers.get('x-request-id') ?? undefined);
+        }
         return { status: 304, notModified: true, data: undefined, error: undefined, response };
+    }
     return { status: response.status, notModified: false, data: result.data, error: undefined, response };
 }
-/** A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw `ClientApiError`. */
 export function createClient(options) {
     const client = createFetchClient({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(options) });
     const idempotencyKey = options.idempotencyKey ?? (() => globalThis.crypto.randomUUID());
@@ -143,7 +164,10 @@ export function createClient(options) {
             return response;
         },
     });
-    const call = (method) => async (url, ...init) => withStatus(await method(url, ...init));
+    if (options.middleware?.length)
+        client.use(...options.middleware);
+    const hooked = options.fetch !== undefined || options.middleware !== undefined;
+    const call = (method) => async (url, init) => withStatus(await method(url, init), hooked || mayBeConditional(init));
     // The run-time values are what the types say: withStatus makes each result one of ApiResult's cases.
-    return { ...client, GET: call(client.GET), POST: call(client.POST) };
+    return { GET: call(client.GET), POST: call(client.POST) };
 }

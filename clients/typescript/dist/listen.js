@@ -16,6 +16,8 @@ const PAGE_LIMIT = 100;
 const MAX_BACKOFF_MS = 30_000;
 /** The longest wait a server's Retry-After or X-RateLimit-Reset can ask for (a larger one is cut to it). */
 const MAX_SERVER_WAIT_MS = 60_000;
+/** The shortest wait after a 429, whatever its Retry-After says. */
+const MIN_429_WAIT_MS = 1000;
 /** Event ids remembered so that none is forwarded twice (a session forwards far fewer). */
 const SEEN_IDS = 100_000;
 const USER_AGENT = 'client-api-v1-listen/1 (Standard Webhooks)';
@@ -155,7 +157,7 @@ function pollWait(response, intervalMs) {
 }
 /**
  * Calls the API until it answers: a failed connection or a 5xx waits a growing delay, a 429 its
- * `Retry-After`; another error answer is a ListenError. Undefined once the session is stopped.
+ * `Retry-After` (at least a second); another error answer is a ListenError. Undefined once the session is stopped.
  */
 async function untilAnswered(call, options) {
     for (let attempt = 0; !options.signal.aborted; attempt++) {
@@ -167,8 +169,9 @@ async function untilAnswered(call, options) {
                 return { data, response };
             if (response.status !== 429 && response.status < 500)
                 throw refusal(response, error);
+            // At least a second whatever Retry-After says: a 0 or a negative one would otherwise loop.
             if (response.status === 429)
-                wait = retryAfterMs(response) ?? wait;
+                wait = Math.max(MIN_429_WAIT_MS, retryAfterMs(response) ?? wait);
             why = `the API answered ${response.status}`;
         }
         catch (error) {

@@ -21,10 +21,10 @@
  *
  * And `verifyWebhook` (webhooks.ts) verifies a webhook delivery and returns its typed event.
  */
-import createFetchClient, { type Client, type MaybeOptionalInit, type ParseAsResponse } from 'openapi-fetch';
+import createFetchClient, { type MaybeOptionalInit, type Middleware, type ParseAsResponse } from 'openapi-fetch';
 import type { components, paths } from './schema.ts';
 
-export type { components, paths };
+export type { components, Middleware, paths };
 export { EVENT_TYPES, type EventType } from './event-types.ts';
 export {
   verifyWebhook,
@@ -53,8 +53,17 @@ export interface ClientOptions {
   maxRetryDelayMs?: number;
   /** Sandbox keys only: the `X-Test-Scenario` of every request. */
   testScenario?: string;
-  /** Another fetch (tests, proxies). */
+  /**
+   * Another fetch (tests, proxies). It sees every request and may make it conditional, so with it
+   * every call's result admits `NotModified` (a `304`).
+   */
   fetch?: typeof globalThis.fetch;
+  /**
+   * openapi-fetch middleware run on every call, after the client's own (the client has no `use()`:
+   * installed afterwards, it could not change the types of the calls). A middleware may make a
+   * request conditional, so with any every call's result admits `NotModified` (a `304`).
+   */
+  middleware?: readonly Middleware[];
   /** Makes the Idempotency-Key of a POST that has none (default: crypto.randomUUID). */
   idempotencyKey?: () => string;
 }
@@ -70,14 +79,17 @@ export class ClientApiError extends Error {
   readonly details: Record<string, unknown> | undefined;
   /** The answer's request id (`X-Request-Id`), for support. */
   readonly requestId: string | undefined;
+  /** The answer's `Retry-After` in seconds (an HTTP date as the seconds from now), e.g. of a `429` or `503`; undefined without one. */
+  readonly retryAfter: number | undefined;
 
   // Plain fields, no parameter properties: Node's type stripping (`node file.ts`) refuses those.
-  constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined) {
+  constructor(code: string, message: string, status: number, details: Record<string, unknown> | undefined, requestId: string | undefined, retryAfter?: number) {
     super(message);
     this.code = code;
     this.status = status;
     this.details = details;
     this.requestId = requestId;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -131,13 +143,15 @@ function retryingFetch(options: ClientOptions): (request: Request) => Promise<Re
 
 async function toError(response: Response): Promise<ClientApiError> {
   const requestId = response.headers.get('x-request-id') ?? undefined;
+  const waitMs = retryAfterMs(response);
+  const retryAfter = waitMs === undefined ? undefined : Math.ceil(waitMs / 1000);
   const text = await response.text();
   try {
     const body = JSON.parse(text) as ErrorEnvelope;
     const { code, message, details } = body.error;
-    return new ClientApiError(code, message, response.status, details, requestId ?? body.error.request_id);
+    return new ClientApiError(code, message, response.status, details, requestId ?? body.error.request_id, retryAfter);
   } catch {
-    return new ClientApiError('server_error', text.slice(0, 200) || response.statusText, response.status, undefined, requestId);
+    return new ClientApiError('server_error', text.slice(0, 200) || response.statusText, response.status, undefined, requestId, retryAfter);
   }
 }
 
@@ -175,15 +189,32 @@ export interface NotModified {
   response: Response;
 }
 
-/** Whether a call's options send `If-None-Match` (in `params.header` or `headers`); headers the compiler cannot see into count as sending it. */
-type SendsIfNoneMatch<Init> =
-  Init extends { params: { header: infer H } } ? ('If-None-Match' extends keyof H ? true : HeadersSend<Init>) : HeadersSend<Init>;
-type HeadersSend<Init> = Init extends { headers: infer H }
-  ? H extends Headers | readonly unknown[] ? true : 'If-None-Match' extends keyof H ? true : 'if-none-match' extends keyof H ? true : false
+/**
+ * Whether a call may be sent conditional: it names `If-None-Match` in `params.header` or `headers`
+ * in any spelling (header names know no case), gives headers the compiler cannot see into (a
+ * `Headers`, a list of pairs), or a `fetch` or `middleware` of its own, which may add the header.
+ */
+type MayBeConditional<Init> = NamesIfNoneMatch<HeaderOption<Init, 'header'>> | NamesIfNoneMatch<HeaderOption<Init, 'headers'>> | Hooked<Init>;
+type HeaderOption<Init, Key extends 'header' | 'headers'> = Key extends 'header'
+  ? Init extends { params?: infer P } ? (P extends { header?: infer H } ? H : undefined) : undefined
+  : Init extends { headers?: infer H } ? H : undefined;
+type NamesIfNoneMatch<H> = H extends undefined | null ? false
+  : H extends Headers | readonly unknown[] ? true
+  : 'if-none-match' extends Lowercase<Extract<keyof H, string>> ? true : false;
+/** Whether options (the client's or a call's) carry a `fetch` or `middleware` that is not `undefined`. */
+type Hooked<Options> = Options extends object
+  ? ('fetch' extends keyof Options ? IsSet<Options['fetch' & keyof Options]> : false) | ('middleware' extends keyof Options ? IsSet<Options['middleware' & keyof Options]> : false)
   : false;
+type IsSet<T> = [Exclude<T, undefined>] extends [never] ? false : true;
 
-/** What a call answers: a success of the contract, or, when it sent `If-None-Match`, also `NotModified`. */
-export type ApiResult<Operation, Init = unknown> = Answered<Operation, Init> | (SendsIfNoneMatch<Init> extends true ? NotModified : never);
+/**
+ * What a call answers: a success of the contract, or, when the call or the client may send it
+ * conditional (`ConditionalClient`), also `NotModified`. Only `false` leaves the 304 out, so a
+ * type the compiler cannot decide admits it.
+ */
+export type ApiResult<Operation, Init = unknown, Conditional extends boolean = false> =
+  | Answered<Operation, Init>
+  | ([Conditional | MayBeConditional<Init>] extends [false] ? never : NotModified);
 
 // As openapi-fetch's own helpers (openapi-typescript-helpers), which the package does not re-export.
 type HttpMethod = 'get' | 'post';
@@ -193,26 +224,67 @@ type RequiredKeysOf<T> = RequiredKeysOfHelper<T> extends undefined ? never : Req
 /** The options are required when the operation requires some. */
 type InitParam<Init> = RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
 
-type ApiMethod<Method extends HttpMethod> = <Path extends PathsWithMethod<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(
-  url: Path,
-  ...init: InitParam<Init>
-) => Promise<ApiResult<paths[Path][Method], Init>>;
+/** The paths whose operation needs no options. */
+type PathsWithOptionalInit<Method extends HttpMethod> = {
+  [P in PathsWithMethod<Method>]: undefined extends MaybeOptionalInit<paths[P], Method> ? P : never;
+}[PathsWithMethod<Method>];
 
-/** openapi-fetch's client on the contract's paths, with `GET` and `POST` answering `ApiResult`s. */
-export interface ApiClient extends Omit<Client<paths>, 'GET' | 'POST'> {
-  GET: ApiMethod<'get'>;
-  POST: ApiMethod<'post'>;
+/**
+ * A call without options is its own signature: with none, TypeScript would take the options'
+ * declared type (headers of any kind, a fetch) as what was sent, and admit a 304 nobody asked for.
+ */
+interface ApiMethod<Method extends HttpMethod, Conditional extends boolean> {
+  <Path extends PathsWithOptionalInit<Method>>(url: Path): Promise<ApiResult<paths[Path][Method], Record<never, never>, Conditional>>;
+  <Path extends PathsWithMethod<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(
+    url: Path,
+    ...init: InitParam<Init>
+  ): Promise<ApiResult<paths[Path][Method], Init, Conditional>>;
 }
 
-/** openapi-fetch's result with the status it had, and a 304 as its own case. */
-function withStatus(result: { data?: unknown; response: Response }): { status: number; notModified: boolean; data?: unknown; error?: undefined; response: Response } {
+/**
+ * `GET` and `POST` on the contract's paths, answering `ApiResult`s. Nothing else of openapi-fetch's
+ * client: its `request()` answers untyped 304s, and `use()` would change what calls answer after
+ * their types were fixed (middleware is an option of `createClient`).
+ * `Conditional` is `true` for a client with a `fetch` or `middleware` of its own: any of its
+ * calls may be sent conditional, so every result admits `NotModified`.
+ */
+export interface ApiClient<Conditional extends boolean = false> {
+  GET: ApiMethod<'get', Conditional>;
+  POST: ApiMethod<'post', Conditional>;
+}
+
+/** The run-time twin of MayBeConditional: whether a 304 is a case this call's type admits. */
+function mayBeConditional(init: unknown): boolean {
+  if (typeof init !== 'object' || init === null) return false;
+  const { params, headers, fetch, middleware } = init as { params?: { header?: unknown }; headers?: unknown; fetch?: unknown; middleware?: unknown };
+  const names = (h: unknown) => (typeof h === 'object' && h !== null)
+    && (h instanceof Headers || Array.isArray(h) || Object.keys(h).some((k) => k.toLowerCase() === 'if-none-match'));
+  return names(params?.header) || names(headers) || fetch !== undefined || middleware !== undefined;
+}
+
+/**
+ * openapi-fetch's result with the status it had, and a 304 as its own case. A 304 to a call whose
+ * type has no such case (only a cast or plain JavaScript gets there) is thrown, not answered as data
+ * that is not there.
+ */
+function withStatus(result: { data?: unknown; response: Response }, conditional: boolean): { status: number; notModified: boolean; data?: unknown; error?: undefined; response: Response } {
   const { response } = result;
-  if (response.status === 304) return { status: 304, notModified: true, data: undefined, error: undefined, response };
+  if (response.status === 304) {
+    if (!conditional) {
+      throw new ClientApiError('not_modified', 'the API answered 304 Not Modified to a call that did not say it may be conditional', 304, undefined, response.headers.get('x-request-id') ?? undefined);
+    }
+    return { status: 304, notModified: true, data: undefined, error: undefined, response };
+  }
   return { status: response.status, notModified: false, data: result.data, error: undefined, response };
 }
 
-/** A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw `ClientApiError`. */
-export function createClient(options: ClientOptions): ApiClient {
+/**
+ * A typed client: `GET`/`POST` on the contract's paths, answering `ApiResult`s; error answers throw
+ * `ClientApiError`. With a `fetch` or `middleware` of its own, every result admits `NotModified`.
+ */
+export function createClient(options: ClientOptions & { fetch?: undefined; middleware?: undefined }): ApiClient;
+export function createClient(options: ClientOptions): ApiClient<true>;
+export function createClient(options: ClientOptions): ApiClient<boolean> {
   const client = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(options) });
   const idempotencyKey = options.idempotencyKey ?? (() => globalThis.crypto.randomUUID());
   client.use({
@@ -230,8 +302,10 @@ export function createClient(options: ClientOptions): ApiClient {
       return response;
     },
   });
-  const call = (method: (url: never, ...init: never[]) => Promise<{ data?: unknown; response: Response }>) =>
-    async (url: never, ...init: never[]) => withStatus(await method(url, ...init));
+  if (options.middleware?.length) client.use(...options.middleware);
+  const hooked = options.fetch !== undefined || options.middleware !== undefined;
+  const call = (method: (url: never, init?: never) => Promise<{ data?: unknown; response: Response }>) =>
+    async (url: never, init?: never) => withStatus(await method(url, init), hooked || mayBeConditional(init));
   // The run-time values are what the types say: withStatus makes each result one of ApiResult's cases.
-  return { ...client, GET: call(client.GET) as unknown as ApiMethod<'get'>, POST: call(client.POST) as unknown as ApiMethod<'post'> };
+  return { GET: call(client.GET) as unknown as ApiMethod<'get', boolean>, POST: call(client.POST) as unknown as ApiMethod<'post', boolean> };
 }

@@ -20,6 +20,8 @@ const PAGE_LIMIT = 100;
 const MAX_BACKOFF_MS = 30_000;
 /** The longest wait a server's Retry-After or X-RateLimit-Reset can ask for (a larger one is cut to it). */
 const MAX_SERVER_WAIT_MS = 60_000;
+/** The shortest wait after a 429, whatever its Retry-After says. */
+const MIN_429_WAIT_MS = 1000;
 /** Event ids remembered so that none is forwarded twice (a session forwards far fewer). */
 const SEEN_IDS = 100_000;
 const USER_AGENT = 'client-api-v1-listen/1 (Standard Webhooks)';
@@ -192,7 +194,7 @@ type Api = ReturnType<typeof createFetchClient<paths>>;
 
 /**
  * Calls the API until it answers: a failed connection or a 5xx waits a growing delay, a 429 its
- * `Retry-After`; another error answer is a ListenError. Undefined once the session is stopped.
+ * `Retry-After` (at least a second); another error answer is a ListenError. Undefined once the session is stopped.
  */
 async function untilAnswered<T>(call: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>, options: ListenOptions): Promise<{ data: T; response: Response } | undefined> {
   for (let attempt = 0; !options.signal.aborted; attempt++) {
@@ -202,7 +204,8 @@ async function untilAnswered<T>(call: (signal: AbortSignal) => Promise<{ data?: 
       const { data, error, response } = await call(AbortSignal.any([options.signal, AbortSignal.timeout(API_TIMEOUT_MS)]));
       if (response.ok && data !== undefined) return { data, response };
       if (response.status !== 429 && response.status < 500) throw refusal(response, error);
-      if (response.status === 429) wait = retryAfterMs(response) ?? wait;
+      // At least a second whatever Retry-After says: a 0 or a negative one would otherwise loop.
+      if (response.status === 429) wait = Math.max(MIN_429_WAIT_MS, retryAfterMs(response) ?? wait);
       why = `the API answered ${response.status}`;
     } catch (error) {
       if (options.signal.aborted) return undefined;
