@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Contract } from './contract.ts';
-import { ApiError, fromDomainError } from './errors.ts';
+import { ApiError, fromDomainError, fromOutage } from './errors.ts';
 import { sendAnswer, type Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE, unsupportedCoding } from './json-body.ts';
 import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
@@ -30,6 +30,8 @@ function toApiError(
   if (err instanceof ApiError) return err;
   const fromDomain = fromDomainError(err);
   if (fromDomain) return fromDomain;
+  const outage = fromOutage(err);
+  if (outage) return outage;
   if (isDecompressionError(err)) {
     return new ApiError('invalid_request', `Request body could not be decompressed (Content-Encoding: ${String(req.headers['content-encoding'] ?? '').slice(0, 40)})`);
   }
@@ -70,7 +72,13 @@ export function errorAnswers(
   return (err, req, res) => {
     const operationId = res.locals.operation?.operationId;
     const apiError = toApiError(err, req, contract, operationId, rulesOf(operationId));
-    if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
+    if (apiError.code === 'service_unavailable') {
+      // An outage is not the server's fault: once a line per refusal, and the key's unit given back.
+      logger.warn({ err: { message: err instanceof Error ? err.message : String(err) }, requestId: res.locals.requestId, operationId }, 'request refused: database unavailable');
+      const refund = res.locals.refundRateLimit;
+      delete res.locals.refundRateLimit;
+      refund?.(res);
+    } else if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
       logger.error({ err, requestId: res.locals.requestId, operationId }, 'request failed');
     }
     // Set by the request-id middleware, which runs first; the header already carries it.
