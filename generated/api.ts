@@ -3385,6 +3385,31 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 503 error body (every operation).
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "service_unavailable",
+         *         "message": "The service is temporarily unavailable; retry after 2 seconds",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ServiceUnavailableError: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `service_unavailable`.
+                 * @example service_unavailable
+                 * @enum {string}
+                 */
+                code: "service_unavailable";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+            };
+        };
+        /**
          * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
@@ -4964,7 +4989,7 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitExceededError"];
             };
         };
-        /** @description `server_error`: an internal failure (the database or the rate limiter not answering). May be retried after a delay. */
+        /** @description `server_error`: an internal failure (the rate limiter not answering). May be retried after a delay. */
         DownloadServerError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4972,6 +4997,17 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InternalServerError"];
+            };
+        };
+        /** @description `service_unavailable`: the server cannot reach what it keeps its records in (the database down, restarting or out of connections), so nothing was done. Not counted against the rate limit (the rate-limit headers, when present, show the window with this request given back). Retry after `Retry-After` seconds. */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Unavailable-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
             };
         };
         /** @description `server_error`: an internal failure (also the sandbox `server_error` scenario). May be retried after a delay. */
@@ -5646,6 +5682,8 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
         "Idempotency-Retry-After": number;
+        /** @description On `service_unavailable`: whole seconds to wait before retrying. */
+        "Unavailable-Retry-After": number;
     };
     pathItems: never;
 }
@@ -5707,6 +5745,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postAuthCheck: {
@@ -5766,6 +5805,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createService: {
@@ -5845,6 +5885,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listServices: {
@@ -5948,6 +5989,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getService: {
@@ -6013,6 +6055,7 @@ export interface operations {
             404: components["responses"]["ServiceNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateServicePassword: {
@@ -6083,6 +6126,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upgradeService: {
@@ -6153,6 +6197,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downgradeService: {
@@ -6223,6 +6268,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelService: {
@@ -6293,6 +6339,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequests: {
@@ -6397,6 +6444,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     manageRequest: {
@@ -6483,6 +6531,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listReports: {
@@ -6562,6 +6611,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getReport: {
@@ -6627,6 +6677,7 @@ export interface operations {
             404: components["responses"]["ReportNotFound"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendServicesReport: {
@@ -6690,6 +6741,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendInvoicesReport: {
@@ -6753,6 +6805,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
@@ -6822,6 +6875,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createWebhookEndpoint: {
@@ -6885,6 +6939,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getWebhookEndpoint: {
@@ -6950,6 +7005,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -7020,6 +7076,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteWebhookEndpoint: {
@@ -7086,6 +7143,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rotateWebhookEndpointSecret: {
@@ -7152,6 +7210,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pingWebhookEndpoint: {
@@ -7218,6 +7277,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     recoverWebhookEndpoint: {
@@ -7288,6 +7348,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpointDeliveries: {
@@ -7369,6 +7430,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEvents: {
@@ -7466,6 +7528,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getEvent: {
@@ -7531,6 +7594,7 @@ export interface operations {
             404: components["responses"]["EventNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     redeliverEvent: {
@@ -7601,6 +7665,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequestLogs: {
@@ -7702,6 +7767,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getRequestLog: {
@@ -7767,6 +7833,7 @@ export interface operations {
             404: components["responses"]["RequestLogNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createConsoleSession: {
@@ -7826,6 +7893,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -7861,6 +7929,7 @@ export interface operations {
             404: components["responses"]["DownloadNotFound"];
             429: components["responses"]["DownloadTooManyRequests"];
             500: components["responses"]["DownloadServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     webhookServiceCreated: {

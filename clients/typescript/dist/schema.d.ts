@@ -3384,6 +3384,31 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 503 error body (every operation).
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "service_unavailable",
+         *         "message": "The service is temporarily unavailable; retry after 2 seconds",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ServiceUnavailableError: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `service_unavailable`.
+                 * @example service_unavailable
+                 * @enum {string}
+                 */
+                code: "service_unavailable";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+            };
+        };
+        /**
          * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
@@ -4963,7 +4988,7 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitExceededError"];
             };
         };
-        /** @description `server_error`: an internal failure (the database or the rate limiter not answering). May be retried after a delay. */
+        /** @description `server_error`: an internal failure (the rate limiter not answering). May be retried after a delay. */
         DownloadServerError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4971,6 +4996,17 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InternalServerError"];
+            };
+        };
+        /** @description `service_unavailable`: the server cannot reach what it keeps its records in (the database down, restarting or out of connections), so nothing was done. Not counted against the rate limit (the rate-limit headers, when present, show the window with this request given back). Retry after `Retry-After` seconds. */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Unavailable-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
             };
         };
         /** @description `server_error`: an internal failure (also the sandbox `server_error` scenario). May be retried after a delay. */
@@ -5645,6 +5681,8 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
         "Idempotency-Retry-After": number;
+        /** @description On `service_unavailable`: whole seconds to wait before retrying. */
+        "Unavailable-Retry-After": number;
     };
     pathItems: never;
 }
@@ -5706,6 +5744,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postAuthCheck: {
@@ -5765,6 +5804,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createService: {
@@ -5844,6 +5884,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listServices: {
@@ -5947,6 +5988,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getService: {
@@ -6012,6 +6054,7 @@ export interface operations {
             404: components["responses"]["ServiceNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateServicePassword: {
@@ -6082,6 +6125,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upgradeService: {
@@ -6152,6 +6196,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downgradeService: {
@@ -6222,6 +6267,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelService: {
@@ -6292,6 +6338,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequests: {
@@ -6396,6 +6443,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     manageRequest: {
@@ -6482,6 +6530,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listReports: {
@@ -6561,6 +6610,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getReport: {
@@ -6626,6 +6676,7 @@ export interface operations {
             404: components["responses"]["ReportNotFound"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendServicesReport: {
@@ -6689,6 +6740,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendInvoicesReport: {
@@ -6752,6 +6804,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
@@ -6821,6 +6874,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createWebhookEndpoint: {
@@ -6884,6 +6938,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getWebhookEndpoint: {
@@ -6949,6 +7004,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -7019,6 +7075,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteWebhookEndpoint: {
@@ -7085,6 +7142,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rotateWebhookEndpointSecret: {
@@ -7151,6 +7209,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pingWebhookEndpoint: {
@@ -7217,6 +7276,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     recoverWebhookEndpoint: {
@@ -7287,6 +7347,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpointDeliveries: {
@@ -7368,6 +7429,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEvents: {
@@ -7465,6 +7527,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getEvent: {
@@ -7530,6 +7593,7 @@ export interface operations {
             404: components["responses"]["EventNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     redeliverEvent: {
@@ -7600,6 +7664,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequestLogs: {
@@ -7701,6 +7766,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getRequestLog: {
@@ -7766,6 +7832,7 @@ export interface operations {
             404: components["responses"]["RequestLogNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createConsoleSession: {
@@ -7825,6 +7892,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -7860,6 +7928,7 @@ export interface operations {
             404: components["responses"]["DownloadNotFound"];
             429: components["responses"]["DownloadTooManyRequests"];
             500: components["responses"]["DownloadServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     webhookServiceCreated: {
