@@ -3385,6 +3385,31 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 503 error body (every operation).
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "service_unavailable",
+         *         "message": "The service is temporarily unavailable; retry after 2 seconds",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ServiceUnavailableError: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `service_unavailable`.
+                 * @example service_unavailable
+                 * @enum {string}
+                 */
+                code: "service_unavailable";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+            };
+        };
+        /**
          * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
@@ -4964,7 +4989,7 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitExceededError"];
             };
         };
-        /** @description `server_error`: an internal failure (the database or the rate limiter not answering). May be retried after a delay. */
+        /** @description `server_error`: an internal failure (the rate limiter not answering). May be retried after a delay. */
         DownloadServerError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4972,6 +4997,17 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InternalServerError"];
+            };
+        };
+        /** @description `service_unavailable`: the server cannot reach what it keeps its records in (the database down, restarting or out of connections), so nothing was done. Not counted against the rate limit (the rate-limit headers, when present, show the window with this request given back). Retry after `Retry-After` seconds. */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Unavailable-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
             };
         };
         /** @description `server_error`: an internal failure (also the sandbox `server_error` scenario). May be retried after a delay. */
@@ -5655,6 +5691,8 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
         "Idempotency-Retry-After": number;
+        /** @description On `service_unavailable`: whole seconds to wait before retrying. */
+        "Unavailable-Retry-After": number;
     };
     pathItems: never;
 }
@@ -5725,6 +5763,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postAuthCheck: {
@@ -5793,6 +5832,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createService: {
@@ -5881,6 +5921,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listServices: {
@@ -5993,6 +6034,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getService: {
@@ -6067,6 +6109,7 @@ export interface operations {
             404: components["responses"]["ServiceNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateServicePassword: {
@@ -6146,6 +6189,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upgradeService: {
@@ -6225,6 +6269,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downgradeService: {
@@ -6304,6 +6349,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelService: {
@@ -6383,6 +6429,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequests: {
@@ -6496,6 +6543,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     manageRequest: {
@@ -6591,6 +6639,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listReports: {
@@ -6679,6 +6728,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getReport: {
@@ -6753,6 +6803,7 @@ export interface operations {
             404: components["responses"]["ReportNotFound"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendServicesReport: {
@@ -6825,6 +6876,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendInvoicesReport: {
@@ -6897,6 +6949,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
@@ -6975,6 +7028,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createWebhookEndpoint: {
@@ -7047,6 +7101,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getWebhookEndpoint: {
@@ -7121,6 +7176,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -7200,6 +7256,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteWebhookEndpoint: {
@@ -7275,6 +7332,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rotateWebhookEndpointSecret: {
@@ -7350,6 +7408,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pingWebhookEndpoint: {
@@ -7425,6 +7484,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     recoverWebhookEndpoint: {
@@ -7504,6 +7564,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpointDeliveries: {
@@ -7594,6 +7655,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEvents: {
@@ -7700,6 +7762,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getEvent: {
@@ -7774,6 +7837,7 @@ export interface operations {
             404: components["responses"]["EventNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     redeliverEvent: {
@@ -7853,6 +7917,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequestLogs: {
@@ -7963,6 +8028,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getRequestLog: {
@@ -8037,6 +8103,7 @@ export interface operations {
             404: components["responses"]["RequestLogNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createConsoleSession: {
@@ -8105,6 +8172,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -8140,6 +8208,7 @@ export interface operations {
             404: components["responses"]["DownloadNotFound"];
             429: components["responses"]["DownloadTooManyRequests"];
             500: components["responses"]["DownloadServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     webhookServiceCreated: {

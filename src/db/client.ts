@@ -24,6 +24,14 @@ export const PGLITE_TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 20_000 } a
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
+ * PostgreSQL: how long a query waits for a pooled connection, and a transaction to start. A pool
+ * exhausted or a server that is gone then fails within it and the API answers `503` with
+ * `Retry-After` within 2 s (src/shared/db-outage.ts), where Prisma's 2 s `maxWait` and a 5 s connect
+ * wait answered later, or `500`.
+ */
+export const POOL_WAIT_MS = 1500;
+
+/**
  * PGlite's WASM memory never shrinks and PostgreSQL touches all of `shared_buffers` at start, so the
  * pool is kept small: its files sit in the OS page cache anyway (bench/README.md). One session: 10 connections is plenty.
  */
@@ -99,12 +107,13 @@ async function openPostgres(databaseUrl: string, options: OpenDatabaseOptions): 
     Client: OneQueryAtATimeClient,
     connectionString: databaseUrl,
     max: options.poolMax ?? 10,
-    // A server that accepts connections but never completes the start-up is an error, not a hang.
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A server that accepts connections but never completes the start-up is an error, not a hang;
+    // pg-pool bounds a wait for a free connection by the same setting.
+    connectionTimeoutMillis: POOL_WAIT_MS,
     ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   pool.on('error', () => {}); // an idle client dropped by the server; the next query reconnects
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: { maxWait: POOL_WAIT_MS } });
   return {
     prisma,
     kind: 'postgres',

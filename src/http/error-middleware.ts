@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Contract } from './contract.ts';
-import { ApiError, fromDomainError } from './errors.ts';
+import { ApiError, fromDomainError, fromOutage } from './errors.ts';
 import { sendAnswer, type Answer } from './fast-path.ts';
 import { BODY_TOO_LARGE, unsupportedCoding } from './json-body.ts';
 import { isValidatorError, mapValidatorError, type OperationRules } from './validation.ts';
@@ -29,6 +29,8 @@ function toApiError(
   if (err instanceof ApiError) return err;
   const fromDomain = fromDomainError(err);
   if (fromDomain) return fromDomain;
+  const outage = fromOutage(err);
+  if (outage) return outage;
   if (isDecompressionError(err)) {
     return new ApiError('invalid_request', `Request body could not be decompressed (Content-Encoding: ${String(req.headers['content-encoding'] ?? '').slice(0, 40)})`);
   }
@@ -68,8 +70,17 @@ export function errorAnswers(
   return (err, req, res) => {
     const operationId = res.locals.operation?.operationId;
     const apiError = toApiError(err, req, contract, operationId, rulesOf(operationId));
-    // Logged once, with its stack, on the request's own line when the response ends (request-log.ts).
-    if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) res.locals.failure = err;
+    if (apiError.code === 'service_unavailable') {
+      // An outage is not the server's fault: a warning on the request's own line (request-log.ts)
+      // with the cause, and the key's unit given back.
+      res.locals.outage = err instanceof Error ? err.message : String(err);
+      const refund = res.locals.refundRateLimit;
+      delete res.locals.refundRateLimit;
+      refund?.(res);
+    } else if (apiError.status >= 500 && !(err instanceof ApiError && err.details?.scenario)) {
+      // Logged once, with its stack, on the request's own line when the response ends (request-log.ts).
+      res.locals.failure = err;
+    }
     // Set by the request-id middleware, which runs first; the header already carries it.
     const requestId = String(res.locals.requestId ?? res.getHeader('X-Request-Id') ?? '');
     res.locals.error = { code: apiError.code, message: apiError.message, details: apiError.details };

@@ -1,3 +1,4 @@
+import { asDatabaseUnavailable } from '../shared/db-outage.ts';
 import { ConflictError, DomainError, InvalidValueError, LimitReachedError, NoDataError, NotFoundError } from '../shared/errors.ts';
 
 /** The error codes of openapi.yaml ("Errors"), and the HTTP status each one leaves with. */
@@ -16,6 +17,7 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 422,
   rate_limit_exceeded: 429,
   server_error: 500,
+  service_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -101,4 +103,16 @@ export function fromDomainError(err: unknown): ApiError | undefined {
     return new ApiError('rate_limit_exceeded', err.message, err.details, { 'Retry-After': String(err.retryAfterSeconds) });
   }
   return undefined;
+}
+
+/**
+ * `503 service_unavailable` with `Retry-After` when `err` says the database is out (src/shared/db-outage.ts:
+ * unreachable, out of connections, a transaction that cannot start); `undefined` for anything else.
+ */
+export function fromOutage(err: unknown): ApiError | undefined {
+  const outage = asDatabaseUnavailable(err);
+  if (!outage) return undefined;
+  return new ApiError('service_unavailable', `The service is temporarily unavailable; retry after ${outage.retryAfterSeconds} seconds`, undefined, {
+    'Retry-After': String(outage.retryAfterSeconds),
+  });
 }

@@ -44,6 +44,8 @@ declare global {
       viaConsole?: boolean;
       /** Set by the gate with `auth`: gives the request's unit of rate limit back (a `304` costs none). */
       refundRateLimit?: RateLimitRefund;
+      /** Set by the error middleware on a 503 for an outage: its cause, for the request's warning line. */
+      outage?: string;
     }
   }
 }

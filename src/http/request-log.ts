@@ -49,7 +49,8 @@ export function requestLog(
       // What the server failed at (set by error-middleware.ts) is logged whatever the path.
       const failure: unknown = res.locals.failure;
       if (!logged && failure === undefined) return;
-      const level = failure !== undefined || (!aborted && res.statusCode >= 500) ? 'error' : aborted ? 'warn' : 'info';
+      const outage: unknown = res.locals.outage;
+      const level = failure !== undefined || (!aborted && res.statusCode >= 500 && outage === undefined) ? 'error' : aborted || outage !== undefined ? 'warn' : 'info';
       if (!lines.isLevelEnabled(level)) return;
       const line = {
         requestId: res.locals.requestId,
@@ -57,9 +58,10 @@ export function requestLog(
         res: { statusCode: res.statusCode },
         responseTime: Math.round(ms),
       };
-      const message = level === 'error' ? 'request errored' : aborted ? 'request aborted' : 'request completed';
+      const message = level === 'error' ? 'request errored' : aborted ? 'request aborted' : outage !== undefined ? 'request refused: service unavailable' : 'request completed';
       // The error, unlike the rest of the line, may hold anything: through the root logger's redaction.
       if (failure !== undefined) logger.error({ ...line, operationId: res.locals.operation?.operationId, err: failure }, message);
+      else if (outage !== undefined) lines.warn({ ...line, cause: outage }, message);
       else lines[level](line, message);
     };
     res.on('finish', done);

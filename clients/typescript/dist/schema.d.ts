@@ -3384,6 +3384,31 @@ export interface components {
             };
         };
         /**
+         * @description HTTP 503 error body (every operation).
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "service_unavailable",
+         *         "message": "The service is temporarily unavailable; retry after 2 seconds",
+         *         "request_id": "req_8f14e45fceea467a9575b5ba30c1a2d3"
+         *       }
+         *     }
+         */
+        ServiceUnavailableError: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error. */
+            error: {
+                /**
+                 * @description The machine-readable code: `service_unavailable`.
+                 * @example service_unavailable
+                 * @enum {string}
+                 */
+                code: "service_unavailable";
+                message: components["schemas"]["ErrorMessage"];
+                request_id: components["schemas"]["ErrorRequestId"];
+            };
+        };
+        /**
          * @description An event type: `service.created`, `service.updated` (plan, status or password changed; never the credentials), `service.cancelled` (the cancellation took effect), `request.created`, `request.approved`, `request.denied`, `report.completed` (every recipient final), `report.failed`, `webhook_endpoint.created`, `webhook_endpoint.updated` (settings, status or secret rotation; never a secret), `webhook_endpoint.deleted`, `ping` (`pingWebhookEndpoint`). Types are added in minor versions: ignore an event of a type you do not know.
          * @example service.created
          * @enum {string}
@@ -4963,7 +4988,7 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitExceededError"];
             };
         };
-        /** @description `server_error`: an internal failure (the database or the rate limiter not answering). May be retried after a delay. */
+        /** @description `server_error`: an internal failure (the rate limiter not answering). May be retried after a delay. */
         DownloadServerError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4971,6 +4996,17 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InternalServerError"];
+            };
+        };
+        /** @description `service_unavailable`: the server cannot reach what it keeps its records in (the database down, restarting or out of connections), so nothing was done. Not counted against the rate limit (the rate-limit headers, when present, show the window with this request given back). Retry after `Retry-After` seconds. */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Unavailable-Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
             };
         };
         /** @description `server_error`: an internal failure (also the sandbox `server_error` scenario). May be retried after a delay. */
@@ -5654,6 +5690,8 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description On `idempotency_key_in_use`: whole seconds to wait before the retry that gets the first request's answer. */
         "Idempotency-Retry-After": number;
+        /** @description On `service_unavailable`: whole seconds to wait before retrying. */
+        "Unavailable-Retry-After": number;
     };
     pathItems: never;
 }
@@ -5724,6 +5762,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postAuthCheck: {
@@ -5792,6 +5831,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createService: {
@@ -5880,6 +5920,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listServices: {
@@ -5992,6 +6033,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getService: {
@@ -6066,6 +6108,7 @@ export interface operations {
             404: components["responses"]["ServiceNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateServicePassword: {
@@ -6145,6 +6188,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upgradeService: {
@@ -6224,6 +6268,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downgradeService: {
@@ -6303,6 +6348,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelService: {
@@ -6382,6 +6428,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequests: {
@@ -6495,6 +6542,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     manageRequest: {
@@ -6590,6 +6638,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listReports: {
@@ -6678,6 +6727,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getReport: {
@@ -6752,6 +6802,7 @@ export interface operations {
             404: components["responses"]["ReportNotFound"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendServicesReport: {
@@ -6824,6 +6875,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["ReportTooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendInvoicesReport: {
@@ -6896,6 +6948,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
@@ -6974,6 +7027,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createWebhookEndpoint: {
@@ -7046,6 +7100,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getWebhookEndpoint: {
@@ -7120,6 +7175,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -7199,6 +7255,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteWebhookEndpoint: {
@@ -7274,6 +7331,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     rotateWebhookEndpointSecret: {
@@ -7349,6 +7407,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pingWebhookEndpoint: {
@@ -7424,6 +7483,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     recoverWebhookEndpoint: {
@@ -7503,6 +7563,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpointDeliveries: {
@@ -7593,6 +7654,7 @@ export interface operations {
             404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEvents: {
@@ -7699,6 +7761,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getEvent: {
@@ -7773,6 +7836,7 @@ export interface operations {
             404: components["responses"]["EventNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     redeliverEvent: {
@@ -7852,6 +7916,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRequestLogs: {
@@ -7962,6 +8027,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getRequestLog: {
@@ -8036,6 +8102,7 @@ export interface operations {
             404: components["responses"]["RequestLogNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createConsoleSession: {
@@ -8104,6 +8171,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -8139,6 +8207,7 @@ export interface operations {
             404: components["responses"]["DownloadNotFound"];
             429: components["responses"]["DownloadTooManyRequests"];
             500: components["responses"]["DownloadServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     webhookServiceCreated: {

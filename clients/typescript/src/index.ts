@@ -8,7 +8,8 @@
  *   (openapi.yaml, "Idempotent retries"), so every call is safe to retry.
  * - Retried, at most `maxRetries` times, after the answer's `Retry-After` (bounded by
  *   `maxRetryDelayMs`) or a growing delay: `429`, `409 idempotency_key_in_use` (the first attempt
- *   is still running), `500`/`502`/`503`/`504`, and a failed connection.
+ *   is still running), `503 service_unavailable` (the database out), `500`/`502`/`504`, and a
+ *   failed connection.
  * - Any other error answer is thrown as one `ClientApiError` with the contract's code, message,
  *   details, HTTP status and request id.
  *

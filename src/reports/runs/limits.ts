@@ -11,7 +11,8 @@ import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../shared/db-errors.ts';
 import { LimitReachedError } from '../../shared/errors.ts';
-import { countRunningRuns, countRunsCreatedSince, lockBrokerAdmissions, nthNewestRunCreatedSince } from './store.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { countRunningRuns, countRunsCreatedSince, nthNewestRunCreatedSince, tryLockBrokerAdmissions } from './store.ts';
 
 export interface ReportLimits {
   concurrentPerBroker: number;
@@ -79,23 +80,49 @@ export async function checkReportLimits(prisma: PrismaClient, config: Config, br
   if (refused) throw refused;
 }
 
+/** How long a report waits for the broker's other admissions before it is refused (`429`, retry after 1 second). */
+export const ADMISSION_WAIT_MS = 3000;
+const ADMISSION_RETRY_AFTER_SECONDS = 1;
+
+/** No admission of this broker was free in time: a 429 like the concurrent bound's, asking for a retry soon. */
+function admissionBusy(limits: ReportLimits): LimitReachedError {
+  return tooMany(
+    `Report limit reached: this broker's other reports are being admitted; retry after ${ADMISSION_RETRY_AFTER_SECONDS} seconds`,
+    { reason: 'reports_concurrent_per_broker', limit: limits.concurrentPerBroker, retry_after: ADMISSION_RETRY_AFTER_SECONDS },
+  );
+}
+
+const BUSY = Symbol('busy');
+
 /**
  * Creates a report run (`create`, inside the admission's transaction) if the broker is under
  * both bounds, or throws `429 rate_limit_exceeded`. One broker's admissions take a transaction
  * advisory lock on the broker, so concurrent requests count one after another and never both
- * slip past a bound; other brokers' admissions do not wait.
+ * slip past a bound; other brokers' admissions do not wait. The lock is tried, never waited on
+ * inside the transaction: a busy lock ends the transaction and is tried again after a short,
+ * random pause, for at most `waitMs`, then the report is refused with a `429` (issue 45 item 3).
  */
 export async function admitReportRun<T>(
   prisma: PrismaClient,
   limits: ReportLimits,
   brokerId: string,
   create: (tx: Prisma.TransactionClient) => Promise<T>,
+  waitMs = ADMISSION_WAIT_MS,
 ): Promise<T> {
-  return prisma.$transaction(async (tx) => {
-    await lockBrokerAdmissions(tx, brokerId);
-    // The counts read after the lock see every run the previous holder committed (read committed).
-    const refused = await refusal(tx, limits, brokerId, new Date());
-    if (refused) throw refused;
-    return create(tx);
-  });
+  const deadline = Date.now() + waitMs;
+  for (let attempt = 0; ; attempt++) {
+    const admitted = await prisma.$transaction(async (tx) => {
+      if (!(await tryLockBrokerAdmissions(tx, brokerId))) return BUSY;
+      // The counts read after the lock see every run the previous holder committed (read committed).
+      const refused = await refusal(tx, limits, brokerId, new Date());
+      if (refused) throw refused;
+      return { run: await create(tx) };
+    });
+    if (admitted !== BUSY) return admitted.run;
+    const left = deadline - Date.now();
+    if (left <= 0) throw admissionBusy(limits);
+    // Random pauses, growing to 250 ms, so the waiting admissions neither retry in step nor spend
+    // the database's time on attempts (a burst of 40 at 100 ms pauses admitted 4 in 3 s).
+    await sleep(Math.min(left, (0.5 + Math.random() / 2) * Math.min(250, 20 * 2 ** attempt)));
+  }
 }

@@ -161,9 +161,14 @@ const FINAL_STATES = ['completed', 'failed'] as const;
 /** First key of the two-key advisory lock that serialises one broker's admissions. */
 const ADMISSION_LOCK_SPACE = 0x52_50_54; // "RPT"
 
-/** Holds the broker's admission lock until the transaction ends: its admissions count one after another. */
-export async function lockBrokerAdmissions(tx: Prisma.TransactionClient, brokerId: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId}))`;
+/**
+ * Takes the broker's admission lock until the transaction ends, if no other admission holds it: its
+ * admissions count one after another. Never waits (a wait would hold a connection and run into the
+ * transaction's timeout); false when another admission holds it.
+ */
+export async function tryLockBrokerAdmissions(tx: Prisma.TransactionClient, brokerId: string): Promise<boolean> {
+  const [row] = await tx.$queryRaw<Array<{ locked: boolean }>>`SELECT pg_try_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId})) AS locked`;
+  return row?.locked === true;
 }
 
 /** The broker's runs not final that were created after `createdAfter` (older ones no longer count). */
