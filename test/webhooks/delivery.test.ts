@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Job } from 'bullmq';
 import request from 'supertest';
 import type { Credentials } from '../../src/db/credentials.ts';
-import { recordEvents, type EventType } from '../../src/events/store.ts';
+import { deleteEventsBefore, recordEvents, type EventType } from '../../src/events/store.ts';
 import { failingReason, GONE_REASON, recordAttempt } from '../../src/webhooks/delivery-store.ts';
 import { newEndpointSecret } from '../../src/webhooks/secrets.ts';
 import { createWebhookWork, DISPATCH_MS, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AGENT, type WebhookJobData } from '../../src/webhooks/dispatcher.ts';
@@ -213,7 +213,9 @@ describe('webhook delivery', () => {
     const b = await brokerWithEndpoint('retention');
     const [eventId] = await happen(b.brokerId);
     const d = await final(eventId!, b.endpoint.id);
-    await t.prisma.event.delete({ where: { id: eventId! } });
+    // The retention purge: the one path the database lets delete an event.
+    const { createdAt } = await t.prisma.event.findUniqueOrThrow({ where: { id: eventId! } });
+    assert.ok((await deleteEventsBefore(t.prisma, new Date(createdAt.getTime() + 1))) >= 1);
     assert.equal(await t.prisma.webhookDelivery.count({ where: { id: d.id } }), 0);
     assert.equal(await t.prisma.webhookAttempt.count({ where: { deliveryId: d.id } }), 0);
   });
