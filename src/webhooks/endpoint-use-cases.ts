@@ -8,6 +8,7 @@ import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode } from '../events/store.ts';
+import { storedEventData } from '../events/use-cases.ts';
 import type { Caller } from '../shared/caller.ts';
 import { isoInstant } from '../shared/dates.ts';
 import { InvalidValueError } from '../shared/errors.ts';
@@ -18,7 +19,6 @@ import {
   deleteEndpoint,
   findEndpoint,
   listEndpoints,
-  pingObject,
   recordPing,
   recoverFailedDeliveries,
   rotateSecret,
@@ -161,9 +161,8 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
       return { ...endpointData(await rotateSecret(prisma, scope(caller), id, stored, caller.unitOfWork, new Date())), secret };
     },
     async ping(caller, id) {
-      const now = new Date();
-      const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, now);
-      return { object: 'event', id: eventId, type: 'ping', created_at: now.toISOString(), mode, data: { object: pingObject(id) } };
+      const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, new Date());
+      return storedEventData(prisma, scope(caller), eventId);
     },
     async recover(caller, id, since) {
       const { queued, hasMore } = await recoverFailedDeliveries(prisma, scope(caller), id, since, caller.unitOfWork);

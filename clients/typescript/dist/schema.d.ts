@@ -3395,6 +3395,12 @@ export interface components {
          */
         WebhookEndpointIdValue: string;
         /**
+         * Format: int64
+         * @description The event's place in its broker's feed of its mode (since 1.6.0): 1, 2, 3…, one more than the event before it in `listEvents` with `order=asc`, never used twice and never changed. Webhooks may arrive out of order: of two events about one object, the one with the higher `sequence` is the newer. Order by it, not by `created_at`, which events written together share.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
          * @description An event's id: `evt_` and 24 letters and digits; the `webhook-id` of its deliveries.
          * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
          */
@@ -3978,6 +3984,7 @@ export interface components {
          * @example {
          *       "object": "event",
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
+         *       "sequence": 1,
          *       "type": "service.created",
          *       "created_at": "2025-03-02T12:00:00.000Z",
          *       "mode": "live",
@@ -4007,6 +4014,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4145,6 +4153,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4469,6 +4478,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.created
@@ -4491,6 +4501,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.updated
@@ -4514,6 +4525,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.cancelled
@@ -4537,6 +4549,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.created
@@ -4559,6 +4572,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.approved
@@ -4582,6 +4596,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.denied
@@ -4605,6 +4620,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.completed
@@ -4628,6 +4644,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.failed
@@ -4651,6 +4668,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.created
@@ -4673,6 +4691,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.updated
@@ -4696,6 +4715,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.deleted
@@ -4718,6 +4738,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example ping

@@ -3396,6 +3396,12 @@ export interface components {
          */
         WebhookEndpointIdValue: string;
         /**
+         * Format: int64
+         * @description The event's place in its broker's feed of its mode (since 1.6.0): 1, 2, 3…, one more than the event before it in `listEvents` with `order=asc`, never used twice and never changed. Webhooks may arrive out of order: of two events about one object, the one with the higher `sequence` is the newer. Order by it, not by `created_at`, which events written together share.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
          * @description An event's id: `evt_` and 24 letters and digits; the `webhook-id` of its deliveries.
          * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
          */
@@ -3979,6 +3985,7 @@ export interface components {
          * @example {
          *       "object": "event",
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
+         *       "sequence": 1,
          *       "type": "service.created",
          *       "created_at": "2025-03-02T12:00:00.000Z",
          *       "mode": "live",
@@ -4008,6 +4015,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4146,6 +4154,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4470,6 +4479,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.created
@@ -4492,6 +4502,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.updated
@@ -4515,6 +4526,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.cancelled
@@ -4538,6 +4550,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.created
@@ -4560,6 +4573,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.approved
@@ -4583,6 +4597,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.denied
@@ -4606,6 +4621,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.completed
@@ -4629,6 +4645,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.failed
@@ -4652,6 +4669,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.created
@@ -4674,6 +4692,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.updated
@@ -4697,6 +4716,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.deleted
@@ -4719,6 +4739,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example ping
