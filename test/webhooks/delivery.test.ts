@@ -72,6 +72,7 @@ describe('webhook delivery', () => {
     assert.deepEqual(verified(b.endpoint.secret, copy!), {
       object: 'event',
       id: event.id,
+      sequence: Number(event.sequence),
       type: 'service.updated',
       created_at: event.createdAt.toISOString(),
       mode: 'live',
