@@ -3999,7 +3999,7 @@ export interface components {
          *           "customer_name": "Client Ltd",
          *           "billing_cycle": "monthly",
          *           "created_at": "2025-03-01T09:30:00.000Z",
-         *           "updated_at": "2025-03-01T09:30:00.000Z",
+         *           "updated_at": "2025-03-02T11:00:00.000Z",
          *           "cancel_at": null,
          *           "cancelled_at": null
          *         }
