@@ -57,7 +57,8 @@ export interface NewEvent {
   type: EventType;
   /** The object as the API's own answers show it (never credentials). */
   object: object;
-  mode?: EventMode;
+  /** No default: a writer says which feed, so a sandbox writer cannot write into the live one by forgetting it. */
+  mode: EventMode;
   /** A change of a record that existed (`*.updated`, `*.cancelled`, a decision, a run's end): what it changed, previous-attributes.ts; none for a creation. */
   previousAttributes?: PreviousAttributes;
   /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
@@ -102,7 +103,7 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
     ord,
     id: newEventId(),
     broker_id: e.brokerId,
-    mode: e.mode ?? 'live',
+    mode: e.mode,
     type: e.type,
     data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
     endpoint_id: e.endpointId ?? null,

@@ -214,9 +214,9 @@ describe('a naive feed loses events that the real one keeps', () => {
 
     // The same two changes through recordEvents: the event committed last sorts last, so the walk gets both.
     const other = await brokerWithKeys(t.prisma);
-    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
+    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
     const walked = ids(await get(other.live.key, '/api/v1/events?order=asc'));
-    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
+    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
     assert.deepEqual(walked, first);
     assert.deepEqual(ids(await get(other.live.key, `/api/v1/events?order=asc&starting_after=${walked.at(-1)}`)), second);
   });
@@ -261,7 +261,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     const t1Recorded = gate();
     const t1Commit = gate();
     const t1 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }]);
       t1Recorded.open();
       await t1Commit.opened;
       log.push('t1 commits');
@@ -269,7 +269,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     });
     await t1Recorded.opened;
     const t2 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }]);
       log.push('t2 recorded');
       return made;
     });

@@ -45,7 +45,7 @@ async function brokerWithEndpoint(path: string, fields: Partial<Parameters<typeo
 
 /** Writes events as a change would (its own transaction); their ids. */
 const happen = (brokerId: string, n = 1, type: EventType = 'service.updated', db: Parameters<typeof recordEvents>[0] = t.prisma) =>
-  recordEvents(db, Array.from({ length: n }, (_, i) => ({ brokerId, type, object: { object: 'service', service_number: 100_000_000 + i } })));
+  recordEvents(db, Array.from({ length: n }, (_, i) => ({ brokerId, mode: 'live' as const, type, object: { object: 'service', service_number: 100_000_000 + i } })));
 
 async function deliveryOf(eventId: string, endpointId: string) {
   return t.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId, endpointId }, include: { attemptsMade: { orderBy: { number: 'asc' } } } });
@@ -134,7 +134,7 @@ describe('webhook delivery', () => {
     });
     const events = await t.prisma.event.findMany({ where: { brokerId: b.brokerId } });
     for (const e of events) assert.deepEqual([(await final(e.id, b.endpoint.id)).status, (await deliveryOf(e.id, b.endpoint.id)).attempts], ['failed', 0]);
-    const [pingId] = await recordEvents(t.prisma, [{ brokerId: b.brokerId, type: 'ping', object: { object: 'ping' }, endpointId: b.endpoint.id }]);
+    const [pingId] = await recordEvents(t.prisma, [{ brokerId: b.brokerId, mode: 'live' as const, type: 'ping', object: { object: 'ping' }, endpointId: b.endpoint.id }]);
     assert.equal((await final(pingId!, b.endpoint.id)).status, 'delivered');
     assert.deepEqual(receiver.to('disabled').map((c) => c.headers['webhook-id']), [pingId]);
   });
