@@ -45,7 +45,7 @@ async function main(): Promise<void> {
         const ids = await db.prisma.$transaction(async (tx) => {
           await tx.broker.findUniqueOrThrow({ where: { id: broker.id } });
           const size = 1 + ((n + i) % 3);
-          return recordEvents(tx, Array.from({ length: size }, (_, k) => ({ brokerId: broker.id, type: 'service.updated' as const, object: { n, i, k } })));
+          return recordEvents(tx, Array.from({ length: size }, (_, k) => ({ brokerId: broker.id, mode: 'live' as const, type: 'service.updated' as const, object: { n, i, k } })));
         });
         const now = performance.now();
         recordMs.push(now - started);

@@ -106,7 +106,7 @@ async function pingLatency(receiver: Receiver, url: string, key: string, endpoin
 async function happen(db: Database, brokerId: string, n: number): Promise<Map<string, number>> {
   const committed = new Map<string, number>();
   for (let done = 0; done < n; done += 200) {
-    const events = Array.from({ length: Math.min(200, n - done) }, (_, i) => ({ brokerId, type: 'service.updated' as const, object: { object: 'service', n: done + i } }));
+    const events = Array.from({ length: Math.min(200, n - done) }, (_, i) => ({ brokerId, mode: 'live' as const, type: 'service.updated' as const, object: { object: 'service', n: done + i } }));
     const ids = await recordEvents(db.prisma, events);
     const at = Date.now();
     for (const id of ids) committed.set(id, at);

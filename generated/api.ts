@@ -3421,6 +3421,12 @@ export interface components {
          */
         WebhookEndpointIdValue: string;
         /**
+         * Format: int64
+         * @description The event's place in its broker's feed of its mode (since 1.6.0): 1, 2, 3…, one more than the event before it in `listEvents` with `order=asc`, never used twice and never changed. Webhooks may arrive out of order: of two events about one object, the one with the higher `sequence` is the newer. Order by it, not by `created_at`, which events written together share.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
          * @description An event's id: `evt_` and 24 letters and digits; the `webhook-id` of its deliveries.
          * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
          */
@@ -4004,6 +4010,7 @@ export interface components {
          * @example {
          *       "object": "event",
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
+         *       "sequence": 1,
          *       "type": "service.created",
          *       "created_at": "2025-03-02T12:00:00.000Z",
          *       "mode": "live",
@@ -4018,7 +4025,7 @@ export interface components {
          *           "customer_name": "Client Ltd",
          *           "billing_cycle": "monthly",
          *           "created_at": "2025-03-01T09:30:00.000Z",
-         *           "updated_at": "2025-03-01T09:30:00.000Z",
+         *           "updated_at": "2025-03-02T11:00:00.000Z",
          *           "cancel_at": null,
          *           "cancelled_at": null
          *         }
@@ -4033,6 +4040,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4171,6 +4179,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4495,6 +4504,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.created
@@ -4517,6 +4527,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.updated
@@ -4540,6 +4551,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.cancelled
@@ -4563,6 +4575,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.created
@@ -4585,6 +4598,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.approved
@@ -4608,6 +4622,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.denied
@@ -4631,6 +4646,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.completed
@@ -4654,6 +4670,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.failed
@@ -4677,6 +4694,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.created
@@ -4699,6 +4717,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.updated
@@ -4722,6 +4741,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.deleted
@@ -4744,6 +4764,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example ping

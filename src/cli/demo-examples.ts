@@ -2,8 +2,9 @@
  * The records openapi.yaml's examples name, for the demo broker, so an example-driven tool calling
  * with a live demo key finds what the sandbox shows. Each `demo` run puts back what live calls
  * changed; test/cli/demo-examples.test.ts holds this file and openapi.yaml in step. Every change
- * writes its event, except a request put back (no event type tells of that). Ids are global: one
- * another broker holds is skipped with a note, never taken over.
+ * writes its event; events are never rewritten: the examples' events (fixed ids) are the events of
+ * the run that makes the demo broker. Ids are global: one another broker holds is skipped with a
+ * note, never taken over.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -12,10 +13,10 @@ import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { lockFeeds, recordEvents, recordFixedEvents, type EventType, type NewEvent } from '../events/store.ts';
-import { REQUEST_INCLUDE } from '../services/change-requests.ts';
-import { endpointEvent } from '../webhooks/endpoint-store.ts';
+import { lockFeeds, newEventId, recordEvents, recordFixedEvents, type NewEvent } from '../events/store.ts';
+import { endpointEvent, pingObject } from '../webhooks/endpoint-store.ts';
 import { serviceData } from '../services/present.ts';
+import { REQUEST_INCLUDE, requestData } from '../services/change-requests.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { putRequestLogs } from './demo-request-logs.ts';
 
@@ -114,7 +115,11 @@ async function closeOtherRequests(tx: Tx, serviceIds: number[], now: Date, event
   events.push(...decided.map((r) => requestEvent('request.denied', r, before.get(r.id)!)));
 }
 
-/** A request with the example's id (`request.created` in `events` when new); false when another broker has that id. */
+/**
+ * A request with the example's id; false when another broker has that id. New, or put back (an
+ * integrator decided it), it is told as `request.created` with the request as GET then shows it:
+ * no event type tells of a reopening, and a mirror kept from the events must show it pending.
+ */
 async function putRequest(
   tx: Tx,
   brokerId: string,
@@ -122,10 +127,11 @@ async function putRequest(
   data: Omit<Prisma.ServiceRequestUncheckedCreateInput, 'id' | 'brokerId'>,
   events: NewEvent[],
 ): Promise<boolean> {
-  const existing = await tx.serviceRequest.findUnique({ where: { id }, select: { brokerId: true } });
+  const existing = await tx.serviceRequest.findUnique({ where: { id }, include: REQUEST_INCLUDE });
   if (existing && existing.brokerId !== brokerId) return false;
   if (existing) {
-    await tx.serviceRequest.update({ where: { id }, data });
+    const put = await tx.serviceRequest.update({ where: { id }, data, include: REQUEST_INCLUDE });
+    if (!isDeepStrictEqual(requestData(existing), requestData(put))) events.push(requestEvent('request.created', put));
     return true;
   }
   // Relations only when shown: Prisma loads them concurrently, and pg warns of concurrent queries in a transaction.
@@ -268,38 +274,25 @@ const EXAMPLE_ENDPOINT_URL = 'https://[4000::1]/capi';
 /** Enabled, the example endpoint would be owed every live change, each retried for a day against an address that reaches no one. */
 const DEMO_DISABLED_REASON = 'disabled by the demo command: its address, 4000::1, reaches no receiver';
 
-interface ExampleEvent {
-  id: string;
-  type: EventType;
-  /** Minutes before the demo run: events are kept EVENT_RETENTION_DAYS, so the examples' 2025 dates would be deleted. */
-  minutesAgo: number;
-  object: object;
-}
+/** The examples' events (getEvent's and listEvents'), by what they tell of: each the event of its record's creation in the run that makes the demo broker. */
+const EXAMPLE_EVENTS = {
+  /** `service.created` of EXAMPLE_SERVICE. */
+  service: 'evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs',
+  /** `request.created` of PENDING_REQUEST. */
+  request: 'evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp',
+  /** A `ping` of the example endpoint. */
+  ping: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp',
+} as const;
 
-/** getEvent's and listEvents' examples, oldest first (the order they are written in, so the list shows them newest first). */
-const EVENTS: ExampleEvent[] = [
-  {
-    id: 'evt_5Rt1Mz8Kq3Vn6Lb9Xc2Hd7Wp', type: 'request.created', minutesAgo: 70,
-    object: {
-      object: 'service_request', request_id: 'REQ-000044', request_type: 'upgrade', request_status: 'pending', source: 'api', service_number: EXAMPLE_SERVICE,
-      current_plan: 'Standard VPS', requested_plan: 'Professional VPS', hostname: 'web01.client.example', customer_email: 'ops@client.example',
-      reason: null, cancel_when: null, denial_reason: null,
-      created_at: '2025-03-02T11:00:00.000Z', updated_at: '2025-03-02T11:00:00.000Z', decided_at: null,
-    },
-  },
-  {
-    id: 'evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs', type: 'service.created', minutesAgo: 10,
-    object: {
-      object: 'service', service_number: EXAMPLE_SERVICE, status: 'active', plan: 'Standard VPS', hostname: 'web01.client.example',
-      customer_email: 'ops@client.example', customer_name: 'Client Ltd', billing_cycle: 'monthly',
-      created_at: '2025-03-01T09:30:00.000Z', updated_at: '2025-03-01T09:30:00.000Z', cancel_at: null, cancelled_at: null,
-    },
-  },
-  { id: 'evt_9Wd3Hn6Qy1Kc8Vr2Lm5Tb4Xp', type: 'ping', minutesAgo: 5, object: { object: 'ping', endpoint_id: EXAMPLE_ENDPOINT } },
-];
+/** The examples' event ids, oldest first. */
+export const EXAMPLE_EVENT_IDS: readonly string[] = [EXAMPLE_EVENTS.service, EXAMPLE_EVENTS.request, EXAMPLE_EVENTS.ping];
 
-/** The examples' event ids: rewritten by every run, not changes of it. */
-export const EXAMPLE_EVENT_IDS: readonly string[] = EVENTS.map((e) => e.id);
+/**
+ * How long before the first run its examples' events are dated (the ping a little later): long
+ * enough that the example delivery's attempts (DELIVERED_AFTER_MS) all lie before the run.
+ */
+const EXAMPLES_MINUTES_AGO = 10;
+const PING_MINUTES_AGO = 4;
 
 /** getEvent's `delivered` example: evt_2Jf8…'s delivery to the example endpoint, on its third attempt (ms after the event). */
 const DELIVERED_ATTEMPTS = [
@@ -361,44 +354,67 @@ async function giveUpDeliveries(tx: Tx, where: Prisma.WebhookDeliveryWhereInput,
   await tx.webhookDelivery.updateMany({ where: { ...where, status: 'pending' }, data: { status: 'failed', nextAttemptAt: null, leasedUntil: null, completedAt: now } });
 }
 
-/** Written afresh so they are the newest and inside the retention window; returns the ids another broker or mode holds. */
-async function putEvents(tx: Tx, brokerId: string, endpoint: boolean, now: Date): Promise<string[]> {
-  const ids = EVENTS.map((e) => e.id);
-  const others = await tx.event.findMany({ where: { id: { in: ids }, NOT: { brokerId, mode: 'live' } }, select: { id: true } });
-  const taken = new Set(others.map((e) => e.id));
-  await tx.event.deleteMany({ where: { id: { in: ids }, brokerId, mode: 'live' } });
-  // The examples keep their back-dated times where the feed allows it, never before its last event
-  // (a second run, or the demo's own events just written, date them later: the feed never goes back).
-  const written = EVENTS.filter((e) => !taken.has(e.id));
-  const dates = await recordFixedEvents(
-    tx,
-    written.map((e) => ({ id: e.id, brokerId, mode: 'live' as const, type: e.type, object: e.object, wishedAt: new Date(now.getTime() - e.minutesAgo * 60_000) })),
-  );
-  for (const [i, e] of written.entries()) {
-    const createdAt = dates[i]!;
-    if (e.type !== 'service.created' || !endpoint) continue;
-    const after = (ms: number) => new Date(createdAt.getTime() + ms);
-    await tx.webhookDelivery.create({
-      data: {
-        publicId: EXAMPLE_DELIVERY, eventId: e.id, endpointId: EXAMPLE_ENDPOINT, status: 'delivered', attempts: DELIVERED_ATTEMPTS.length, nextAttemptAt: null,
-        createdAt, completedAt: after(DELIVERED_AFTER_MS),
-        attemptsMade: { create: DELIVERED_ATTEMPTS.map(({ afterMs, ...a }) => ({ ...a, attemptedAt: after(afterMs) })) },
-      },
-    });
-    await tx.webhookEndpoint.update({ where: { id: EXAMPLE_ENDPOINT }, data: { lastSuccessAt: after(DELIVERED_AFTER_MS), updatedAt: at('2025-03-01T09:00:00.000Z') } });
-  }
+/** The fixed id of an example's event, if `event` is the creation an example names. */
+function exampleIdOf(event: NewEvent): string | undefined {
+  const object = event.object as { service_number?: number; request_id?: string };
+  if (event.type === 'service.created' && object.service_number === EXAMPLE_SERVICE) return EXAMPLE_EVENTS.service;
+  if (event.type === 'request.created' && object.request_id === formatRequestId(PENDING_REQUEST)) return EXAMPLE_EVENTS.request;
+  return undefined;
+}
+
+/**
+ * The first run's events, dated minutes before it (the demo broker's feed is empty, so nothing goes
+ * back along it) and the examples' with their fixed ids; a fixed id another broker or mode holds is
+ * left out with a note. `ping`: the example endpoint was made, so its example ping is written.
+ */
+async function recordFirstEvents(tx: Tx, brokerId: string, events: NewEvent[], ping: boolean, now: Date): Promise<string[]> {
+  const wished = (minutes: number) => new Date(now.getTime() - minutes * 60_000);
+  const fixed = events.map((e) => ({ ...e, mode: e.mode ?? 'live', id: exampleIdOf(e) ?? newEventId(), wishedAt: wished(EXAMPLES_MINUTES_AGO) }));
+  if (ping) fixed.push({ brokerId, mode: 'live', type: 'ping', object: pingObject(EXAMPLE_ENDPOINT), id: EXAMPLE_EVENTS.ping, wishedAt: wished(PING_MINUTES_AGO) });
+  const taken = new Set((await tx.event.findMany({ where: { id: { in: [...EXAMPLE_EVENT_IDS] } }, select: { id: true } })).map((e) => e.id));
+  const written = fixed.filter((e) => !(taken.has(e.id) && e.type === 'ping')).map((e) => (taken.has(e.id) ? { ...e, id: newEventId() } : e));
+  await recordFixedEvents(tx, written);
   return [...taken];
 }
 
-/** Safe to repeat: nothing is duplicated, and what the examples' live calls changed is put back. */
+/**
+ * getEvent's `delivered` example: the example `service.created`'s delivery to the example endpoint,
+ * unless it is there. Dated after its event, and only once all of it lies before `now`.
+ */
+async function putExampleDelivery(tx: Tx, brokerId: string, now: Date): Promise<void> {
+  if (await tx.webhookDelivery.findUnique({ where: { publicId: EXAMPLE_DELIVERY }, select: { id: true } })) return;
+  const event = await tx.event.findFirst({ where: { id: EXAMPLE_EVENTS.service, brokerId, mode: 'live' }, select: { createdAt: true } });
+  if (!event || event.createdAt.getTime() + DELIVERED_AFTER_MS > now.getTime()) return;
+  const after = (ms: number) => new Date(event.createdAt.getTime() + ms);
+  await tx.webhookDelivery.create({
+    data: {
+      publicId: EXAMPLE_DELIVERY, eventId: EXAMPLE_EVENTS.service, endpointId: EXAMPLE_ENDPOINT, status: 'delivered', attempts: DELIVERED_ATTEMPTS.length, nextAttemptAt: null,
+      createdAt: event.createdAt, completedAt: after(DELIVERED_AFTER_MS),
+      attemptsMade: { create: DELIVERED_ATTEMPTS.map(({ afterMs, ...a }) => ({ ...a, attemptedAt: after(afterMs) })) },
+    },
+  });
+  await tx.webhookEndpoint.update({ where: { id: EXAMPLE_ENDPOINT }, data: { lastSuccessAt: after(DELIVERED_AFTER_MS), updatedAt: at('2025-03-01T09:00:00.000Z') } });
+}
+
+/** A demo broker still to make: made in the examples' transaction, its sample data written after them. */
+export interface NewDemoBroker {
+  create(tx: Tx): Promise<string>;
+  samples(tx: Tx, brokerId: string): Promise<void>;
+}
+
+/**
+ * Safe to repeat: nothing is duplicated, and what the examples' live calls changed is put back,
+ * each change with its event. `broker`: the demo broker's id, or one to make first.
+ */
 export async function putContractExamples(
   prisma: PrismaClient,
-  brokerId: string,
+  broker: string | NewDemoBroker,
   options: { credentials: Credentials; linkTtlHours: number; now: Date },
 ): Promise<ExamplesOutcome> {
   const skipped: string[] = [];
   const linkRun = await prisma.$transaction(
     async (tx) => {
+      const brokerId = typeof broker === 'string' ? broker : await broker.create(tx);
       const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
       const plan = (name: string) => {
         const p = plans.get(name);
@@ -430,13 +446,18 @@ export async function putContractExamples(
       if (linkRunOk) await putLink(tx, options.linkTtlHours, options.now);
       // The feeds' lock before any endpoint row, as every endpoint change takes them (src/webhooks/endpoint-store.ts).
       await lockFeeds(tx, [{ brokerId, mode: 'live' }, { brokerId, mode: 'test' }]);
+      const endpointBefore = await tx.webhookEndpoint.findUnique({ where: { id: EXAMPLE_ENDPOINT }, select: { id: true } });
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now, events);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now, events);
-      // After the example endpoints are disabled (nothing is owed to an address that reaches no one),
-      // before the examples' events, which must stay first in the list.
-      await recordEvents(tx, events, options.now);
-      for (const id of await putEvents(tx, brokerId, endpoint, options.now)) skipped.push(`event ${id}: another broker or mode has that id`);
+      // After the example endpoints are disabled: nothing is owed to an address that reaches no one.
+      if (typeof broker === 'string') await recordEvents(tx, events, options.now);
+      else {
+        const taken = await recordFirstEvents(tx, brokerId, events, endpoint && !endpointBefore, options.now);
+        skipped.push(...taken.map((id) => `event ${id}: another broker or mode has that id`));
+        await broker.samples(tx, brokerId);
+      }
+      if (endpoint) await putExampleDelivery(tx, brokerId, options.now);
       await putRequestLogs(tx, brokerId, options.now);
       return linkRunOk;
     },

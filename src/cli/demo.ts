@@ -5,7 +5,7 @@ import { createKey } from './keys.ts';
 import { randomId, randomServiceNumber } from '../shared/ids.ts';
 import { generatePassword } from '../services/generate.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
-import { putContractExamples } from './demo-examples.ts';
+import { putContractExamples, type NewDemoBroker } from './demo-examples.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { recordEvents } from '../events/store.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
@@ -187,46 +187,55 @@ async function createDemoInvoices(tx: Prisma.TransactionClient, brokerId: string
   await tx.invoice.createMany({ data: invoices });
 }
 
-async function createDemoData(prisma: PrismaClient, credentials: Credentials, now: Date): Promise<void> {
-  await prisma.$transaction(
-    async (tx) => {
+/** The demo broker, made in the first run's one transaction: the examples' records and events, then the sample data. */
+function newDemoBroker(credentials: Credentials, now: Date): NewDemoBroker {
+  return {
+    async create(tx) {
       const broker = await tx.broker.create({
         data: { id: randomId('brk_'), slug: DEMO_SLUG, name: 'Demo Hosting Reseller', email: 'demo@example.com', approval: 'automatic' },
       });
-      const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
-      const plan = (name: string) => {
-        const p = plans.get(name);
-        if (!p) throw new Error(`plan catalogue is missing "${name}" (are the migrations applied?)`);
-        return p;
-      };
-      const services = await createDemoServices(tx, broker.id, plan, credentials, now);
-      const requests = await createDemoRequests(tx, broker.id, plan, services, now);
-      await createDemoInvoices(tx, broker.id, plan, services, now);
-      // Dated the run, like the import's: the records are back-dated, their creation is now.
-      await recordEvents(
-        tx,
-        [...services.map((s) => serviceEvent('service.created', s)), ...requests.map((r) => requestEvent('request.created', r))],
-        now,
-      );
+      return broker.id;
     },
-    { maxWait: 30_000, timeout: 60_000 },
+    samples: (tx, brokerId) => createDemoData(tx, brokerId, credentials, now),
+  };
+}
+
+async function createDemoData(tx: Prisma.TransactionClient, brokerId: string, credentials: Credentials, now: Date): Promise<void> {
+  const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
+  const plan = (name: string) => {
+    const p = plans.get(name);
+    if (!p) throw new Error(`plan catalogue is missing "${name}" (are the migrations applied?)`);
+    return p;
+  };
+  const services = await createDemoServices(tx, brokerId, plan, credentials, now);
+  const requests = await createDemoRequests(tx, brokerId, plan, services, now);
+  await createDemoInvoices(tx, brokerId, plan, services, now);
+  // Dated the run, like the import's: the records are back-dated, their creation is now.
+  await recordEvents(
+    tx,
+    [...services.map((s) => serviceEvent('service.created', s)), ...requests.map((r) => requestEvent('request.created', r))],
+    now,
   );
 }
 
 export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {
   const now = options.now ?? new Date();
+  const examples = { credentials: options.credentials, linkTtlHours: options.linkTtlHours ?? 168, now };
   let created = false;
+  let skipped: string[] | undefined;
   if (!(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG }, select: { id: true } }))) {
     try {
-      await createDemoData(prisma, options.credentials, now);
+      ({ skipped } = await putContractExamples(prisma, newDemoBroker(options.credentials, now), examples));
       created = true;
     } catch (e) {
       // A demo run in another process created it a moment ago: use that one.
       if (!isUniqueViolation(e) || !(await prisma.broker.findUnique({ where: { slug: DEMO_SLUG } }))) throw e;
     }
   }
-  const broker = await prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG }, select: { id: true } });
-  const { skipped } = await putContractExamples(prisma, broker.id, { credentials: options.credentials, linkTtlHours: options.linkTtlHours ?? 168, now });
+  if (skipped === undefined) {
+    const broker = await prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG }, select: { id: true } });
+    ({ skipped } = await putContractExamples(prisma, broker.id, examples));
+  }
   const test = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'test', scopes: ['admin:full'], name: 'Demo test key' });
   const live = await createKey(prisma, { brokerSlug: DEMO_SLUG, mode: 'live', scopes: ['admin:full'], name: 'Demo live key' });
   return { result: { broker: DEMO_SLUG, test_key: test.key, live_key: live.key }, created, skipped };

@@ -286,6 +286,7 @@ export async function importServices(
         created.push(
           ...inserted.map(({ planId: id, ...service }) => ({
             brokerId: broker.id,
+            mode: 'live' as const,
             type: 'service.created' as const,
             object: serviceData({ ...service, plan: { name: planName.get(id)! } }),
           })),

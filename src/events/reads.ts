@@ -12,6 +12,8 @@ export interface EventScope {
 
 export interface EventRow {
   id: string;
+  /** 1, 2, 3… in the (broker, mode) feed's order, stamped by the database on insert. */
+  sequence: bigint;
   type: string;
   mode: EventMode;
   data: unknown;
@@ -50,7 +52,7 @@ export interface EventQuery {
   createdLt?: Date | undefined;
 }
 
-const EVENT_FIELDS = { id: true, type: true, mode: true, data: true, createdAt: true } as const;
+const EVENT_FIELDS = { id: true, sequence: true, type: true, mode: true, data: true, createdAt: true } as const;
 
 /**
  * A page of events in `seq` order and whether more follow. Ascending, `seq > cursor` is the whole
@@ -80,6 +82,13 @@ export async function listEvents(prisma: PrismaClient, scope: EventScope, query:
     select: EVENT_FIELDS,
   });
   return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
+}
+
+/** One stored event, as written. */
+export async function findEventRow(prisma: PrismaClient, scope: EventScope, id: string): Promise<EventRow> {
+  const row = await prisma.event.findFirst({ where: { id, ...scope }, select: EVENT_FIELDS });
+  if (!row) throw new NotFoundError(`Event ${id} not found`);
+  return row;
 }
 
 /** One event with its deliveries (in the order they were owed) and their attempts. */

@@ -57,7 +57,8 @@ export interface NewEvent {
   type: EventType;
   /** The object as the API's own answers show it (never credentials). */
   object: object;
-  mode?: EventMode;
+  /** No default: a writer says which feed, so a sandbox writer cannot write into the live one by forgetting it. */
+  mode: EventMode;
   /** A change of a record that existed (`*.updated`, `*.cancelled`, a decision, a run's end): what it changed, previous-attributes.ts; none for a creation. */
   previousAttributes?: PreviousAttributes;
   /** Deliver to this endpoint only, whatever its status and event types (a ping); by default every enabled endpoint of the broker and mode subscribed to the type. */
@@ -102,7 +103,7 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
     ord,
     id: newEventId(),
     broker_id: e.brokerId,
-    mode: e.mode ?? 'live',
+    mode: e.mode,
     type: e.type,
     data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
     endpoint_id: e.endpointId ?? null,
@@ -137,12 +138,9 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
 }
 
 /** An event with a fixed id and a wished date (the demo's contract examples), written without deliveries. */
-export interface FixedEvent {
+export interface FixedEvent extends NewEvent {
   id: string;
-  brokerId: string;
   mode: EventMode;
-  type: EventType;
-  object: object;
   /** Kept only if it is not before the feed's last event; else the event is dated as that one. */
   wishedAt: Date;
 }
@@ -150,6 +148,7 @@ export interface FixedEvent {
 /**
  * Written in order, each dated `max(wishedAt, the feed's last created_at)` under the feed's lock, so
  * even a back-dated example never goes back along the ascending feed; returns each event's date.
+ * Owes no delivery: for a broker with no enabled endpoint (the demo's, as it is made).
  */
 export async function recordFixedEvents(tx: Prisma.TransactionClient, events: FixedEvent[]): Promise<Date[]> {
   await lockFeeds(tx, events.map((e) => ({ brokerId: e.brokerId, mode: e.mode })));
@@ -157,15 +156,24 @@ export async function recordFixedEvents(tx: Prisma.TransactionClient, events: Fi
   for (const e of events) {
     const last = await tx.event.findFirst({ where: { brokerId: e.brokerId, mode: e.mode }, orderBy: { seq: 'desc' }, select: { createdAt: true } });
     const createdAt = last && last.createdAt > e.wishedAt ? last.createdAt : e.wishedAt;
-    await tx.event.create({ data: { id: e.id, brokerId: e.brokerId, mode: e.mode, type: e.type, data: { object: e.object }, createdAt } });
+    const data = e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object };
+    await tx.event.create({ data: { id: e.id, brokerId: e.brokerId, mode: e.mode, type: e.type, data: data as Prisma.InputJsonObject, createdAt } });
     dates.push(createdAt);
   }
   return dates;
 }
 
-/** Deletes the events written before `before`, a batch at a time; how many went. */
+/**
+ * Deletes the events written before `before`, a batch at a time; how many went. The one path that
+ * deletes events: the database refuses any other (the `events_append_only` trigger,
+ * migration 20261202110000_events_sequence), and lets this by the setting it makes for its transaction.
+ */
 export async function deleteEventsBefore(db: Db, before: Date, batch = 5000): Promise<number> {
-  return db.$executeRaw`
+  if ('$connect' in db) return (db as PrismaClient).$transaction((tx) => deleteEventsBefore(tx, before, batch));
+  await db.$executeRaw`SELECT set_config('client_api.events_retention', 'purge', true)`;
+  const deleted = await db.$executeRaw`
     DELETE FROM "events" WHERE "id" IN (
       SELECT "id" FROM "events" WHERE "created_at" < ${before} ORDER BY "created_at" LIMIT ${batch})`;
+  await db.$executeRaw`SELECT set_config('client_api.events_retention', '', true)`;
+  return deleted;
 }

@@ -2,7 +2,7 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
-import { findEvent, listEvents, redeliver, type AttemptRow, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
+import { findEvent, findEventRow, listEvents, redeliver, type AttemptRow, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
 import { shownObject, type EventMode } from './store.ts';
 
 export type EventData = components['schemas']['Event'];
@@ -22,7 +22,12 @@ const iso = (d: Date | null): string | null => (d === null ? null : d.toISOStrin
 export function eventData(row: EventRow): EventData {
   const { object: stored, ...rest } = (row.data ?? {}) as { object?: unknown };
   const object = shownObject(row.type, stored) as EventData['data']['object'];
-  return { object: 'event', id: row.id, type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: { object, ...rest } };
+  return { object: 'event', id: row.id, sequence: Number(row.sequence), type: row.type as EventData['type'], created_at: row.createdAt.toISOString(), mode: row.mode, data: { object, ...rest } };
+}
+
+/** An event just written (a ping's answer), as it is stored: its `sequence` and `created_at` are the database's. */
+export async function storedEventData(prisma: PrismaClient, scope: EventScope, id: string): Promise<EventData> {
+  return eventData(await findEventRow(prisma, scope, id));
 }
 
 function deliveryData(row: DeliveryRow): EventDetail['deliveries'][number] {

@@ -144,7 +144,7 @@ export async function denyRequest(
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
     const denied = await findRequest(tx, brokerId, id);
     const object = requestData(denied);
-    await recordEvents(tx, [{ brokerId, type: 'request.denied', object, previousAttributes: previousAttributes(before, object) }], now);
+    await recordEvents(tx, [{ brokerId, mode: 'live' as const, type: 'request.denied', object, previousAttributes: previousAttributes(before, object) }], now);
     await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
     return denied;
   });
@@ -172,7 +172,7 @@ export async function approveRequest(
       const object = requestData(approved);
       await recordEvents(
         tx,
-        [{ brokerId, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, { brokerId, ...serviceEvent }],
+        [{ brokerId, mode: 'live' as const, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, { brokerId, mode: 'live' as const, ...serviceEvent }],
         now,
       );
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });

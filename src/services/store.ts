@@ -61,7 +61,7 @@ async function cancelDue(prisma: PrismaClient, which: Prisma.Sql, now: Date): Pr
       services.map((service) => {
         const object = serviceData(service);
         const { status, updatedAt, cancelledAt } = before.get(service.id)!;
-        return { brokerId: service.brokerId, type: 'service.cancelled' as const, object, previousAttributes: previousAttributes(serviceData({ ...service, status, updatedAt, cancelledAt }), object) };
+        return { brokerId: service.brokerId, mode: 'live' as const, type: 'service.cancelled' as const, object, previousAttributes: previousAttributes(serviceData({ ...service, status, updatedAt, cancelledAt }), object) };
       }),
       now,
     );
@@ -292,7 +292,7 @@ export async function createChangeRequest(
         },
         include: REQUEST_INCLUDE,
       });
-      await recordEvents(tx, [{ brokerId: service.brokerId, type: 'request.created', object: requestData(request) }]);
+      await recordEvents(tx, [{ brokerId: service.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(request) }]);
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
       return request;
     });

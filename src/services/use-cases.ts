@@ -128,7 +128,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
         include: REQUEST_INCLUDE,
       });
-      await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'request.created', object: requestData(created) }]);
+      await recordEvents(tx, [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(created) }]);
       await caller.unitOfWork.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
       return created;
     });
@@ -159,8 +159,8 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
       await recordEvents(
         tx,
         [
-          { brokerId: caller.brokerId, type: 'service.created', object: serviceData(created) },
-          { brokerId: caller.brokerId, type: 'request.created', object: requestData(request) },
+          { brokerId: caller.brokerId, mode: 'live' as const, type: 'service.created', object: serviceData(created) },
+          { brokerId: caller.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(request) },
         ],
         now,
       );
@@ -213,7 +213,7 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
     const before = serviceData(locked);
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
     const object = serviceData(changed);
-    await recordEvents(tx, [{ brokerId: caller.brokerId, type: 'service.updated', object, previousAttributes: previousAttributes(before, object, { passwordChanged: true }) }], now);
+    await recordEvents(tx, [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'service.updated', object, previousAttributes: previousAttributes(before, object, { passwordChanged: true }) }], now);
     await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
     return changed;
   });

@@ -7,9 +7,8 @@ import dns from 'node:dns';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { findEvent } from '../events/reads.ts';
 import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode } from '../events/store.ts';
-import { eventData } from '../events/use-cases.ts';
+import { storedEventData } from '../events/use-cases.ts';
 import type { Caller } from '../shared/caller.ts';
 import { isoInstant } from '../shared/dates.ts';
 import { InvalidValueError } from '../shared/errors.ts';
@@ -163,8 +162,7 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
     },
     async ping(caller, id) {
       const eventId = await recordPing(prisma, scope(caller), id, caller.unitOfWork, new Date());
-      // The event as stored, read as getEvent reads it: the feed dates it at commit, not at `now`.
-      return eventData((await findEvent(prisma, scope(caller), eventId)).event);
+      return storedEventData(prisma, scope(caller), eventId);
     },
     async recover(caller, id, since) {
       const { queued, hasMore } = await recoverFailedDeliveries(prisma, scope(caller), id, since, caller.unitOfWork);

@@ -1,8 +1,10 @@
 // `demo` writes the events of the changes it makes, in their transaction, as the API's operations
 // write theirs (src/cli/demo-events.ts): `service.created` and `request.created` for what it
 // creates, `request.denied` for each open request it closes on the example services (an
-// integrator's too), `service.updated` only for an example service it actually put back. Each
-// object is the record as GET shows it with the live key, without credentials.
+// integrator's too), `service.updated` only for an example service it actually put back,
+// `request.created` for an example request it puts back to pending. Each object is the record as
+// GET shows it with the live key, without credentials. It never rewrites an event: run again, it
+// only appends.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import request from 'supertest';
@@ -20,6 +22,26 @@ let liveKey: string;
 let brokerId: string;
 /** The contract examples' events: rewritten by every run (demo-examples.ts), not changes of the run. */
 let exampleEvents: Set<string>;
+/** The live feed as the API served it after the first run, oldest first. */
+let firstWalk: Served[];
+
+interface Served {
+  id: string;
+  sequence: number;
+  created_at: string;
+}
+
+/** The whole live feed through the API, oldest first, a page at a time. */
+async function walk(): Promise<Served[]> {
+  const served: Served[] = [];
+  for (;;) {
+    const cursor = served.at(-1)?.id;
+    const res = await live(`/api/v1/events?order=asc&limit=100${cursor ? `&starting_after=${cursor}` : ''}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    served.push(...(res.body.data as Served[]).map(({ id, sequence, created_at }) => ({ id, sequence, created_at })));
+    if (!res.body.pagination.has_more) return served;
+  }
+}
 
 before(async () => {
   // No workers: the deliveries the events owe stay pending, as written, for the assertions.
@@ -62,12 +84,14 @@ test('the first run writes service.created for each service and request.created 
   const broker = await t.prisma.broker.findUniqueOrThrow({ where: { slug: DEMO_SLUG } });
   brokerId = broker.id;
   exampleEvents = new Set(EXAMPLE_EVENT_IDS);
-  // Wished minutes before the run, but dated no earlier than the run's own events just before them: the feed never goes back.
-  assert.deepEqual(events.slice(-3).map((e) => e.id), [...EXAMPLE_EVENT_IDS], 'the examples\' three events, last');
-  const changes = events.filter((e) => !exampleEvents.has(e.id));
-  // Stamped where the feed's order is decided (src/events/store.ts), so at the run's write, not before it.
-  assert.ok(changes.every((e) => e.mode === 'live' && e.createdAt.getTime() >= now.getTime()), 'live, dated the run');
+  // The examples' events are the events of their records' creation in this run, in the order written.
+  assert.deepEqual(events.filter((e) => exampleEvents.has(e.id)).map((e) => e.id), [...EXAMPLE_EVENT_IDS]);
+  assert.equal(events.find((e) => e.type === 'ping')?.id, EXAMPLE_EVENT_IDS.at(-1), 'the one ping: the example');
+  const changes = events.filter((e) => e.type !== 'ping');
+  assert.ok(events.every((e) => e.mode === 'live' && e.createdAt.getTime() <= Date.now()), 'live, none dated in the future');
   assert.ok(!JSON.stringify(changes).includes('credentials'), 'no credentials in any event');
+  firstWalk = await walk();
+  assert.deepEqual(firstWalk.map((e) => e.id), events.map((e) => e.id), 'the feed serves them in the order written');
 
   const services = await t.prisma.service.findMany({ where: { brokerId }, orderBy: { id: 'asc' } });
   const created = changes.filter((e) => e.type === 'service.created');
@@ -103,8 +127,13 @@ test("a later run denies an integrator's open request with request.denied, and w
       ['service.updated', 731845206],
       ['service.updated', 615204387],
       ['request.denied', upgrade.body.data.request_id],
+      ['request.created', 'REQ-000044'],
     ],
   );
+  // REQ-000044, approved above, is pending again: told, so a mirror kept from the events agrees with GET.
+  const reopened = changes.find((e) => e.type === 'request.created')!;
+  assert.equal(reopened.object.request_status, 'pending');
+  assert.deepEqual(reopened.object, await shownRequest('REQ-000044'));
   assert.ok(changes.every((e) => e.mode === 'live' && e.createdAt.getTime() >= now.getTime()));
   for (const e of changes.filter((x) => x.type === 'service.updated')) assert.deepEqual(e.object, await shownService(e.object.service_number));
   const denied = changes.find((e) => e.type === 'request.denied')!;
@@ -116,6 +145,8 @@ test("a later run denies an integrator's open request with request.denied, and w
   // The integrator's receiver is owed each of them; the examples' host (disabled by the run) none.
   const owed = await t.prisma.webhookDelivery.findMany({ where: { eventId: { in: changes.map((e) => e.id) } }, select: { endpointId: true } });
   assert.deepEqual(owed.map((d) => d.endpointId), changes.map(() => receiver));
+  // The examples' events stay as they were: no run writes them again.
+  assert.deepEqual(changes.filter((e) => exampleEvents.has(e.id)), []);
 });
 
 test('a run that changes nothing writes no event', async () => {
@@ -123,17 +154,22 @@ test('a run that changes nothing writes no event', async () => {
   assert.deepEqual(changes, []);
 });
 
-test('after demo runs twice the feed never goes back: ascending by seq, created_at never decreases', async () => {
+test('after demo runs twice the first walk is unchanged: same ids, order, created_at and sequence, and later events only follow it', async () => {
   await runEvents(new Date());
+  assert.equal((await post('/api/v1/services/615204387/password')).status, 200);
   await runEvents(new Date());
-  const feed = await storedEvents(t.prisma, { brokerId, mode: 'live' });
-  assert.ok(feed.length > exampleEvents.size);
-  for (let i = 1; i < feed.length; i += 1) {
-    assert.ok(feed[i]!.createdAt >= feed[i - 1]!.createdAt, `${feed[i]!.id} (${feed[i]!.createdAt.toISOString()}) after ${feed[i - 1]!.id} (${feed[i - 1]!.createdAt.toISOString()})`);
-  }
-  // The API's own answer agrees: order=asc never goes back, order=desc lists the newest first.
-  const asc = await live('/api/v1/events?order=asc&limit=100');
-  assert.equal(asc.status, 200, JSON.stringify(asc.body));
-  const dates = (asc.body.data as Array<{ created_at: string }>).map((e) => e.created_at);
-  assert.deepEqual(dates, [...dates].sort());
+  const now = Date.now();
+  const feed = await walk();
+  assert.ok(feed.length > firstWalk.length, 'the later runs appended');
+  assert.deepEqual(feed.slice(0, firstWalk.length), firstWalk, 'what was served is never moved, re-dated or rewritten');
+  feed.forEach((e, i) => assert.equal(e.sequence, i + 1, `${e.id}: sequence ${e.sequence} at place ${i + 1} (1, 2, 3… in feed order)`));
+  for (let i = 1; i < feed.length; i += 1) assert.ok(feed[i]!.created_at >= feed[i - 1]!.created_at, `${feed[i]!.id} dated before ${feed[i - 1]!.id}`);
+  assert.ok(feed.every((e) => Date.parse(e.created_at) <= now), 'no event dated in the future');
+  // Nor anything else the demo wrote about them: the example delivery lies wholly before the run.
+  const deliveries = await t.prisma.webhookDelivery.findMany({ where: { event: { brokerId } }, include: { attemptsMade: true } });
+  const dates = deliveries.flatMap((d) => [d.createdAt, d.completedAt, ...d.attemptsMade.map((a) => a.attemptedAt)]).filter((d) => d !== null);
+  assert.ok(dates.length > 0 && dates.every((d) => d.getTime() <= now), 'no delivery or attempt dated in the future');
+  // The newest-first list agrees.
+  const desc = await live('/api/v1/events?limit=100');
+  assert.deepEqual((desc.body.data as Served[]).map((e) => e.sequence), feed.slice(-100).map((e) => e.sequence).reverse());
 });

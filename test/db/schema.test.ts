@@ -266,6 +266,9 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.deepEqual(await t.prisma.event.findUniqueOrThrow({ where: { id: 'evt_test1' } }), event);
     assert.equal(event.createdAt.toISOString(), at.toISOString());
     written.add('Event');
+    assert.equal(event.sequence, 1n, "stamped on insert: its broker's first live event");
+    assert.deepEqual(await t.prisma.eventFeed.findUniqueOrThrow({ where: { brokerId_mode: { brokerId: broker.id, mode: 'live' } } }), { brokerId: broker.id, mode: 'live', lastSequence: 1n });
+    written.add('EventFeed');
 
     const endpoint = await t.prisma.webhookEndpoint.create({
       data: { id: 'we_test1', brokerId: broker.id, mode: 'live', url: 'https://hooks.client.example/capi', events: ['service.updated'], secret: 'v1:sealed' },

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import request from 'supertest';
 import { recordEvents, type EventMode } from '../../src/events/store.ts';
 import { randomId } from '../../src/shared/ids.ts';
@@ -70,10 +70,9 @@ describe('listEvents order=asc', () => {
 
   test('created_gte and created_lt bound both orders, with and without a cursor', async () => {
     const w = await brokerWithKeys(t.prisma);
+    // Dated a minute apart, in the feed's order, so the bounds fall between them (events are never re-dated: inserted so).
     const made: string[] = [];
-    for (let i = 0; i < 4; i++) made.push(await event(t.prisma, { brokerId: w.brokerId }));
-    // Spread the stored times a minute apart, in the feed's order, so the bounds fall between them.
-    for (const [i, id] of made.entries()) await t.prisma.event.update({ where: { id }, data: { createdAt: new Date(Date.UTC(2026, 0, 1, 0, i)) } });
+    for (let i = 0; i < 4; i++) made.push((await naive.write(t.prisma, w.brokerId, new Date(Date.UTC(2026, 0, 1, 0, i)))).id);
     const gte = '2026-01-01T00:01:00Z';
     const lt = '2026-01-01T00:03:00.000%2B00:00';
     assert.deepEqual(ids(await get(w.live.key, `/api/v1/events?order=asc&created_gte=${gte}`)), made.slice(1));
@@ -191,7 +190,7 @@ describe('a poller walking the ascending feed while concurrent writers change th
 
 /** A feed as it was before: each event stamped by its caller, read by `created_at > cursor`. */
 const naive = {
-  write: (tx: Prisma.TransactionClient, brokerId: string, at: Date) =>
+  write: (tx: Prisma.TransactionClient | PrismaClient, brokerId: string, at: Date) =>
     tx.event.create({ data: { id: randomId('evt_', 24), brokerId, mode: 'live', type: 'service.updated', data: { object: sampleObject('service.updated') } as Prisma.InputJsonObject, createdAt: at } }),
   async after(brokerId: string, cursor: Date) {
     return t.prisma.event.findMany({ where: { brokerId, mode: 'live', createdAt: { gt: cursor } }, orderBy: { createdAt: 'asc' }, select: { id: true, createdAt: true } });
@@ -215,14 +214,14 @@ describe('a naive feed loses events that the real one keeps', () => {
 
     // The same two changes through recordEvents: the event committed last sorts last, so the walk gets both.
     const other = await brokerWithKeys(t.prisma);
-    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
+    const first = await recordEvents(t.prisma, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }], stampedLast);
     const walked = ids(await get(other.live.key, '/api/v1/events?order=asc'));
-    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
+    const second = await recordEvents(t.prisma, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }], stampedFirst);
     assert.deepEqual(walked, first);
     assert.deepEqual(ids(await get(other.live.key, `/api/v1/events?order=asc&starting_after=${walked.at(-1)}`)), second);
   });
 
-  test('two open transactions: without the feed lock, the first to take its seq commits last and seq > cursor skips it; with it, the second waits', async () => {
+  test('two open transactions: the second waits for the first to commit, through recordEvents (the feed lock) or not (the insert trigger), so seq > cursor skips none', async () => {
     const w = await brokerWithKeys(t.prisma);
     const onPostgres = t.database.kind === 'postgres';
     const log: string[] = [];
@@ -233,24 +232,28 @@ describe('a naive feed loses events that the real one keeps', () => {
     };
 
     if (onPostgres) {
-      // Naive: seq allocated at insert, no lock. T1 inserts first, T2 second, T2 commits, the poller reads, T1 commits.
+      // Naive: no lock of its own. T1 inserts first and holds; T2's insert still cannot take its
+      // place before T1 commits: the database's insert trigger orders them (test/events/append-only.test.ts).
       const t1Inserted = gate();
       const t1Commit = gate();
       const t1 = t.prisma.$transaction(async (tx) => {
         const e = await naive.write(tx, w.brokerId, new Date());
         t1Inserted.open();
         await t1Commit.opened;
+        log.push('naive t1 commits');
         return e;
       });
       await t1Inserted.opened;
-      const t2 = await t.prisma.$transaction((tx) => naive.write(tx, w.brokerId, new Date()));
-      const bySeq = (after: bigint) => t.prisma.event.findMany({ where: { brokerId: w.brokerId, seq: { gt: after } }, orderBy: { seq: 'asc' } });
-      const page = await bySeq(0n);
-      assert.deepEqual(page.map((e) => e.id), [t2.id]);
+      const t2 = t.prisma.$transaction(async (tx) => {
+        const e = await naive.write(tx, w.brokerId, new Date());
+        log.push('naive t2 inserted');
+        return e;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
       t1Commit.open();
-      const e1 = await t1;
-      assert.deepEqual(await bySeq(page.at(-1)!.seq), [], 'seq > cursor never returns it');
-      assert.ok(e1.seq < t2.seq, 'a gap: it sorts before the cursor');
+      const [e1, e2] = await Promise.all([t1, t2]);
+      assert.deepEqual(log.splice(0), ['naive t1 commits', 'naive t2 inserted']);
+      assert.ok(e1.seq < e2.seq && e1.sequence < e2.sequence, 'no gap: the one committed first sorts first');
     }
 
     // The real feed: T2's recordEvents cannot take its place until T1 (holding the lock) has committed.
@@ -258,7 +261,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     const t1Recorded = gate();
     const t1Commit = gate();
     const t1 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }]);
       t1Recorded.open();
       await t1Commit.opened;
       log.push('t1 commits');
@@ -266,7 +269,7 @@ describe('a naive feed loses events that the real one keeps', () => {
     });
     await t1Recorded.opened;
     const t2 = t.prisma.$transaction(async (tx) => {
-      const made = await recordEvents(tx, [{ brokerId: other.brokerId, type: 'service.updated', object: sampleObject('service.updated') }]);
+      const made = await recordEvents(tx, [{ brokerId: other.brokerId, mode: 'live' as const, type: 'service.updated', object: sampleObject('service.updated') }]);
       log.push('t2 recorded');
       return made;
     });

@@ -132,6 +132,7 @@ describe('getEvent', () => {
     assert.deepEqual(res.body.data, {
       object: 'event',
       id,
+      sequence: 1,
       type: 'service.created',
       created_at: createdAt.toISOString(),
       mode: 'live',

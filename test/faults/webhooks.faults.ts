@@ -99,7 +99,7 @@ async function happen(to: Target[], n: number): Promise<Map<Target, string[]>> {
   return withDatabase(async (db) => {
     const ids = new Map<Target, string[]>();
     for (const target of to) {
-      const events = Array.from({ length: n }, (_, i) => ({ brokerId: target.brokerId, type: 'service.updated' as const, object: { object: 'service', n: i } }));
+      const events = Array.from({ length: n }, (_, i) => ({ brokerId: target.brokerId, mode: 'live' as const, type: 'service.updated' as const, object: { object: 'service', n: i } }));
       ids.set(target, await recordEvents(db.prisma, events));
     }
     return ids;
@@ -253,7 +253,7 @@ describe('webhook delivery under faults', { skip }, () => {
     let mostHeld = { live: 0, test: 0 };
     await withDatabase(async (db) => {
       for (let i = 0; i < 150; i++) {
-        const [id] = await recordEvents(db.prisma, [{ brokerId: other!.brokerId, type: 'service.updated', object: { object: 'service', n: i } }]);
+        const [id] = await recordEvents(db.prisma, [{ brokerId: other!.brokerId, mode: 'live' as const, type: 'service.updated', object: { object: 'service', n: i } }]);
         committed.set(id!, Date.now());
         const held = await db.prisma.$queryRaw<Array<{ mode: 'live' | 'test'; n: number }>>`
           SELECT w."mode"::text AS "mode", count(*)::int AS "n" FROM "webhook_deliveries" d JOIN "webhook_endpoints" w ON w."id" = d."endpoint_id"

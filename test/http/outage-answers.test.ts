@@ -7,7 +7,6 @@ import express, { type Response } from 'express';
 import request from 'supertest';
 import { errorAnswers, errorMiddleware } from '../../src/http/error-middleware.ts';
 import { loadContract } from '../../src/http/contract.ts';
-import { createLogger } from '../../src/logger.ts';
 import { DatabaseUnavailableError } from '../../src/shared/db-outage.ts';
 
 /** An app whose only route sets a refund (as the gate does) and throws `err`; `refunds` counts the refunds. */
@@ -22,7 +21,7 @@ function appThrowing(err: unknown) {
     };
     throw err;
   });
-  app.use(errorMiddleware(errorAnswers(loadContract(), createLogger('silent'))));
+  app.use(errorMiddleware(errorAnswers(loadContract())));
   return { app, refunds };
 }
 

@@ -54,7 +54,7 @@ test('each writer of services or requests records its events', () => {
 
 /** Functions that write endpoints without endpointChanged, and why; a new one fails the test below. */
 const ENDPOINT_WRITES_WITHOUT_EVENT: Record<string, string> = {
-  'cli/demo-examples.ts putEvents': "the example endpoint's last_success_at, a delivery figure no event tells of",
+  'cli/demo-examples.ts putExampleDelivery': "the example endpoint's last_success_at, a delivery figure no event tells of",
 };
 
 /** A file's top-level functions, each with its text up to the next one. */

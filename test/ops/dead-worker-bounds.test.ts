@@ -131,7 +131,7 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     const { id: brokerId } = await broker(db.prisma);
     receiver.answer('dead', (n) => (n === 1 ? 'hang' : 200));
     await webhookEndpoint(db.prisma, createCredentials(Buffer.from(KEY, 'hex')), { brokerId, url: receiver.url('dead') });
-    await recordEvents(db.prisma, [{ brokerId, type: 'service.updated', object: { object: 'service' } }]);
+    await recordEvents(db.prisma, [{ brokerId, mode: 'live' as const, type: 'service.updated', object: { object: 'service' } }]);
     await waitUntil(() => receiver.to('dead').length === 1, 20_000, 'the first attempt to reach the receiver');
     const firstAt = receiver.to('dead')[0]!.at;
     await anotherWorker();

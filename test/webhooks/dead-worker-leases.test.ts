@@ -71,7 +71,7 @@ after(async () => {
 async function claimedBy(by: WebhookWork, path: string) {
   const { id: brokerId } = await broker(db.prisma);
   const endpoint = await webhookEndpoint(db.prisma, credentials, { brokerId, url: receiver.url(path) });
-  await recordEvents(db.prisma, [{ brokerId, type: 'service.updated', object: { object: 'service', service_number: 100_000_001 } }]);
+  await recordEvents(db.prisma, [{ brokerId, mode: 'live' as const, type: 'service.updated', object: { object: 'service', service_number: 100_000_001 } }]);
   const delivery = await db.prisma.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
   queued.length = 0;
   await by.dispatch();

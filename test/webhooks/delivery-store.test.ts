@@ -40,7 +40,7 @@ async function waitingOnLocks(): Promise<number> {
 describe('recording an attempt beside the endpoint being deleted', () => {
   test('the deletion goes through and the attempt records nothing, whichever waited first', async () => {
     const endpoint = await webhookEndpoint(db.prisma, credentials, { brokerId, url: 'https://93.184.216.34/hook' });
-    const [eventId] = await recordEvents(db.prisma, [{ brokerId, type: 'service.updated', object: { object: 'service', service_number: 100_000_001 } }]);
+    const [eventId] = await recordEvents(db.prisma, [{ brokerId, mode: 'live' as const, type: 'service.updated', object: { object: 'service', service_number: 100_000_001 } }]);
     const found = await db.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId: eventId!, endpointId: endpoint.id } });
     // Under a lease, as a claim leaves it: the attempt's record is fenced on it.
     const delivery = await db.prisma.webhookDelivery.update({ where: { id: found.id }, data: { leasedUntil: new Date(Date.now() + 60_000) } });

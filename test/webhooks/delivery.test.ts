@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Job } from 'bullmq';
 import request from 'supertest';
 import type { Credentials } from '../../src/db/credentials.ts';
-import { recordEvents, type EventType } from '../../src/events/store.ts';
+import { deleteEventsBefore, recordEvents, type EventType } from '../../src/events/store.ts';
 import { failingReason, GONE_REASON, recordAttempt } from '../../src/webhooks/delivery-store.ts';
 import { newEndpointSecret } from '../../src/webhooks/secrets.ts';
 import { createWebhookWork, DISPATCH_MS, PER_ENDPOINT_IN_FLIGHT, WEBHOOK_USER_AGENT, type WebhookJobData } from '../../src/webhooks/dispatcher.ts';
@@ -45,7 +45,7 @@ async function brokerWithEndpoint(path: string, fields: Partial<Parameters<typeo
 
 /** Writes events as a change would (its own transaction); their ids. */
 const happen = (brokerId: string, n = 1, type: EventType = 'service.updated', db: Parameters<typeof recordEvents>[0] = t.prisma) =>
-  recordEvents(db, Array.from({ length: n }, (_, i) => ({ brokerId, type, object: { object: 'service', service_number: 100_000_000 + i } })));
+  recordEvents(db, Array.from({ length: n }, (_, i) => ({ brokerId, mode: 'live' as const, type, object: { object: 'service', service_number: 100_000_000 + i } })));
 
 async function deliveryOf(eventId: string, endpointId: string) {
   return t.prisma.webhookDelivery.findFirstOrThrow({ where: { eventId, endpointId }, include: { attemptsMade: { orderBy: { number: 'asc' } } } });
@@ -72,6 +72,7 @@ describe('webhook delivery', () => {
     assert.deepEqual(verified(b.endpoint.secret, copy!), {
       object: 'event',
       id: event.id,
+      sequence: Number(event.sequence),
       type: 'service.updated',
       created_at: event.createdAt.toISOString(),
       mode: 'live',
@@ -133,7 +134,7 @@ describe('webhook delivery', () => {
     });
     const events = await t.prisma.event.findMany({ where: { brokerId: b.brokerId } });
     for (const e of events) assert.deepEqual([(await final(e.id, b.endpoint.id)).status, (await deliveryOf(e.id, b.endpoint.id)).attempts], ['failed', 0]);
-    const [pingId] = await recordEvents(t.prisma, [{ brokerId: b.brokerId, type: 'ping', object: { object: 'ping' }, endpointId: b.endpoint.id }]);
+    const [pingId] = await recordEvents(t.prisma, [{ brokerId: b.brokerId, mode: 'live' as const, type: 'ping', object: { object: 'ping' }, endpointId: b.endpoint.id }]);
     assert.equal((await final(pingId!, b.endpoint.id)).status, 'delivered');
     assert.deepEqual(receiver.to('disabled').map((c) => c.headers['webhook-id']), [pingId]);
   });
@@ -213,7 +214,9 @@ describe('webhook delivery', () => {
     const b = await brokerWithEndpoint('retention');
     const [eventId] = await happen(b.brokerId);
     const d = await final(eventId!, b.endpoint.id);
-    await t.prisma.event.delete({ where: { id: eventId! } });
+    // The retention purge: the one path the database lets delete an event.
+    const { createdAt } = await t.prisma.event.findUniqueOrThrow({ where: { id: eventId! } });
+    assert.ok((await deleteEventsBefore(t.prisma, new Date(createdAt.getTime() + 1))) >= 1);
     assert.equal(await t.prisma.webhookDelivery.count({ where: { id: d.id } }), 0);
     assert.equal(await t.prisma.webhookAttempt.count({ where: { deliveryId: d.id } }), 0);
   });

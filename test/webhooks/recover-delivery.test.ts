@@ -37,7 +37,7 @@ async function brokerWithEndpoint(path: string) {
 }
 
 const happen = (brokerId: string, n: number) =>
-  recordEvents(t.prisma, Array.from({ length: n }, (_, i) => ({ brokerId, type: 'service.updated' as const, object: { service_number: 100_000_000 + i } })));
+  recordEvents(t.prisma, Array.from({ length: n }, (_, i) => ({ brokerId, mode: 'live' as const, type: 'service.updated' as const, object: { service_number: 100_000_000 + i } })));
 
 /** Waits until every delivery to the endpoint has ended, and returns how many failed. */
 const allFailed = (endpointId: string, n: number) =>

@@ -3420,6 +3420,12 @@ export interface components {
          */
         WebhookEndpointIdValue: string;
         /**
+         * Format: int64
+         * @description The event's place in its broker's feed of its mode (since 1.6.0): 1, 2, 3…, one more than the event before it in `listEvents` with `order=asc`, never used twice and never changed. Webhooks may arrive out of order: of two events about one object, the one with the higher `sequence` is the newer. Order by it, not by `created_at`, which events written together share.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
          * @description An event's id: `evt_` and 24 letters and digits; the `webhook-id` of its deliveries.
          * @example evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs
          */
@@ -4003,6 +4009,7 @@ export interface components {
          * @example {
          *       "object": "event",
          *       "id": "evt_2Jf8Kq1Vx9Lm4Tb7Rc3Np6Zs",
+         *       "sequence": 1,
          *       "type": "service.created",
          *       "created_at": "2025-03-02T12:00:00.000Z",
          *       "mode": "live",
@@ -4017,7 +4024,7 @@ export interface components {
          *           "customer_name": "Client Ltd",
          *           "billing_cycle": "monthly",
          *           "created_at": "2025-03-01T09:30:00.000Z",
-         *           "updated_at": "2025-03-01T09:30:00.000Z",
+         *           "updated_at": "2025-03-02T11:00:00.000Z",
          *           "cancel_at": null,
          *           "cancelled_at": null
          *         }
@@ -4032,6 +4039,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4170,6 +4178,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             type: components["schemas"]["EventType"];
             created_at: components["schemas"]["Timestamp"];
             mode: components["schemas"]["KeyMode"];
@@ -4494,6 +4503,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.created
@@ -4516,6 +4526,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.updated
@@ -4539,6 +4550,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example service.cancelled
@@ -4562,6 +4574,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.created
@@ -4584,6 +4597,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.approved
@@ -4607,6 +4621,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example request.denied
@@ -4630,6 +4645,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.completed
@@ -4653,6 +4669,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example report.failed
@@ -4676,6 +4693,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.created
@@ -4698,6 +4716,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.updated
@@ -4721,6 +4740,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example webhook_endpoint.deleted
@@ -4743,6 +4763,7 @@ export interface components {
              */
             object: "event";
             id: components["schemas"]["EventIdValue"];
+            sequence: components["schemas"]["EventSequence"];
             /**
              * @description The event type.
              * @example ping

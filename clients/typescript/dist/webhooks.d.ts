@@ -25,6 +25,8 @@ export type WebhookEvent = {
         object: 'event';
         /** `evt_…`, also the `webhook-id` header: the same on every retry of the event. */
         id: string;
+        /** 1, 2, 3… in the broker's feed of this mode: of two events about one object, the higher is the newer (deliveries may arrive out of order). */
+        sequence: number;
         type: T;
         created_at: string;
         mode: 'live' | 'test';
