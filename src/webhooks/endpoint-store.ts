@@ -226,7 +226,7 @@ export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id:
 }
 
 /** The object of a ping event. */
-const pingObject = (endpointId: string) => ({ object: 'ping' as const, endpoint_id: endpointId });
+export const pingObject = (endpointId: string) => ({ object: 'ping' as const, endpoint_id: endpointId });
 
 /** The most failed deliveries one recover queues again: one bounded statement a call; `hasMore` says to call again. */
 export const RECOVER_LIMIT = 10_000;

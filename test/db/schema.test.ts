@@ -270,6 +270,13 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.deepEqual(await t.prisma.eventFeed.findUniqueOrThrow({ where: { brokerId_mode: { brokerId: broker.id, mode: 'live' } } }), { brokerId: broker.id, mode: 'live', lastSequence: 1n });
     written.add('EventFeed');
 
+    const running = await t.prisma.processRegistry.create({
+      data: { id: '00000000-0000-4000-8000-000000000001', role: 'api', hostname: 'host-1', pid: 4242, settings: { PUBLIC_BASE_URL: 'https://api.example' } },
+    });
+    assert.deepEqual(await t.prisma.processRegistry.findUniqueOrThrow({ where: { id: running.id } }), running);
+    assert.ok(running.heartbeatAt instanceof Date, 'a heartbeat from the start');
+    written.add('ProcessRegistry');
+
     const endpoint = await t.prisma.webhookEndpoint.create({
       data: { id: 'we_test1', brokerId: broker.id, mode: 'live', url: 'https://hooks.client.example/capi', events: ['service.updated'], secret: 'v1:sealed' },
     });

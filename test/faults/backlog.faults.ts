@@ -55,7 +55,7 @@ describe('backlog in /metrics with no worker', { skip }, () => {
 
     await split.worker.kill('SIGKILL');
     await withDatabaseAt(split.cluster.url, split.dataDir, (db) =>
-      recordEvents(db.prisma, Array.from({ length: EVENTS }, (_, i) => ({ brokerId, type: 'service.updated' as const, object: { object: 'service', n: i } }))));
+      recordEvents(db.prisma, Array.from({ length: EVENTS }, (_, i) => ({ brokerId, type: 'service.updated' as const, mode: 'live' as const, object: { object: 'service', n: i } }))));
 
     // Read anew at most every 5 s (the cache): the count comes, then the age grows while nobody delivers.
     await waitUntil(async () => (await gauges()).due === EVENTS, 30_000, `webhook_deliveries_due to reach ${EVENTS}`);
