@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 export interface RedisEndpoint {
   /** Connection options every client of this process starts from (BullMQ, rate limiter, health). */
@@ -103,7 +104,7 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
  * the request. Auto-pipelining: one socket write per tick, not per request (bench/README.md).
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
-  return new Redis({
+  const client = new Redis({
     ...endpoint.options,
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
@@ -112,6 +113,17 @@ export function requestRedis(endpoint: RedisEndpoint): Redis {
     commandTimeout: 2000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
   });
+  defineLimiterCommand(client);
+  return client;
+}
+
+/**
+ * redis/ioredis#1931: an auto-pipeline copies the client's scripts when it opens, so a limiter made
+ * later (its constructor defines `rlflxIncr`) could land in a pipeline without it, and ioredis then
+ * throws outside any promise. Defined here, before the client's first command, every pipeline has it.
+ */
+function defineLimiterCommand(client: Redis): void {
+  new RateLimiterRedis({ storeClient: client, points: 1, duration: 1 });
 }
 
 export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<void> {
