@@ -100,8 +100,9 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
 }
 
 /**
- * Fails fast (no offline queue, one retry) so a Redis outage answers 500 at once instead of hanging
- * the request. Auto-pipelining: one socket write per tick, not per request (bench/README.md).
+ * Fails fast (no offline queue, one retry, 1 s command timeout): no command waits for Redis to come
+ * back, to run late (a rate-limit count replayed after an outage), and what it served falls back at
+ * once (redisHealth). Auto-pipelining: one socket write per tick, not per request (bench/README.md).
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
   const client = new Redis({
@@ -110,7 +111,7 @@ export function requestRedis(endpoint: RedisEndpoint): Redis {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 2000,
-    commandTimeout: 2000,
+    commandTimeout: 1000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
   });
   defineLimiterCommand(client);
@@ -133,3 +134,4 @@ export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<v
     client.once('ready', () => { clearTimeout(timer); resolve(); });
   });
 }
+

@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 422,
   rate_limit_exceeded: 429,
   server_error: 500,
+  service_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -86,6 +87,10 @@ export const invalidParameter = (field: string, location: string, rule: string, 
 
 export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
   new ApiError('server_error', message);
+
+/** A dependency is away for a while (an outage, not a fault of ours): retry after `retryAfterSeconds`. */
+export const serviceUnavailable = (message = 'A service this request needs is unavailable; retry after a delay', retryAfterSeconds = 1) =>
+  new ApiError('service_unavailable', message, { retry_after: retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
 
 /**
  * The contract's code for each domain error (src/shared/errors.ts): the one place where what a use
