@@ -49,6 +49,8 @@ export interface Config {
   authFailuresPerIp: number;
   /** The window of that bound in seconds (AUTH_FAILURES_WINDOW_SECONDS). */
   authFailuresWindowSeconds: number;
+  /** API processes sharing the limits: with Redis unusable each allows a key its limit divided by this (RATE_LIMIT_API_PROCESSES). */
+  rateLimitApiProcesses: number;
   /** Live reports of one broker running at once (REPORTS_CONCURRENT_PER_BROKER). */
   reportsConcurrentPerBroker: number;
   /** Live reports one broker may start in any hour (REPORTS_PER_HOUR_PER_BROKER). */
@@ -257,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyNegativeCacheSize: integer('KEY_NEGATIVE_CACHE_SIZE', env.KEY_NEGATIVE_CACHE_SIZE, 10_000, 1, 1_000_000),
     authFailuresPerIp: integer('AUTH_FAILURES_PER_IP', env.AUTH_FAILURES_PER_IP, 0, 0, 1_000_000),
     authFailuresWindowSeconds: integer('AUTH_FAILURES_WINDOW_SECONDS', env.AUTH_FAILURES_WINDOW_SECONDS, 60, 1, 86_400),
+    rateLimitApiProcesses: integer('RATE_LIMIT_API_PROCESSES', env.RATE_LIMIT_API_PROCESSES, 1, 1, 1000),
     reportsConcurrentPerBroker: integer('REPORTS_CONCURRENT_PER_BROKER', env.REPORTS_CONCURRENT_PER_BROKER, 2, 1, 1000),
     reportsPerHourPerBroker: integer('REPORTS_PER_HOUR_PER_BROKER', env.REPORTS_PER_HOUR_PER_BROKER, 30, 1, 100_000),
     reportAttachmentMaxBytes: integer('REPORT_ATTACHMENT_MAX_BYTES', env.REPORT_ATTACHMENT_MAX_BYTES, 10 * 1024 * 1024, 0, 2 ** 31 - 1),

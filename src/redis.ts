@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 export interface RedisEndpoint {
   /** Connection options every client of this process starts from (BullMQ, rate limiter, health). */
@@ -99,19 +100,31 @@ export async function startRedis(redisUrl: string | undefined): Promise<RedisEnd
 }
 
 /**
- * Fails fast (no offline queue, one retry) so a Redis outage answers 500 at once instead of hanging
- * the request. Auto-pipelining: one socket write per tick, not per request (bench/README.md).
+ * Fails fast (no offline queue, one retry, 1 s command timeout): no command waits for Redis to come
+ * back, to run late (a rate-limit count replayed after an outage), and what it served falls back at
+ * once (redisHealth). Auto-pipelining: one socket write per tick, not per request (bench/README.md).
  */
 export function requestRedis(endpoint: RedisEndpoint): Redis {
-  return new Redis({
+  const client = new Redis({
     ...endpoint.options,
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 2000,
-    commandTimeout: 2000,
+    commandTimeout: 1000,
     retryStrategy: (times) => Math.min(times * 100, 1000),
   });
+  defineLimiterCommand(client);
+  return client;
+}
+
+/**
+ * redis/ioredis#1931: an auto-pipeline copies the client's scripts when it opens, so a limiter made
+ * later (its constructor defines `rlflxIncr`) could land in a pipeline without it, and ioredis then
+ * throws outside any promise. Defined here, before the client's first command, every pipeline has it.
+ */
+function defineLimiterCommand(client: Redis): void {
+  new RateLimiterRedis({ storeClient: client, points: 1, duration: 1 });
 }
 
 export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<void> {
@@ -121,3 +134,4 @@ export async function waitUntilReady(client: Redis, timeoutMs = 5000): Promise<v
     client.once('ready', () => { clearTimeout(timer); resolve(); });
   });
 }
+

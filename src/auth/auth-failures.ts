@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { redisHealth } from '../shared/redis-health.ts';
 
 /** Redis key prefix of the per-IP failed-authentication counters, shared by every API process. */
 export const AUTH_FAILURES_PREFIX = 'rl:authfail';
@@ -21,16 +22,24 @@ export interface AuthFailureState {
 }
 
 export interface AuthFailureLimiter {
-  /** Counts one failed authentication from `ip`; rejects when Redis cannot be reached. */
+  /** Counts one failed authentication from `ip` (in this process while Redis is unusable). */
   fail(ip: string): Promise<AuthFailureState>;
 }
 
 /**
  * Shared by every API process through Redis; once an IP is over the bound it is blocked in memory
  * (`inMemoryBlockOnConsumed`), so a flood costs no round trip. Only failures count: a shared NAT's valid keys pass.
+ * While Redis is unusable (redisHealth) each process counts alone, with the library's insurance
+ * limiter, at the bound divided by `apiProcesses`.
  */
-export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits): AuthFailureLimiter | undefined {
+export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits, apiProcesses = 1): AuthFailureLimiter | undefined {
   if (limits.perIp <= 0) return undefined;
+  const health = redisHealth(redis);
+  const insurance = new RateLimiterMemory({
+    keyPrefix: AUTH_FAILURES_PREFIX,
+    points: Math.max(1, Math.floor(limits.perIp / apiProcesses)),
+    duration: limits.windowSeconds,
+  });
   const limiter = new RateLimiterRedis({
     storeClient: redis,
     keyPrefix: AUTH_FAILURES_PREFIX,
@@ -38,6 +47,7 @@ export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits
     duration: limits.windowSeconds,
     inMemoryBlockOnConsumed: limits.perIp + 1,
     rejectIfRedisNotReady: true,
+    insuranceLimiter: insurance,
   });
   const stateOf = (res: RateLimiterRes, exceeded: boolean): AuthFailureState => ({
     exceeded,
@@ -48,7 +58,7 @@ export function createAuthFailureLimiter(redis: Redis, limits: AuthFailureLimits
   return {
     async fail(ip) {
       try {
-        return stateOf(await limiter.consume(ip), false);
+        return stateOf(await (health.usable() ? limiter : insurance).consume(ip), false);
       } catch (err) {
         if (err instanceof RateLimiterRes) return stateOf(err, true);
         throw err;

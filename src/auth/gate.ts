@@ -5,7 +5,7 @@ import type { Config } from '../config.ts';
 import type { AuthContext } from '../http/auth-context.ts';
 import { hasScope } from '../http/auth-context.ts';
 import type { OperationInfo } from '../http/contract.ts';
-import { ApiError, notFound, serverError } from '../http/errors.ts';
+import { ApiError, notFound, serviceUnavailable } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { cachedScrub, scrubPath } from '../ops/redact.ts';
 import { createApiLog, loggedError, type ApiLog, type ApiLogOptions } from './api-log.ts';
@@ -14,14 +14,7 @@ import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimi
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
 import { consoleCookie, cookieHashOf, csrfTokenMatches, findConsoleSession } from './console-sessions.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
-import {
-  createKeyRateLimiter,
-  RATE_LIMIT_WINDOW_SECONDS,
-  RateLimitUnavailableError,
-  setRateLimitHeaders,
-  type KeyRateLimiter,
-  type RateLimitState,
-} from './rate-limit.ts';
+import { createKeyRateLimiter, RATE_LIMIT_WINDOW_SECONDS, setRateLimitHeaders, type KeyRateLimiter, type RateLimitState } from './rate-limit.ts';
 
 export interface GateDeps {
   prisma: PrismaClient;
@@ -34,6 +27,8 @@ export interface GateDeps {
   negativeCache?: NegativeCacheOptions;
   /** The opt-in bound on failed authentications per caller IP (default: off). */
   authFailures?: AuthFailureLimits;
+  /** API processes sharing the limits (RATE_LIMIT_API_PROCESSES): while Redis is unusable each allows its share (default 1). */
+  apiProcesses?: number;
   /** API log buffering (flush interval and size threshold). */
   apiLog?: ApiLogOptions;
   /** Clock, for tests of expiry. */
@@ -51,8 +46,9 @@ export interface Gate {
 }
 
 /** The gate's settings from the configuration (KEY_NEGATIVE_CACHE_*, AUTH_FAILURES_*). */
-export function gateSettings(config: Config): Pick<GateDeps, 'negativeCache' | 'authFailures'> {
+export function gateSettings(config: Config): Pick<GateDeps, 'negativeCache' | 'authFailures' | 'apiProcesses'> {
   return {
+    apiProcesses: config.rateLimitApiProcesses,
     negativeCache: { ttlMs: config.keyNegativeCacheMs, size: config.keyNegativeCacheSize },
     authFailures: { perIp: config.authFailuresPerIp, windowSeconds: config.authFailuresWindowSeconds },
   };
@@ -185,18 +181,21 @@ function authContextOf(key: StoredKey): AuthContext {
   };
 }
 
-/** Step 3 for a request refused at step 2: the headers still say where the key stands, uncounted. */
-async function headersWithoutCounting(res: Response, limiter: KeyRateLimiter, key: StoredKey, logger: Logger) {
-  try {
-    setRateLimitHeaders(res, await limiter.peek(key.id, key.rateLimit));
-  } catch (err) {
-    logger.warn({ err }, 'rate limit state unavailable for a refused request');
-  }
+/** The refusal of a request over its key's limit (or its process's share while Redis is unusable). */
+function rateLimitExceeded(state: RateLimitState): ApiError {
+  return new ApiError(
+    'rate_limit_exceeded',
+    `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
+    { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
+    { 'Retry-After': String(state.resetSeconds) },
+  );
 }
 
-/** What the gate's steps work with, made once per gate. */
+/** What one gate works with, made once. */
 interface GateParts {
+  prisma: PrismaClient;
   logger: Logger;
+  keys: KeyStore;
   limiter: KeyRateLimiter;
   failures: AuthFailureLimiter | undefined;
   apiLog: ApiLog;
@@ -206,110 +205,37 @@ interface GateParts {
   refunds: WeakMap<StoredKey, (res: Response) => void>;
 }
 
-/** What a `304` calls: the request's unit of rate limit back, and the headers saying so. */
-function refundOf(g: GateParts, key: StoredKey): (res: Response) => void {
-  let refund = g.refunds.get(key);
-  if (!refund) {
-    refund = (res) => {
-      const state = g.limiter.refund(key.id, key.rateLimit);
-      if (state) setRateLimitHeaders(res, state);
-    };
-    g.refunds.set(key, refund);
-  }
-  return refund;
-}
-
-/** Steps 3 and 4 once the request is counted; `next` exactly once. */
-function afterCount(g: GateParts, req: Request, res: Response, next: NextFunction, key: StoredKey, state: RateLimitState): void {
-  try {
-    setRateLimitHeaders(res, state);
-    if (state.exceeded) {
-      throw new ApiError(
-        'rate_limit_exceeded',
-        `Rate limit exceeded: this API key allows ${state.limit} requests per ${RATE_LIMIT_WINDOW_SECONDS} seconds; retry after ${state.resetSeconds} seconds`,
-        { limit: state.limit, window_seconds: RATE_LIMIT_WINDOW_SECONDS, retry_after: state.resetSeconds },
-        { 'Retry-After': String(state.resetSeconds) },
-      );
-    }
-    let auth = g.contexts.get(key);
-    if (!auth) {
-      auth = authContextOf(key);
-      g.contexts.set(key, auth);
-    }
-    const { operation } = res.locals;
-    if (!operation) throw notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`);
-    checkScopes(auth, operation);
-    // A console call's context is its own (the cached one is shared by every call of the key).
-    res.locals.auth = res.locals.viaConsole === true ? { ...auth, viaConsole: true } : auth;
-    res.locals.refundRateLimit = refundOf(g, key);
-  } catch (err) {
-    next(err);
-    return;
-  }
-  next();
-}
-
-function limiterFailed(g: GateParts, res: Response, next: NextFunction, err: unknown): void {
-  if (err instanceof RateLimitUnavailableError) {
-    g.logger.error({ err: err.cause, requestId: res.locals.requestId }, 'rate limiter unavailable');
-    next(serverError());
-    return;
-  }
-  next(err);
+/** Step 1 for a console call: the session's cookie names a started, unexpired session and its key. */
+async function sessionKey(g: GateParts, cookie: string, at: Date): Promise<PresentedKey> {
+  const session = await findConsoleSession(g.prisma, cookieHashOf(cookie));
+  if (!session) throw authFailed('Invalid console session: open a new console link');
+  if (session.expiresAt.getTime() <= at.getTime()) throw authFailed('This console session has expired: open a new console link');
+  return { hash: session.keyHash, claimedMode: session.mode };
 }
 
 /**
- * The 401, or a 429 once the caller IP is over AUTH_FAILURES_PER_IP. Only failures count, so a valid
- * key from the same IP still passes; without Redis the 401 stands (the bound is only a protection).
+ * The 401, or a 429 once the caller IP is over AUTH_FAILURES_PER_IP. Only failures count, so a
+ * valid key from the same IP still passes; the counter never turns a 401 into an outage's answer.
  */
-function refuse(g: GateParts, req: Request, res: Response, next: NextFunction, err: unknown): void {
-  if (!g.failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') {
-    next(err);
-    return;
+async function refusal(g: GateParts, err: unknown, req: Request, res: Response): Promise<unknown> {
+  if (!g.failures || !(err instanceof ApiError) || err.code !== 'authentication_failed') return err;
+  try {
+    const state = await g.failures.fail(callerBucket(req.ip));
+    if (!state.exceeded) return err;
+    return new ApiError(
+      'rate_limit_exceeded',
+      `Too many failed authentications from this IP address: at most ${state.limit} per ${state.windowSeconds} seconds; retry after ${state.retryAfter} seconds`,
+      { reason: 'auth_failures_per_ip', limit: state.limit, window_seconds: state.windowSeconds, retry_after: state.retryAfter },
+      { 'Retry-After': String(state.retryAfter) },
+    );
+  } catch (cause) {
+    g.logger.warn({ err: cause, requestId: res.locals.requestId }, 'failed-authentication counter unavailable');
+    return err;
   }
-  g.failures.fail(callerBucket(req.ip)).then(
-    (state) => {
-      if (!state.exceeded) {
-        next(err);
-        return;
-      }
-      next(
-        new ApiError(
-          'rate_limit_exceeded',
-          `Too many failed authentications from this IP address: at most ${state.limit} per ${state.windowSeconds} seconds; retry after ${state.retryAfter} seconds`,
-          { reason: 'auth_failures_per_ip', limit: state.limit, window_seconds: state.windowSeconds, retry_after: state.retryAfter },
-          { 'Retry-After': String(state.retryAfter) },
-        ),
-      );
-    },
-    (cause: unknown) => {
-      g.logger.warn({ err: cause, requestId: res.locals.requestId }, 'failed-authentication counter unavailable');
-      next(err);
-    },
-  );
 }
 
-/** Steps 1b to 4 for the row the presented key's hash found; `next` exactly once. */
-function admit(
-  g: GateParts,
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  found: StoredKey | undefined,
-  presented: PresentedKey,
-  at: Date,
-  started: number,
-  consoleCookie?: string,
-): void {
-  let key: StoredKey;
-  try {
-    key = verifiedKey(found, presented, at);
-  } catch (err) {
-    refuse(g, req, res, next, err);
-    return;
-  }
-
-  g.apiLog.touch(key.id, at);
+/** Every answer of an authenticated request goes to the API log once it is sent. */
+function logAnswer(g: GateParts, req: Request, res: Response, key: StoredKey, at: Date, started: number, viaConsole: boolean): void {
   const ip = req.ip;
   res.once('finish', () => {
     g.apiLog.record({
@@ -326,36 +252,109 @@ function admit(
       operation: res.locals.operation?.operationId ?? null,
       ...loggedError(res.locals.error),
       idempotencyReplayed: res.locals.idempotencyReplayed === true,
-      viaConsole: consoleCookie !== undefined,
+      viaConsole,
     });
   });
-
-  try {
-    if (consoleCookie !== undefined) checkConsoleCall(req, res, consoleCookie);
-    checkIp(key, ip);
-  } catch (err) {
-    void headersWithoutCounting(res, g.limiter, key, g.logger).then(() => next(err));
-    return;
-  }
-
-  // A busy key's request is counted from this process's block without a wait; otherwise Redis.
-  let state: RateLimitState | undefined;
-  try {
-    state = g.limiter.tryConsume(key.id, key.rateLimit);
-  } catch (err) {
-    limiterFailed(g, res, next, err);
-    return;
-  }
-  if (state) {
-    afterCount(g, req, res, next, key, state);
-    return;
-  }
-  g.limiter.consume(key.id, key.rateLimit).then(
-    (counted) => afterCount(g, req, res, next, key, counted),
-    (err: unknown) => limiterFailed(g, res, next, err),
-  );
 }
 
+/** Step 2's refusal still says where the key stands, without counting the request. */
+async function headersWithoutCounting(g: GateParts, res: Response, key: StoredKey): Promise<void> {
+  try {
+    setRateLimitHeaders(res, await g.limiter.peek(key.id, key.rateLimit));
+  } catch (err) {
+    g.logger.warn({ err }, 'rate limit state unavailable for a refused request');
+  }
+}
+
+/** What a `304` calls: the request's unit of rate limit back, and the headers saying so. */
+function refundOf(g: GateParts, key: StoredKey, counted: RateLimitState): (res: Response) => void {
+  const give = (counter?: RateLimitState) => (res: Response) => {
+    const state = g.limiter.refund(key.id, key.rateLimit, counter);
+    if (state) setRateLimitHeaders(res, state);
+  };
+  // A request counted by the insurance has one of its own; one counted from a block shares the key's.
+  if (counted.insured) return give(counted);
+  let refund = g.refunds.get(key);
+  if (!refund) {
+    refund = give();
+    g.refunds.set(key, refund);
+  }
+  return refund;
+}
+
+function contextOf(g: GateParts, key: StoredKey): AuthContext {
+  let auth = g.contexts.get(key);
+  if (!auth) {
+    auth = authContextOf(key);
+    g.contexts.set(key, auth);
+  }
+  return auth;
+}
+
+/**
+ * One admission, top to bottom; `next` exactly once. It awaits only what it does not hold yet
+ * (`x ?? await y`), so a cached key counted from this process's block reaches `next()` in the
+ * caller's tick, without a microtask turn (bench/README.md).
+ */
+async function admit(g: GateParts, req: Request, res: Response, next: NextFunction, at: Date): Promise<void> {
+  const started = performance.now();
+
+  // 1. Authentication (401): the key presented; a console cookie is read only from a request without one.
+  const cookie = req.headers.authorization === undefined ? consoleCookie(req) : undefined;
+  let key: StoredKey;
+  try {
+    const presented = cookie === undefined ? presentedKey(req) : await sessionKey(g, cookie, at);
+    key = verifiedKey(g.keys.cached(presented.hash) ?? (await g.keys.findByHash(presented.hash)), presented, at);
+  } catch (err) {
+    next(await refusal(g, err, req, res));
+    return;
+  }
+  g.apiLog.touch(key.id, at);
+  logAnswer(g, req, res, key, at, started, cookie !== undefined);
+
+  // 2. IP whitelist (403), and a console call's CSRF token: refused uncounted, with the headers.
+  try {
+    if (cookie !== undefined) checkConsoleCall(req, res, cookie);
+    checkIp(key, req.ip);
+  } catch (err) {
+    await headersWithoutCounting(g, res, key);
+    next(err);
+    return;
+  }
+
+  // 3. Rate limit (429, counted too): this process's block, else Redis, else (Redis unusable) the insurance.
+  let state: RateLimitState;
+  try {
+    state = g.limiter.tryConsume(key.id, key.rateLimit) ?? (await g.limiter.consume(key.id, key.rateLimit));
+  } catch (err) {
+    g.logger.error({ err, requestId: res.locals.requestId }, 'rate limiter failed');
+    next(serviceUnavailable());
+    return;
+  }
+  setRateLimitHeaders(res, state);
+  if (state.exceeded) {
+    next(rateLimitExceeded(state));
+    return;
+  }
+
+  // 4. Scope (403) of the operation the router found (404 for none).
+  const auth = contextOf(g, key);
+  const { operation } = res.locals;
+  if (!operation) {
+    next(notFound(`No endpoint ${req.method} ${req.baseUrl + req.path}`));
+    return;
+  }
+  try {
+    checkScopes(auth, operation);
+  } catch (err) {
+    next(err);
+    return;
+  }
+  // A console call's context is its own (the cached one is shared by every call of the key).
+  res.locals.auth = cookie !== undefined ? { ...auth, viaConsole: true } : auth;
+  res.locals.refundRateLimit = refundOf(g, key, state);
+  next();
+}
 
 /**
  * 1. authentication (401) · 2. IP whitelist (403) · 3. rate limit (429, still counted) · 4. scope (403).
@@ -363,66 +362,23 @@ function admit(
  * cannot starve its owner.
  */
 export function createGate(deps: GateDeps): Gate {
-  const { logger } = deps;
+  const { logger, prisma } = deps;
   const now = deps.now ?? (() => new Date());
-  const keys = createKeyStore(deps.prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, deps.negativeCache);
-  const limiter = createKeyRateLimiter(deps.redis);
-  const failures = deps.authFailures ? createAuthFailureLimiter(deps.redis, deps.authFailures) : undefined;
-  const apiLog = createApiLog(deps.prisma, logger, deps.apiLog);
-  const contexts = new WeakMap<StoredKey, AuthContext>();
-  const refunds = new WeakMap<StoredKey, (res: Response) => void>();
-
-  const g: GateParts = { logger, limiter, failures, apiLog, contexts, refunds };
-
-  /** Steps 1b to 4 for the key `presented` names: its row from the cache, else looked up; `next` exactly once. */
-  const admitKey = (req: Request, res: Response, next: NextFunction, presented: PresentedKey, at: Date, started: number, cookie?: string): void => {
-    const cached = keys.cached(presented.hash);
-    if (cached) {
-      admit(g, req, res, next, cached, presented, at, started, cookie);
-      return;
-    }
-    keys.findByHash(presented.hash).then(
-      (found) => admit(g, req, res, next, found, presented, at, started, cookie),
-      (err: unknown) => next(err),
-    );
+  const keys = createKeyStore(prisma, deps.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, deps.negativeCache);
+  const apiLog = createApiLog(prisma, logger, deps.apiLog);
+  const g: GateParts = {
+    prisma,
+    logger,
+    keys,
+    limiter: createKeyRateLimiter(deps.redis, { apiProcesses: deps.apiProcesses }),
+    failures: deps.authFailures ? createAuthFailureLimiter(deps.redis, deps.authFailures, deps.apiProcesses) : undefined,
+    apiLog,
+    contexts: new WeakMap(),
+    refunds: new WeakMap(),
   };
-
-  /** Step 1 for a console call: the session's cookie names a started, unexpired session and its key. */
-  const viaConsole = (req: Request, res: Response, next: NextFunction, cookie: string, at: Date, started: number): void => {
-    findConsoleSession(deps.prisma, cookieHashOf(cookie)).then(
-      (session) => {
-        if (!session) return refuse(g, req, res, next, authFailed('Invalid console session: open a new console link'));
-        if (session.expiresAt.getTime() <= at.getTime()) {
-          return refuse(g, req, res, next, authFailed('This console session has expired: open a new console link'));
-        }
-        admitKey(req, res, next, { hash: session.keyHash, claimedMode: session.mode }, at, started, cookie);
-      },
-      (err: unknown) => next(err),
-    );
-  };
-
-  // Not async: a cached key counted from this process's block passes without a microtask turn.
   const gate: RequestHandler = (req, res, next) => {
-    const started = performance.now();
-    const at = now();
-    // The key itself always wins: a console cookie is read only from a request without one.
-    if (req.headers.authorization === undefined) {
-      const cookie = consoleCookie(req);
-      if (cookie !== undefined) {
-        viaConsole(req, res, next, cookie, at, started);
-        return;
-      }
-    }
-    let presented: PresentedKey;
-    try {
-      presented = presentedKey(req);
-    } catch (err) {
-      refuse(g, req, res, next, err);
-      return;
-    }
-    admitKey(req, res, next, presented, at, started);
+    admit(g, req, res, next, now()).catch((err: unknown) => logger.error({ err, requestId: res.locals.requestId }, 'request admission failed after next()'));
   };
-
   return {
     gate,
     apiLog: { flush: apiLog.flush, close: apiLog.close, pending: apiLog.pending },

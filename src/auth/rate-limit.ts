@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { redisHealth, type RedisHealth } from '../shared/redis-health.ts';
 import { knownHeader, setKnownHeader } from '../http/known-headers.ts';
 
 /** Every key's limit is counted over a fixed window of this many seconds. */
@@ -16,13 +17,8 @@ export interface RateLimitState {
   resetSeconds: number;
   /** True when this request went over the limit. */
   exceeded: boolean;
-}
-
-export class RateLimitUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super('the rate limiter could not reach Redis', { cause });
-    this.name = 'RateLimitUnavailableError';
-  }
+  /** Counted by this process's insurance limiter alone (Redis unusable); `limit` is then this process's share. */
+  insured?: true;
 }
 
 function stateOf(res: RateLimiterRes | null, limit: number, exceeded: boolean): RateLimitState {
@@ -37,17 +33,23 @@ function stateOf(res: RateLimiterRes | null, limit: number, exceeded: boolean): 
 }
 
 export interface KeyRateLimiter {
-  /** Counts one request against the key (also when it is over the limit: it still counts). */
+  /** Counts one request against the key (also when it is over the limit: it still counts); never rejects for an outage. */
   consume(keyId: string, limit: number): Promise<RateLimitState>;
-  /** Undefined when the count needs Redis (then call `consume`); throws, as consume rejects, while Redis is down. */
+  /** One request from this process's block without a wait, or undefined (then call `consume`). */
   tryConsume(keyId: string, limit: number): RateLimitState | undefined;
   /** Reads the key's window without counting a request (for a request refused before step 3). */
   peek(keyId: string, limit: number): Promise<RateLimitState>;
   /**
-   * Gives one counted request back to this process's block (a `304`, which costs nothing); the
-   * key's state after it, or undefined when the window it was counted in has ended.
+   * Gives the request counted as `counted` back (a `304`, which costs nothing): to this process's
+   * block, or to the insurance that counted it. The key's state after it, or undefined when the
+   * window it was counted in has ended.
    */
-  refund(keyId: string, limit: number): RateLimitState | undefined;
+  refund(keyId: string, limit: number, counted?: RateLimitState): RateLimitState | undefined;
+}
+
+export interface KeyRateLimiterOptions {
+  /** API processes sharing the limits (RATE_LIMIT_API_PROCESSES): each one's insurance allows limit / this. */
+  apiProcesses?: number;
 }
 
 /** A claim takes at most this share of a key's limit from Redis at once... */
@@ -62,6 +64,11 @@ export function leaseSize(limit: number, counted: number): number {
   return Math.max(1, Math.min(MAX_LEASE, Math.floor((limit - counted) / LEASE_SHARE)));
 }
 
+/** What one API process allows a key in a window while Redis is unusable (documented in docs/operations.md). */
+export function insuredLimit(limit: number, apiProcesses: number): number {
+  return Math.max(1, Math.floor(limit / apiProcesses));
+}
+
 /** Requests of the key's current window this process has claimed from Redis. */
 interface Lease {
   limit: number;
@@ -73,22 +80,65 @@ interface Lease {
   left: number;
 }
 
-/** One rate-limiter-flexible limiter per distinct limit, all on the same Redis key per API key. */
-function limitersOn(redis: Redis): (limit: number) => RateLimiterRedis {
-  const limiters = new Map<number, RateLimiterRedis>();
+/**
+ * rate-limiter-flexible's insurance limiter, which counts in this process whatever the Redis
+ * limiter could not: one point a request, though the Redis limiter was asked for a block. It
+ * remembers its own answers, so a block is never taken from one of them.
+ */
+class Insurance extends RateLimiterMemory {
+  private readonly answers = new WeakSet<RateLimiterRes>();
+
+  override async consume(key: string | number, _points?: number, options?: { [key: string]: unknown }): Promise<RateLimiterRes> {
+    try {
+      return this.mark(await super.consume(key, 1, options));
+    } catch (err) {
+      throw err instanceof RateLimiterRes ? this.mark(err) : err;
+    }
+  }
+
+  override async get(key: string | number, options?: { [key: string]: unknown }): Promise<RateLimiterRes | null> {
+    const res = await super.get(key, options);
+    return res && this.mark(res);
+  }
+
+  answered(res: RateLimiterRes | null): boolean {
+    return res !== null && this.answers.has(res);
+  }
+
+  private mark(res: RateLimiterRes): RateLimiterRes {
+    this.answers.add(res);
+    return res;
+  }
+}
+
+/** The Redis limiter of one limit and its insurance (a RateLimiterRedis has one `points`). */
+interface Limiters {
+  main: RateLimiterRedis;
+  insurance: Insurance;
+  /** The insurance's points: this process's share of the limit. */
+  insured: number;
+}
+
+/** One pair per distinct limit, all on the same Redis key per API key. */
+function limitersOn(redis: Redis, apiProcesses: number): (limit: number) => Limiters {
+  const limiters = new Map<number, Limiters>();
   return (limit) => {
-    let limiter = limiters.get(limit);
-    if (!limiter) {
-      limiter = new RateLimiterRedis({
+    let pair = limiters.get(limit);
+    if (!pair) {
+      const insured = insuredLimit(limit, apiProcesses);
+      const insurance = new Insurance({ keyPrefix: RATE_LIMIT_PREFIX, points: insured, duration: RATE_LIMIT_WINDOW_SECONDS });
+      const main = new RateLimiterRedis({
         storeClient: redis,
         keyPrefix: RATE_LIMIT_PREFIX,
         points: limit,
         duration: RATE_LIMIT_WINDOW_SECONDS,
         rejectIfRedisNotReady: true,
+        insuranceLimiter: insurance,
       });
-      limiters.set(limit, limiter);
+      pair = { main, insurance, insured };
+      limiters.set(limit, pair);
     }
-    return limiter;
+    return pair;
   };
 }
 
@@ -111,87 +161,112 @@ function currentLeaseIn(leases: Map<string, Lease>, keyId: string, limit: number
   return lease;
 }
 
+/** What one count came to: `granted` of its points fit under the limit; `state` is set when the insurance counted it. */
+interface Counted {
+  res: RateLimiterRes;
+  granted: number;
+  insuredState?: RateLimitState;
+}
+
+/** Adds `points` to the key's count in Redis, or one to the insurance's (Redis unusable, or failing). */
+async function count(limiters: Limiters, health: RedisHealth, keyId: string, limit: number, points: number): Promise<Counted> {
+  const { main, insurance, insured } = limiters;
+  let res: RateLimiterRes;
+  let over = false;
+  try {
+    res = health.usable() ? await main.consume(keyId, points) : await insurance.consume(keyId);
+  } catch (err) {
+    if (!(err instanceof RateLimiterRes)) throw err;
+    res = err;
+    over = true;
+  }
+  if (insurance.answered(res)) return { res, granted: over ? 0 : 1, insuredState: { ...stateOf(res, insured, over), insured: true } };
+  return { res, granted: over ? Math.max(0, limit - (res.consumedPoints - points)) : points };
+}
+
 /**
- * One count per key in Redis, shared by all API processes; a limiter per distinct limit (a
- * RateLimiterRedis has one `points`) on the same Redis key, so changing a limit keeps the count.
- * Requests are claimed in blocks, since the round trip was an authenticated request's largest cost
- * (bench/README.md): all processes together never pass the limit, but a 429 may come up to one block
- * per process early. Nothing is served from a lease while Redis is down: an outage is an immediate error.
+ * One count per key in Redis, shared by all API processes; a limiter per distinct limit on the same
+ * Redis key, so changing a limit keeps the count. Requests are claimed in blocks, since the round
+ * trip was an authenticated request's largest cost (bench/README.md): all processes together never
+ * pass the limit, but a 429 may come up to one block per process early. While Redis is unusable
+ * (src/redis.ts redisHealth: down, or stalled for 600 ms) nothing is sent to it and nothing is served
+ * from a block: each request is counted by the limiter's insurance in this process, at the limit's
+ * share `insuredLimit`; a command that fails is counted there too, by the library.
  */
-export function createKeyRateLimiter(redis: Redis): KeyRateLimiter {
-  const limiterFor = limitersOn(redis);
+export function createKeyRateLimiter(redis: Redis, options: KeyRateLimiterOptions = {}): KeyRateLimiter {
+  const health = redisHealth(redis);
+  const limiterFor = limitersOn(redis, options.apiProcesses ?? 1);
   const leases = new Map<string, Lease>();
-  const claims = new Map<string, Promise<void>>();
+  const claims = new Map<string, Promise<RateLimitState | undefined>>();
   const currentLease = (keyId: string, limit: number) => currentLeaseIn(leases, keyId, limit);
 
-  /** Adds `points` to the key's count; `granted` is how many of them fit under the limit. */
-  async function count(keyId: string, limit: number, points: number): Promise<{ res: RateLimiterRes; granted: number }> {
-    try {
-      return { res: await limiterFor(limit).consume(keyId, points), granted: points };
-    } catch (err) {
-      if (err instanceof RateLimiterRes) return { res: err, granted: Math.max(0, limit - (err.consumedPoints - points)) };
-      throw new RateLimitUnavailableError(err);
-    }
-  }
-
-  function claim(keyId: string, limit: number, counted: number): Promise<void> {
+  /** A block for the key; or, when the insurance counted the claim, the claiming request's state. */
+  function claim(keyId: string, limit: number, counted: number): Promise<RateLimitState | undefined> {
     const size = leaseSize(limit, counted);
-    const claiming = count(keyId, limit, size)
-      .then(({ res, granted }) => {
+    const claiming = count(limiterFor(limit), health, keyId, limit, size)
+      .then(({ res, granted, insuredState }) => {
+        if (insuredState) return insuredState;
         if (leases.size >= MAX_LEASES) leases.clear();
         const ms = res.msBeforeNext > 0 ? res.msBeforeNext : RATE_LIMIT_WINDOW_SECONDS * 1000;
         leases.set(keyId, { limit, resetsAt: Date.now() + ms, counted: res.consumedPoints, left: granted });
+        return undefined;
       })
       .finally(() => claims.delete(keyId));
     claims.set(keyId, claiming);
     return claiming;
   }
 
-  /** One request from the key's current lease, without Redis, or undefined when that needs Redis. */
   function tryConsume(keyId: string, limit: number): RateLimitState | undefined {
-    if (redis.status !== 'ready') throw new RateLimitUnavailableError(new Error(`Redis connection is ${redis.status}`));
+    if (!health.usable()) return undefined;
     const lease = currentLease(keyId, limit);
     if (!lease || lease.left <= 0) return undefined;
     lease.left -= 1;
     return stateOfLease(lease, false);
   }
 
+  async function consume(keyId: string, limit: number): Promise<RateLimitState> {
+    for (;;) {
+      if (!health.usable()) return (await count(limiterFor(limit), health, keyId, limit, 1)).insuredState!;
+      const served = tryConsume(keyId, limit);
+      if (served) return served;
+      const lease = currentLease(keyId, limit);
+      if (lease && lease.counted >= limit) {
+        // Over the limit: this request is counted too, and refused.
+        const { res, insuredState } = await count(limiterFor(limit), health, keyId, limit, 1);
+        if (insuredState) return insuredState;
+        lease.counted = Math.max(lease.counted, res.consumedPoints);
+        return stateOf(res, limit, true);
+      }
+      const pending = claims.get(keyId);
+      if (pending) {
+        await pending;
+        continue;
+      }
+      const insured = await claim(keyId, limit, lease?.counted ?? 0);
+      if (insured) return insured;
+      const claimed = leases.get(keyId);
+      if (claimed && claimed.left === 0) return stateOfLease(claimed, true);
+    }
+  }
+
   return {
     tryConsume,
-    refund(keyId, limit) {
+    consume,
+    refund(keyId, limit, counted) {
+      if (counted?.insured) {
+        limiterFor(limit).insurance.reward(keyId, 1).catch(() => undefined);
+        return { ...counted, remaining: Math.min(counted.limit, counted.remaining + 1) };
+      }
       // Redis holds the block's count already: the unit goes back to the block, for this process's next request.
       const lease = currentLease(keyId, limit);
       if (!lease) return undefined;
       lease.left += 1;
       return stateOfLease(lease, false);
     },
-    async consume(keyId, limit) {
-      for (;;) {
-        const served = tryConsume(keyId, limit);
-        if (served) return served;
-        const lease = currentLease(keyId, limit);
-        if (lease && lease.counted >= limit) {
-          // Over the limit: this request is counted too, and refused.
-          const { res } = await count(keyId, limit, 1);
-          lease.counted = Math.max(lease.counted, res.consumedPoints);
-          return stateOf(res, limit, true);
-        }
-        const pending = claims.get(keyId);
-        if (pending) {
-          await pending;
-          continue;
-        }
-        await claim(keyId, limit, lease?.counted ?? 0);
-        const claimed = leases.get(keyId);
-        if (claimed && claimed.left === 0) return stateOfLease(claimed, true);
-      }
-    },
     async peek(keyId, limit) {
-      try {
-        return stateOf(await limiterFor(limit).get(keyId), limit, false);
-      } catch (err) {
-        throw new RateLimitUnavailableError(err);
-      }
+      const { main, insurance, insured } = limiterFor(limit);
+      const res = health.usable() ? await main.get(keyId) : await insurance.get(keyId);
+      return insurance.answered(res) ? { ...stateOf(res, insured, false), insured: true } : stateOf(res, limit, false);
     },
   };
 }

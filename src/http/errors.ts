@@ -89,6 +89,12 @@ export const invalidParameter = (field: string, location: string, rule: string, 
 export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
   new ApiError('server_error', message);
 
+/** A dependency is away for a while (an outage, not a fault of ours): retry after `retryAfterSeconds`. */
+export const serviceUnavailable = (retryAfterSeconds = 1) =>
+  new ApiError('service_unavailable', `The service is temporarily unavailable; retry after ${retryAfterSeconds} seconds`, undefined, {
+    'Retry-After': String(retryAfterSeconds),
+  });
+
 /**
  * The contract's code for each domain error (src/shared/errors.ts): the one place where what a use
  * case or store says becomes a status and code. `undefined` for anything else.
@@ -112,7 +118,5 @@ export function fromDomainError(err: unknown): ApiError | undefined {
 export function fromOutage(err: unknown): ApiError | undefined {
   const outage = asDatabaseUnavailable(err);
   if (!outage) return undefined;
-  return new ApiError('service_unavailable', `The service is temporarily unavailable; retry after ${outage.retryAfterSeconds} seconds`, undefined, {
-    'Retry-After': String(outage.retryAfterSeconds),
-  });
+  return serviceUnavailable(outage.retryAfterSeconds);
 }

@@ -17,7 +17,7 @@ import { enqueueBuild } from './delivery/pipeline.ts';
 import { reportKinds } from './kinds/registry.ts';
 import { admitReportRun, checkReportLimits, reportLimitsOf } from './runs/limits.ts';
 import { findReportRun, listReportRuns, type RecipientCounts, type ReportRunData } from './runs/present.ts';
-import { countRunRecipients, createRunRecords, failRunRecords, runStatusOf } from './runs/store.ts';
+import { countRunRecipients, createRunRecords, runStatusOf } from './runs/store.ts';
 import {
   ReportGenerationError,
   ReportNoDataError,
@@ -120,8 +120,8 @@ async function outcomeOf(p: ReportDeps, runId: string): Promise<Outcome> {
  * Counts the report rows (throws `ReportNoDataError` when there is none and `allowEmpty` is not
  * set), records the run and its recipients, enqueues the build (which then enqueues one e-mail
  * per recipient) and waits at most `config.reportWaitMs` for the outcomes, read from the database.
- * Throws (→ 500 server_error) only when the run could not be recorded or queued, or when its
- * workbook could not be built: once the e-mails are handed over, it answers with what is recorded.
+ * Throws only when the run could not be recorded, or its workbook could not be built; a run not
+ * queued is answered as pending, and once the e-mails are handed over it answers with what is recorded.
  */
 export async function sendReport<T extends ReportTotals>(p: ReportDeps, spec: ReportSpec): Promise<ReportResult<T>> {
   const deadline = Date.now() + p.config.reportWaitMs;
@@ -130,8 +130,9 @@ export async function sendReport<T extends ReportTotals>(p: ReportDeps, spec: Re
   const generatedAt = new Date();
   // Counted and created in one transaction: concurrent requests cannot both pass a bound (429).
   const run = await admitReportRun(p.prisma, reportLimitsOf(p.config), spec.brokerId, (tx) => recordRun(tx, spec, counted, generatedAt));
-  await queueOrFail(p, run.id, spec.recipients.length);
-  const known = await waitForOutcomes(p, run.id, spec.recipients.length, deadline);
+  // Not queued: nothing will change before Redis is back, so the answer is what is recorded now.
+  const queued = await queueBuild(p, run.id);
+  const known = await waitForOutcomes(p, run.id, spec.recipients.length, queued ? deadline : Date.now());
   return {
     runId: run.id,
     recipientsSent: known.sent,
@@ -166,14 +167,17 @@ async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted
   return run;
 }
 
-/** Not queued at all: the run ends failed, so no worker sends what the caller was told failed. */
-async function queueOrFail(p: ReportDeps, runId: string, recipients: number): Promise<void> {
+/**
+ * The run is recorded: when its build cannot be queued (Redis away), it waits in `queued` for the
+ * reconciler, which queues it once Redis is back; false then, and the answer says what is pending.
+ */
+async function queueBuild(p: ReportDeps, runId: string): Promise<boolean> {
   try {
     await enqueueBuild(p, runId);
+    return true;
   } catch (err) {
-    const reason = `the report could not be queued: ${err instanceof Error ? err.message : String(err)}`;
-    await failRunRecords(p.prisma, runId, reason, ['queued'], { recipientsFailed: recipients }).catch((recordErr: unknown) => p.log.error({ err: recordErr, runId }, 'could not record a report that was not queued'));
-    throw err;
+    p.log.warn({ err, runId }, 'report recorded but not queued; the reconciler queues it when Redis is back');
+    return false;
   }
 }
 

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
+import { redisHealth } from '../shared/redis-health.ts';
 
 /**
  * The pub/sub channel of change notices, `<process tag> <sequence> <broker id>`: every receiver drops
@@ -256,8 +257,8 @@ export function createServiceReadCache(options: ServiceReadCacheOptions): Servic
   let closed = false;
   /** When the subscription last heard anything (a heartbeat, ours included, or a notice). */
   let lastHeard = 0;
-  /** The cache is used only while notices are known to arrive: subscribed and heard from lately. */
-  const live = (): boolean => subscribed && Date.now() - lastHeard < livenessMs;
+  /** The cache is used only while notices are known to arrive: subscribed, heard from lately, and Redis not stalled. */
+  const live = (): boolean => subscribed && redisHealth(redis).usable() && Date.now() - lastHeard < livenessMs;
 
   const subscriber = ttlMs > 0
     ? subscribeToChanges(redis, logger, notices.tag, {

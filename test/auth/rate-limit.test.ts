@@ -4,7 +4,7 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createGate } from '../../src/auth/gate.ts';
-import { createKeyRateLimiter, leaseSize, RATE_LIMIT_PREFIX, RateLimitUnavailableError } from '../../src/auth/rate-limit.ts';
+import { createKeyRateLimiter, insuredLimit, leaseSize, RATE_LIMIT_PREFIX } from '../../src/auth/rate-limit.ts';
 import { requestRedis, waitUntilReady } from '../../src/redis.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey } from '../helpers/factories.ts';
@@ -89,23 +89,45 @@ describe('rate limit per key', () => {
     assertHeaders(invalid, 10, 8);
   });
 
-  test('with Redis down the request answers 500 server_error at once', async () => {
+  test('with Redis down requests are served, each process counting alone at its share of the limit', async () => {
     const dead = requestRedis({ options: { path: '/nonexistent/capi-redis.sock' }, description: 'none', stop: async () => {} });
     dead.on('error', () => {});
-    const gate = createGate({ prisma: t.prisma, redis: dead, logger: t.deps.logger });
+    const gate = createGate({ prisma: t.prisma, redis: dead, logger: t.deps.logger, apiProcesses: 2 });
     const app = createApp({ ...t.deps, redis: dead, gate: gate.gate });
-    const k = await apiKey(t.prisma);
+    const k = await apiKey(t.prisma, { rateLimit: 5 });
     try {
-      // The first request also compiles the validator and loads the key: time the second one.
-      assert.equal((await authCheck(app, k.key)).status, 500);
-      const started = Date.now();
-      const res = await authCheck(app, k.key);
-      assert.equal(res.status, 500);
-      assert.equal(res.body.error.code, 'server_error');
-      assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+      // A key of 5 a minute on two API processes: 2 here.
+      assert.equal(insuredLimit(5, 2), 2);
+      for (let i = 1; i <= 2; i++) {
+        const res = await authCheck(app, k.key);
+        assert.equal(res.status, 200, `request ${i}: ${JSON.stringify(res.body)}`);
+        assertHeaders(res, 2, 2 - i);
+      }
+      const refused = await authCheck(app, k.key);
+      assert.equal(refused.status, 429);
+      assert.equal(refused.body.error.code, 'rate_limit_exceeded');
+      assert.ok(int(refused.headers['retry-after']) >= 1);
+      // Nothing of this reached the shared count.
+      assert.equal(await t.deps.redis.get(`${RATE_LIMIT_PREFIX}:${k.id}`), null);
     } finally {
       dead.disconnect();
       await gate.apiLog.close();
+    }
+  });
+
+  test('a 304 counted by the insurance gives its unit back to the insurance', async () => {
+    const dead = requestRedis({ options: { path: '/nonexistent/capi-redis.sock' }, description: 'none', stop: async () => {} });
+    dead.on('error', () => {});
+    const limiter = createKeyRateLimiter(dead);
+    try {
+      const first = await limiter.consume('key_insured_refund', 3);
+      assert.equal(first.insured, true);
+      assert.equal(first.remaining, 2);
+      assert.equal(limiter.refund('key_insured_refund', 3, first)?.remaining, 3);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal((await limiter.consume('key_insured_refund', 3)).remaining, 2, 'the unit is back in the count');
+    } finally {
+      dead.disconnect();
     }
   });
 });
@@ -157,18 +179,22 @@ describe('requests claimed from Redis in blocks', () => {
     assert.equal(await redisCount(k.id), 100);
   });
 
-  test('a request is refused at once when Redis is gone, though its process still holds a block', async () => {
+  test('a block held when Redis goes away is not served from: the insurance counts instead', async () => {
     const redis = requestRedis(t.redisEndpoint);
     redis.on('error', () => {});
     await waitUntilReady(redis);
     const limiter = createKeyRateLimiter(redis);
     const first = await limiter.consume('key_block_test', 6400);
     assert.equal(first.remaining, 6399);
+    assert.equal(first.insured, undefined);
     const closed = new Promise((resolve) => redis.once('end', resolve));
     redis.disconnect();
     await closed;
-    await assert.rejects(limiter.consume('key_block_test', 6400), RateLimitUnavailableError);
-    assert.throws(() => limiter.tryConsume('key_block_test', 6400), RateLimitUnavailableError);
+    assert.equal(limiter.tryConsume('key_block_test', 6400), undefined, 'nothing from the block');
+    const insured = await limiter.consume('key_block_test', 6400);
+    assert.equal(insured.insured, true);
+    assert.equal(insured.limit, 6400);
+    assert.equal(insured.remaining, 6399, 'the insurance counts on its own');
   });
 
   test('tryConsume counts from the block without Redis, and leaves what needs Redis to consume', async () => {
