@@ -86,8 +86,6 @@ export const missingParameter = (missing: string[], required: string[] = missing
 export const invalidParameter = (field: string, location: string, rule: string, reason: string, extra: ErrorDetails = {}) =>
   new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason, ...extra });
 
-export const serverError = (message = 'An internal error occurred; the request may be retried after a delay') =>
-  new ApiError('server_error', message);
 
 /** A dependency is away for a while (an outage, not a fault of ours): retry after `retryAfterSeconds`. */
 export const serviceUnavailable = (retryAfterSeconds = 1) =>
