@@ -9,7 +9,16 @@ import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import { PrismaInstrumentation } from '@prisma/instrumentation';
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
-import type { SpanAttributes, WorkSpan } from './tracing.ts';
+
+export type SpanAttributes = Record<string, string | number | boolean | undefined>;
+
+/** What a piece of work may say of itself on its span (with tracing off, tracing.ts hands a no-op one). */
+export interface WorkSpan {
+  set(attributes: SpanAttributes): void;
+  rename(name: string): void;
+  /** Marks the span failed (an exception or a 5xx). */
+  fail(error?: unknown): void;
+}
 
 export interface TracingSdk {
   jobTelemetry: Telemetry;

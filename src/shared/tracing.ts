@@ -4,17 +4,7 @@
  * once tracing is on, so a process without the variable loads no OpenTelemetry module at all.
  */
 import type { Telemetry } from 'bullmq';
-import type { TracingSdk } from './tracing-sdk.ts';
-
-export type SpanAttributes = Record<string, string | number | boolean | undefined>;
-
-/** What a piece of work may say of itself on its span (nothing happens with tracing off). */
-export interface WorkSpan {
-  set(attributes: SpanAttributes): void;
-  rename(name: string): void;
-  /** Marks the span failed (an exception or a 5xx). */
-  fail(error?: unknown): void;
-}
+import type { SpanAttributes, TracingSdk, WorkSpan } from './tracing-sdk.ts';
 
 const NO_SPAN: WorkSpan = { set() {}, rename() {}, fail() {} };
 
