@@ -1,8 +1,9 @@
 /**
  * One trace per request across the queue (src/shared/tracing.ts): an in-process OTLP/HTTP receiver
  * (http/json) records the spans; one report request is one trace holding its HTTP span, the build
- * job's span, each e-mail job's and each e-mail's SMTP answer. Without the variable, nothing of
- * OpenTelemetry is loaded at all.
+ * job's span, each e-mail job's and each e-mail's SMTP answer; the webhook delivery of its
+ * `report.completed` event, claimed from the database, is a trace of its own. Without the variable,
+ * nothing of OpenTelemetry's SDK is loaded at all.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -15,6 +16,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { runFile } from '../helpers/run-file.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import { startReceiver as startWebhookReceiver, webhookEndpoint } from '../helpers/webhooks.ts';
 import { addInvoices, createReportTestApp, type ReportTestApp } from '../reports/harness.ts';
 
 interface ReceivedSpan {
@@ -62,7 +64,8 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT, http/json)', () => {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
     assert.equal(await startTracing('all'), true);
-    h = await createReportTestApp();
+    // Private URLs for the webhook receiver on 127.0.0.1: every worker of the app may claim its delivery.
+    h = await createReportTestApp({ webhookAllowPrivateUrls: true });
     smtp = await startTestSmtp();
   });
   after(async () => {
@@ -71,9 +74,12 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT, http/json)', () => {
     await receiver?.close();
   });
 
-  test('one report request is one trace: its HTTP span, the build job, each e-mail job and each SMTP answer', async () => {
+  test('one report request is one trace: its HTTP span, the build job, each e-mail job and each SMTP answer; its webhook delivery one of its own', async () => {
     const key = await apiKey(h.t.prisma, { scopes: ['reports:generate'], rateLimit: 10_000 });
     await addInvoices(h.t, key.brokerId, [{ status: 'paid', date: '2025-05-02' }]);
+    const hooks = await startWebhookReceiver();
+    after(() => hooks.stop());
+    const endpoint = await webhookEndpoint(h.t.prisma, await h.t.deps.credentials(), { brokerId: key.brokerId, url: hooks.url('trace') });
     const { app } = await h.withJobs({ smtpUrl: smtp.url });
     const recipients = ['trace.one@broker.example', 'trace.two@broker.example'];
     const res = await request(app)
@@ -116,6 +122,23 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT, http/json)', () => {
     // Every span hangs from the request's: one tree, no orphan.
     const ids = new Set(trace.map((s) => s.spanId));
     for (const s of trace) if (s !== requestSpan) assert.ok(s.parentSpanId && ids.has(s.parentSpanId), `${s.name} has its parent in the trace`);
+
+    // The report.completed event's delivery: claimed from the database by the dispatcher, so a trace of its own.
+    const delivery = await eventually(async () => {
+      await flushTracing();
+      return receiver.spans.find((s) => s.name === 'webhook delivery' && s.attributes['webhook.event_type'] === 'report.completed');
+    }, 20_000, 'the webhook delivery span exported');
+    assert.equal(delivery.attributes['webhook.endpoint_id'], endpoint.id);
+    assert.equal(delivery.attributes['http.response.status_code'], 200, JSON.stringify(delivery.attributes));
+    assert.ok(!JSON.stringify(delivery).includes(hooks.url('trace')), 'never the endpoint URL');
+    assert.notEqual(delivery.traceId, requestSpan.traceId);
+    // The job's span ends after the attempt's, so it may come in a later export.
+    const deliveryTrace = await eventually(async () => {
+      await flushTracing();
+      const names = receiver.spans.filter((s) => s.traceId === delivery.traceId).map((s) => s.name);
+      return names.includes('process webhooks') ? names : undefined;
+    }, 10_000, 'the delivery job span exported');
+    assert.ok(deliveryTrace.includes('add webhooks.deliver'), deliveryTrace.join(', '));
     assert.ok([...receiver.contentTypes].every((c) => c === 'POST /v1/traces application/json'), [...receiver.contentTypes].join('; '));
   });
 });
