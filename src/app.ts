@@ -14,6 +14,7 @@ import { chain, dispatchOperations, fastAppSettings, parseQueryOnce } from './ht
 import { isMounted, operationHandlers, operationRules } from './http/operation.ts';
 import { requestId } from './http/request-id.ts';
 import { requestLog } from './http/request-log.ts';
+import { requestTracing } from './http/tracing.ts';
 import { apiSecurityHeaders } from './http/security-headers.ts';
 import { createValidator } from './http/validation.ts';
 import { createIdempotency } from './http/idempotency.ts';
@@ -116,6 +117,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
       // Probes and scrapes every few seconds would drown the request log (they are still counted).
       requestLog(logger, OPS_PATHS, recordHttpRequest),
       requestId,
+      ...requestTracing(),
       // Security headers on every response: the set OWASP's REST Security Cheat Sheet names for
       // API responses (no framing, no sniffing, HTTPS only, no referrer). Headers that only
       // guard HTML documents (COOP, Origin-Agent-Cluster, X-DNS-Prefetch-Control,

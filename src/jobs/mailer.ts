@@ -8,6 +8,7 @@ import { createTransport } from 'nodemailer';
 import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { siblingModule, startThread } from '../shared/threads.ts';
+import { traced } from '../shared/tracing.ts';
 
 export interface MailAttachment {
   filename: string;
@@ -170,9 +171,17 @@ export function createMailer(config: Config): Mailer {
     describe: describeMailer(config),
     send(message) {
       const id = nextId++;
-      return new Promise<SentMail>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        threadOf().postMessage({ type: 'send', id, message } satisfies ToMailThread);
+      // The span ends with the transport's answer: the SMTP server's reply on it, never the address.
+      return traced('e-mail send', 'client', { 'messaging.message.id': message.messageId }, async (span) => {
+        const sent = await new Promise<SentMail>((resolve, reject) => {
+          pending.set(id, { resolve, reject });
+          threadOf().postMessage({ type: 'send', id, message } satisfies ToMailThread);
+        }).catch((err: unknown) => {
+          span.set({ 'smtp.response': describeMailError(err) });
+          throw err;
+        });
+        span.set({ 'smtp.response': sent.response });
+        return sent;
       });
     },
     close() {

@@ -6,6 +6,7 @@ import { Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import type { RedisEndpoint } from '../redis.ts';
+import { jobTelemetry } from '../shared/tracing.ts';
 
 export const DEFAULT_PREFIX = 'capi';
 
@@ -74,7 +75,7 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   // skipVersionCheck: BullMQ keeps a timed-out start-up INFO as a permanent failure of the queue, so a
   // busy start would fail every later job; the workers still check the Redis version.
   const queues = new Map(
-    options.queues.map((name) => [name, new Queue(name, { connection: producerRedis, prefix, defaultJobOptions: KEEP, skipVersionCheck: true })]),
+    options.queues.map((name) => [name, new Queue(name, { connection: producerRedis, prefix, defaultJobOptions: KEEP, skipVersionCheck: true, telemetry: jobTelemetry() })]),
   );
   for (const q of queues.values()) q.on('error', (err) => log.debug({ err }, 'queue error'));
   const queue = (name: string): Queue => {
@@ -131,6 +132,8 @@ function newWorker(options: JobQueuesOptions, prefix: string, isClosing: () => b
     connection: workerConnection(options.redisEndpoint, isClosing),
     prefix,
     concurrency: spec.concurrency,
+    // With tracing on, a job's span joins the trace of whatever queued it (src/shared/tracing.ts).
+    telemetry: jobTelemetry(),
     settings: { backoffStrategy: options.retryDelayMs },
     // A job of a worker that died is handed to another within two of these (its lock expires and a
     // stalled-job check sees it); a lock is renewed at half of it.

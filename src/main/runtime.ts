@@ -29,6 +29,7 @@ import { registerProcess, sharedSettingsOf } from '../ops/process-registry.ts';
 import { requestRedis, startRedis, waitUntilReady, type RedisEndpoint } from '../redis.ts';
 import { createServiceReadCache } from '../services/read-cache.ts';
 import { openChunkReader } from '../reports/index.ts';
+import { flushTracing, startTracing } from '../shared/tracing.ts';
 import { listen, type ServerTimeouts } from './server.ts';
 
 export type { Role };
@@ -180,6 +181,8 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
   // before it would see their first commands time out while the event loop is blocked.
   const contract = role === 'worker' ? undefined : loadContract();
   try {
+    // Before the queues and the app are made: they take their spans' hooks when made. Flushed last.
+    if (await startTracing(role, env)) closers.push(['tracing', flushTracing]);
     const redisEndpoint = await startRedis(config.redisUrl);
     closers.push(['redis', () => redisEndpoint.stop()]);
     const database = await openRuntimeDatabase(config, logger, env, options);

@@ -30,6 +30,7 @@ import {
 import type { WorkerLiveness } from './heartbeat.ts';
 import { nextAttemptDelayMs } from './schedule.ts';
 import { signatureHeaders } from './sign.ts';
+import { traced } from '../shared/tracing.ts';
 
 /** The queue of webhook attempts. */
 export const WEBHOOKS_QUEUE = 'webhooks';
@@ -204,7 +205,14 @@ async function attempt(options: WebhookWorkOptions, log: Logger, delivery: Deliv
   const attemptedAt = new Date();
   const body = eventBody(event);
   const headers = signatureHeaders({ eventId: event.id, body, secrets: await secretsOf(endpoint, options.decrypt, attemptedAt), at: attemptedAt });
-  const result = await deliver({ url: endpoint.url, body, headers, timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, userAgent: WEBHOOK_USER_AGENT });
+  // The endpoint's id, never its URL (a receiver's URL may hold a token of its own).
+  const spanOf = { 'webhook.delivery_id': deliveryId, 'webhook.endpoint_id': endpoint.id, 'webhook.attempt': number, 'webhook.event_type': event.type };
+  const result = await traced('webhook delivery', 'client', spanOf, async (span) => {
+    const answer = await deliver({ url: endpoint.url, body, headers, timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, userAgent: WEBHOOK_USER_AGENT });
+    span.set({ 'http.response.status_code': answer.status, 'webhook.error': answer.error });
+    if (!answer.ok) span.fail();
+    return answer;
+  });
   // Not recorded (the database away): the job fails, the lease lapses and the attempt is made again.
   const recorded = await recordAttempt(prisma, {
     deliveryId,
