@@ -86,7 +86,6 @@ export const missingParameter = (missing: string[], required: string[] = missing
 export const invalidParameter = (field: string, location: string, rule: string, reason: string, extra: ErrorDetails = {}) =>
   new ApiError('invalid_parameter', `Invalid parameter ${field}: ${reason}`, { field, location, rule, reason, ...extra });
 
-
 /** A dependency is away for a while (an outage, not a fault of ours): retry after `retryAfterSeconds`. */
 export const serviceUnavailable = (retryAfterSeconds = 1) =>
   new ApiError('service_unavailable', `The service is temporarily unavailable; retry after ${retryAfterSeconds} seconds`, undefined, {
