@@ -25,6 +25,8 @@
  * against that commit's, in alternating rounds (BENCH_ROUNDS, 4). BENCH_NODE_FLAGS: node flags added
  * to `npm start`'s for the API process (e.g. `--max-semi-space-size=32`), to try a setting;
  * BENCH_B_NODE_FLAGS: added to side B's only in an A/B (BENCH_BASE=HEAD compares the flags alone).
+ * BENCH_BUILT=1 skips the build (dist/ is current). With a profile, each timed run's span goes to
+ * var/bench-profile/windows-<pid>.json for `npm run bench:stages` (bench/profile-stages.ts).
  * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
