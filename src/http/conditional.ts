@@ -28,7 +28,8 @@ export function useEntityTagSecret(credentialsKey: Buffer): void {
 /**
  * Tags of small one-off bodies already tagged, by the body's text: a polling client's auth-check
  * or resource answer repeats byte for byte, and a look-up costs a fraction of the HMAC (its share
- * of a request is in bench/README.md). Bounded in count and size; started over when full.
+ * of a request is in bench/README.md). Bounded in count and size; started over when full. The
+ * bodies stay in this process's memory only, as the read cache's pages do.
  */
 const tagsOfBodies = new Map<string, string>();
 const TAGGED_BODIES_KEPT = 512;
