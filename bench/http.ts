@@ -25,11 +25,13 @@
  * against that commit's, in alternating rounds (BENCH_ROUNDS, 4). BENCH_NODE_FLAGS: node flags added
  * to `npm start`'s for the API process (e.g. `--max-semi-space-size=32`), to try a setting;
  * BENCH_B_NODE_FLAGS: added to side B's only in an A/B (BENCH_BASE=HEAD compares the flags alone).
+ * BENCH_BUILT=1 skips the build (dist/ is current). With a profile, each timed run's span goes to
+ * var/bench-profile/windows-<pid>.json for `npm run bench:stages` (bench/profile-stages.ts).
  * Goal: authenticated routes at >= 50% of the bare route's throughput, p99 < 20 ms.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -38,6 +40,7 @@ import express from 'express';
 import { runAdminSql } from '../src/db/client.ts';
 import { buildBase } from './base.ts';
 import { startScript } from './start-script.ts';
+import type { Window } from './profile-stages.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(SELF), '..');
@@ -295,6 +298,19 @@ function memoryMb(pid: number | undefined): { rss: number; peak: number } {
   }
 }
 
+/** CLOCK_MONOTONIC in µs: the clock of V8's CPU profiles, in every process of the host. */
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** Each timed run's span, for bench/profile-stages.ts (written beside the profiles). */
+const windows: Window[] = [];
+
+function writeWindows(): void {
+  if (!process.env.BENCH_PROFILE || windows.length === 0) return;
+  const dir = path.join(ROOT, 'var', 'bench-profile');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, `windows-${process.pid}.json`), JSON.stringify(windows));
+}
+
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 async function measure(
@@ -310,9 +326,12 @@ async function measure(
   const cpuBefore = cpuTimeUs(pid);
   const dbBefore = childrenCpuTimeUs(children);
   const clientBefore = process.cpuUsage();
+  const startUs = monotonicUs();
   const r = await run(DURATION);
+  const endUs = monotonicUs();
   const answered = Math.max(1, r.requests.total);
   const cpuUs = (cpuTimeUs(pid) - cpuBefore) / answered;
+  if (pid !== undefined) windows.push({ pid, route: name, startUs, endUs, requests: answered, cpuUs });
   const dbCpuUs = (childrenCpuTimeUs(children) - dbBefore) / answered;
   const client = process.cpuUsage(clientBefore);
   const clientCpuUs = (client.user + client.system) / answered;
@@ -434,6 +453,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
     }
     console.log(`\nA/B, medians of ${rounds} alternating rounds (${serverUrl ? 'PostgreSQL' : 'PGlite'}, ${CONNECTIONS} connections, ${DURATION} s each): A = ${baseRev}, B = this checkout`);
     console.table(rows);
+    if (process.env.BENCH_JSON) console.log(JSON.stringify({ base: baseRev, rounds, ab: rows }));
   } finally {
     for (const side of started) {
       await stopServer(side.child);
@@ -445,8 +465,11 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
 
 async function main(): Promise<void> {
   // What `npm start` does first (prestart): bring dist/ up to date.
-  const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('npm run build failed');
+  // BENCH_BUILT=1: dist/ is known to be current (bench/profile-stages.ts built it for its first run).
+  if (process.env.BENCH_BUILT !== '1') {
+    const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+    if (built.status !== 0) throw new Error('npm run build failed');
+  }
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   // The API's settings in production, on a free loopback port.
   const serverEnv: NodeJS.ProcessEnv = {
@@ -511,6 +534,7 @@ async function main(): Promise<void> {
   const bares = results.filter((r) => r.ceiling === 'bare');
   const ceiling = mean(bares, (r) => r.rps);
   const bareCpu = mean(bares, (r) => r.cpuUs);
+  const listenBareCpu = mean(results.filter((r) => r.ceiling === 'bare-listen'), (r) => r.cpuUs);
   const listenCeiling = mean(results.filter((r) => r.ceiling === 'bare-listen'), (r) => r.rps);
   const share = (rps: number, of: number) => `${((100 * rps) / of).toFixed(0)}%`;
   const rows = results.map((r) => ({
@@ -522,6 +546,8 @@ async function main(): Promise<void> {
     "of bare on API's server": share(r.rps, listenCeiling),
     'CPU µs/req': Math.round(r.cpuUs),
     'CPU × bare': (r.cpuUs / bareCpu).toFixed(2),
+    // The issue 49 ratio: a route's CPU a request against the bare route's on the same (our) server.
+    "CPU × bare on API's server": (r.cpuUs / listenBareCpu).toFixed(2),
     'RSS MB (peak)': `${Math.round(r.rssMb)} (${Math.round(r.peakRssMb)})`,
     'non-2xx': r.non2xx,
     errors: r.errors,
@@ -550,6 +576,7 @@ else {
   try {
     await main();
   } finally {
+    writeWindows();
     if (process.env.BENCH_KEEP_LOGS !== '1') for (const file of logFiles) rmSync(file, { force: true });
   }
 }

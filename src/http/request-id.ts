@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { holdsKey } from '../ops/redact.ts';
 import { knownHeader, setKnownHeader } from './known-headers.ts';
@@ -6,10 +6,19 @@ import { knownHeader, setKnownHeader } from './known-headers.ts';
 /** A client's own id is kept only if it is short and plain, so it is safe in headers and logs. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** `req_` and 32 hex digits: a random UUID without its dashes (sliced: a regex replace cost more). */
+/** Random bytes for 256 ids, filled again when used up: one native call a request, not a UUID's five slices. */
+const ID_BYTES = 16;
+const pool = Buffer.alloc(ID_BYTES * 256);
+let used = pool.length;
+
+/** `req_` and 32 hex digits: 128 random bits (a quarter of the UUID-based id's cost in bench/README.md). */
 function newRequestId(): string {
-  const u = randomUUID();
-  return `req_${u.slice(0, 8)}${u.slice(9, 13)}${u.slice(14, 18)}${u.slice(19, 23)}${u.slice(24)}`;
+  if (used === pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  used += ID_BYTES;
+  return `req_${pool.toString('hex', used - ID_BYTES, used)}`;
 }
 
 /**
