@@ -3,7 +3,7 @@
  * this page's origin, authenticated by the console session's cookie, never by a key in the page.
  * Every call that changes something carries the session's CSRF token.
  */
-import { ClientApiError, createClient, EVENT_TYPES, type components, type EventType } from '../../clients/typescript/dist/index.js';
+import { ClientApiError, createClient, EVENT_TYPES, type ApiClient, type components, type EventType } from '../../clients/typescript/dist/index.js';
 
 export type Schemas = components['schemas'];
 export { ClientApiError, EVENT_TYPES, type EventType };
@@ -26,7 +26,26 @@ function sessionFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Res
 }
 
 // The client's Authorization header is dropped by sessionFetch; apiKey only fills its required option.
-export const api = createClient({ baseUrl: '', apiKey: 'console-session', maxRetries: 1, fetch: sessionFetch });
+const client = createClient({ baseUrl: '', apiKey: 'console-session', maxRetries: 1, fetch: sessionFetch });
+
+/**
+ * A client with a fetch of its own admits a 304 on every call; the console sends no If-None-Match
+ * (sessionFetch adds none, and the browser answers its own revalidations as 200s), so a 304 here is
+ * a fault, thrown like any refusal, and the views read answers that always carry data.
+ */
+type AnyCall = (...args: unknown[]) => Promise<{ notModified: boolean }>;
+function withData<M>(call: AnyCall): M {
+  return (async (...args: unknown[]) => {
+    const result = await call(...args);
+    if (result.notModified) throw new ClientApiError('not_modified', 'The API answered 304 Not Modified to a call the console did not make conditional', 304, undefined, undefined);
+    return result;
+  }) as M;
+}
+
+export const api: ApiClient = {
+  GET: withData<ApiClient['GET']>(client.GET as AnyCall),
+  POST: withData<ApiClient['POST']>(client.POST as AnyCall),
+};
 
 /** A refusal as the page shows it. */
 export interface Problem {

@@ -64,7 +64,7 @@ function eventFilter(patterns) {
 }
 /** The body of a real delivery: the same JSON, field for field, as the server POSTs (src/webhooks/dispatcher.ts, eventBody). */
 export function deliveryBody(event) {
-    return JSON.stringify({ object: event.object, id: event.id, type: event.type, created_at: event.created_at, mode: event.mode, data: event.data });
+    return JSON.stringify({ object: event.object, id: event.id, sequence: event.sequence, type: event.type, created_at: event.created_at, mode: event.mode, data: event.data });
 }
 /** Standard Webhooks headers: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the secret's key. */
 export function signedHeaders(eventId, body, key, at = new Date()) {

@@ -99,7 +99,7 @@ function eventFilter(patterns: readonly string[]): (type: string) => boolean {
 
 /** The body of a real delivery: the same JSON, field for field, as the server POSTs (src/webhooks/dispatcher.ts, eventBody). */
 export function deliveryBody(event: Event): string {
-  return JSON.stringify({ object: event.object, id: event.id, type: event.type, created_at: event.created_at, mode: event.mode, data: event.data });
+  return JSON.stringify({ object: event.object, id: event.id, sequence: event.sequence, type: event.type, created_at: event.created_at, mode: event.mode, data: event.data });
 }
 
 /** Standard Webhooks headers: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the secret's key. */
