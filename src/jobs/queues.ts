@@ -6,6 +6,7 @@ import { Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import type { RedisEndpoint } from '../redis.ts';
+import { redisHealth, type RedisHealth } from '../shared/redis-health.ts';
 
 export const DEFAULT_PREFIX = 'capi';
 
@@ -71,6 +72,7 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
     retryStrategy: (times) => (closing ? null : Math.min(times * 100, 1000)),
   });
   producerRedis.on('error', (err) => log.debug({ err }, 'producer redis error'));
+  const health = redisHealth(producerRedis);
   // skipVersionCheck: BullMQ keeps a timed-out start-up INFO as a permanent failure of the queue, so a
   // busy start would fail every later job; the workers still check the Redis version.
   const queues = new Map(
@@ -85,6 +87,10 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   let workers: Worker[] = [];
 
   async function add(name: string, jobName: string, data: object, jobOptions: JobsOptions): Promise<void> {
+    return whileUsable(health, () => addNow(name, jobName, data, jobOptions));
+  }
+
+  async function addNow(name: string, jobName: string, data: object, jobOptions: JobsOptions): Promise<void> {
     const q = queue(name);
     if (jobOptions.jobId !== undefined) {
       const state = await q.getJobState(jobOptions.jobId);
@@ -119,11 +125,48 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   return {
     prefix,
     add,
-    isLive: async (name, jobId) => LIVE_STATES.has(await queue(name).getJobState(jobId)),
+    isLive: (name, jobId) => whileUsable(health, async () => LIVE_STATES.has(await queue(name).getJobState(jobId))),
     startWorkers,
     isClosing,
     close,
   };
+}
+
+/** A queue call refused because Redis is down or stalled (src/shared/redis-health.ts). */
+export class QueueUnavailableError extends Error {
+  constructor() {
+    super('Redis is unusable (down or stalled): the job was not queued');
+  }
+}
+
+/** How often a call in flight looks whether Redis has stalled meanwhile. */
+const STALL_LOOK_MS = 50;
+
+/**
+ * Runs `work` on the producer connection unless Redis is unusable, and gives up on it as soon as the
+ * stall detector sees Redis stall (within 1 s), not at the 3 s command timeout: a request that queues
+ * a job (a password notice, a report) answers within 2 s of a freeze. What was sent may still run
+ * when Redis resumes (reports and deliveries have fixed job ids and reconcilers).
+ */
+function whileUsable<T>(health: RedisHealth, work: () => Promise<T>): Promise<T> {
+  if (!health.usable()) return Promise.reject(new QueueUnavailableError());
+  return new Promise<T>((resolve, reject) => {
+    const look = setInterval(() => {
+      if (health.usable()) return;
+      clearInterval(look);
+      reject(new QueueUnavailableError());
+    }, STALL_LOOK_MS);
+    work().then(
+      (value) => {
+        clearInterval(look);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearInterval(look);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }
 
 function newWorker(options: JobQueuesOptions, prefix: string, isClosing: () => boolean, name: string, spec: WorkerSpec): Worker {
