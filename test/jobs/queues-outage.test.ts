@@ -28,14 +28,7 @@ const tryAdd = (name: string) => queues.add('mail', name, { n: name }, {}).then(
 before(async () => {
   port = await freePort();
   server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  queues = createJobQueues({
-    redisEndpoint: { options: { host: '127.0.0.1', port }, description: 'freezable redis', stop: async () => {} },
-    queues: ['mail'],
-    logger: createLogger('silent'),
-    retryDelayMs: () => 1000,
-    stalledAfterMs: 30_000,
-    closeTimeoutMs: 1000,
-  });
+  queues = newQueues();
   for (let i = 0; i < 200 && (await tryAdd('warm')) !== 'added'; i++) await sleep(25);
 });
 after(async () => {
@@ -44,7 +37,26 @@ after(async () => {
   await queues?.close();
 });
 
+const newQueues = () =>
+  createJobQueues({
+    redisEndpoint: { options: { host: '127.0.0.1', port }, description: 'freezable redis', stop: async () => {} },
+    queues: ['mail'],
+    logger: createLogger('silent'),
+    retryDelayMs: () => 1000,
+    stalledAfterMs: 30_000,
+    closeTimeoutMs: 1000,
+  });
+
 describe('queueing a job while Redis is frozen (SIGSTOP)', () => {
+  test('a producer just made waits for its first connection: not a stall', async () => {
+    const fresh = newQueues();
+    try {
+      await fresh.add('mail', 'first', { n: 'first' }, {});
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test('an add in flight fails as the stall is seen, not at its command timeout; later adds are refused at once; added again after', async () => {
     assert.equal(await tryAdd('before'), 'added');
     server.kill('SIGSTOP');
@@ -64,7 +76,7 @@ describe('queueing a job while Redis is frozen (SIGSTOP)', () => {
     assert.equal(again, 'added');
     const check = new Redis({ host: '127.0.0.1', port });
     try {
-      assert.ok((await check.llen('capi:mail:wait')) >= 3, 'the adds before and after the freeze are queued');
+      assert.ok((await check.llen('capi:mail:wait')) >= 4, 'the adds before and after the freeze are queued');
     } finally {
       check.disconnect();
     }
