@@ -202,3 +202,25 @@ export async function startSplitDeployment(prefix: string, settings: NodeJS.Proc
     },
   };
 }
+
+/** `count` clients, each calling `call(client, n)` one after another until `stop()`; the answers so far. */
+export function concurrentClients<A>(count: number, call: (client: number, n: number) => Promise<A>): { answers: A[]; stop(): Promise<void> } {
+  const answers: A[] = [];
+  let running = true;
+  const loops = Array.from({ length: count }, async (_, i) => {
+    for (let n = 0; running; n++) answers.push(await call(i, n));
+  });
+  return {
+    answers,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** The nearest-rank percentile `p` of `values` (0 for none). */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}

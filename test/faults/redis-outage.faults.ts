@@ -15,7 +15,7 @@ import { createCredentials } from '../../src/db/credentials.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 import { apiAddress, freePort, sleep, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { concurrentClients, faultsAvailable, percentile, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 20_000;
@@ -122,20 +122,7 @@ function call(i: number, n: number, key: string): Promise<Answer> {
 }
 
 /** 4 clients, each calling one request after another until `stop()`; the answers so far. */
-function clients(key: string): { answers: Answer[]; stop(): Promise<void> } {
-  const answers: Answer[] = [];
-  let running = true;
-  const loops = Array.from({ length: 4 }, async (_, i) => {
-    for (let n = 0; running; n++) answers.push(await call(i, n, key));
-  });
-  return {
-    answers,
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
+const clients = (key: string) => concurrentClients(4, (i, n) => call(i, n, key));
 
 /**
  * Until `stop()`: the ETag of one service read through API 2, a new password set through API 1,
@@ -163,10 +150,6 @@ function conditionalReads(key: string): { answers: Answer[]; stop(): Promise<voi
   };
 }
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 const ok = (a: Answer) => a.status >= 200 && a.status < 300;
 function byStatus(answers: Answer[]): string {
   const counts = new Map<string, number>();

@@ -1,26 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createJobQueues, QueueUnavailableError, type JobQueues } from '../../src/jobs/index.ts';
 import { createLogger } from '../../src/logger.ts';
+import { freePort } from '../ops/helpers.ts';
 
 // Redis frozen (SIGSTOP) keeps the producer's connection open and answers nothing: a job added then
 // (a password notice inside a request) must fail once the stall is seen, not at the command timeout.
 let server: ChildProcess;
 let port: number;
 let queues: JobQueues;
-
-async function freePort(): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 /** Adds a job; how it ended. */
 const tryAdd = (name: string) => queues.add('mail', name, { n: name }, {}).then(() => 'added' as const, (err: unknown) => err);
