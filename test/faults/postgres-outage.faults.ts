@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { apiKey } from '../helpers/factories.ts';
-import { apiAddress, freePort, sleep, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { concurrentClients, faultsAvailable, percentile, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { sleep, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 10_000;
@@ -40,15 +40,7 @@ before(async () => {
     REPORTS_PER_HOUR_PER_BROKER: '1000',
     CREDENTIALS_KEY: randomBytes(32).toString('hex'),
   };
-  // One PUBLIC_BASE_URL for every process of the database (docs/running-apart.md): the first API's.
-  const address = await apiAddress();
-  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
-  const first = await startRole('api', { ...env, PORT: address.PORT }, 180_000);
-  children.push(first);
-  const second = await startRole('api', { ...env, PORT: String(await freePort()) }, 180_000);
-  children.push(second);
-  apis.push(first, second);
-  children.push(await startRole('worker', env, 180_000));
+  apis.push(...(await startTwoApisAndWorker(env, children)));
   await withDatabaseAt(cluster.url, data.dir, async (db) => {
     const k = await apiKey(db.prisma, { rateLimit: 1_000_000 });
     key = k.key;

@@ -14,8 +14,8 @@ import { Redis } from 'ioredis';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
-import { apiAddress, freePort, sleep, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { concurrentClients, faultsAvailable, percentile, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { sleep, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 20_000;
@@ -48,15 +48,7 @@ before(async () => {
     CREDENTIALS_KEY,
     RATE_LIMIT_API_PROCESSES: '2',
   };
-  // One PUBLIC_BASE_URL for every process of the database (docs/running-apart.md): the first API's.
-  const address = await apiAddress();
-  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
-  const first = await startRole('api', { ...env, PORT: address.PORT }, 180_000);
-  children.push(first);
-  const second = await startRole('api', { ...env, PORT: String(await freePort()) }, 180_000);
-  children.push(second);
-  apis.push(first, second);
-  children.push(await startRole('worker', env, 180_000));
+  apis.push(...(await startTwoApisAndWorker(env, children)));
   await withDatabaseAt(cluster.url, data.dir, async (db) => {
     const { id: brokerId } = await broker(db.prisma);
     for (const name of ['stopped', 'frozen', 'probe'] as const) {
