@@ -6,6 +6,7 @@ import { Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import type { RedisEndpoint } from '../redis.ts';
+import { redisHealth } from '../shared/redis-health.ts';
 import { jobTelemetry } from '../shared/tracing.ts';
 
 export const DEFAULT_PREFIX = 'capi';
@@ -72,6 +73,10 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
     retryStrategy: (times) => (closing ? null : Math.min(times * 100, 1000)),
   });
   producerRedis.on('error', (err) => log.debug({ err }, 'producer redis error'));
+  const health = redisHealth(producerRedis);
+  // Connected but unanswered: a stall. Not yet connected, or down, is BullMQ's own case (it waits for
+  // the first connection; a lost one fails at once without the offline queue).
+  const stalled = () => producerRedis.status === 'ready' && !health.usable();
   // skipVersionCheck: BullMQ keeps a timed-out start-up INFO as a permanent failure of the queue, so a
   // busy start would fail every later job; the workers still check the Redis version.
   const queues = new Map(
@@ -86,6 +91,10 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   let workers: Worker[] = [];
 
   async function add(name: string, jobName: string, data: object, jobOptions: JobsOptions): Promise<void> {
+    return unlessStalled(stalled, () => addNow(name, jobName, data, jobOptions));
+  }
+
+  async function addNow(name: string, jobName: string, data: object, jobOptions: JobsOptions): Promise<void> {
     const q = queue(name);
     if (jobOptions.jobId !== undefined) {
       const state = await q.getJobState(jobOptions.jobId);
@@ -120,11 +129,48 @@ export function createJobQueues(options: JobQueuesOptions): JobQueues {
   return {
     prefix,
     add,
-    isLive: async (name, jobId) => LIVE_STATES.has(await queue(name).getJobState(jobId)),
+    isLive: (name, jobId) => unlessStalled(stalled, async () => LIVE_STATES.has(await queue(name).getJobState(jobId))),
     startWorkers,
     isClosing,
     close,
   };
+}
+
+/** A queue call refused because Redis is stalled (src/shared/redis-health.ts). */
+export class QueueUnavailableError extends Error {
+  constructor() {
+    super('Redis is stalled (connected, not answering): the job was not queued');
+  }
+}
+
+/** How often a call in flight looks whether Redis has stalled meanwhile. */
+const STALL_LOOK_MS = 50;
+
+/**
+ * Runs `work` on the producer connection unless Redis is stalled, and gives up on it as soon as the
+ * stall detector sees Redis stall (within 1 s), not at the 3 s command timeout: a request that queues
+ * a job (a password notice, a report) answers within 2 s of a freeze. What was sent may still run
+ * when Redis resumes (reports and deliveries have fixed job ids and reconcilers).
+ */
+function unlessStalled<T>(stalled: () => boolean, work: () => Promise<T>): Promise<T> {
+  if (stalled()) return Promise.reject(new QueueUnavailableError());
+  return new Promise<T>((resolve, reject) => {
+    const look = setInterval(() => {
+      if (!stalled()) return;
+      clearInterval(look);
+      reject(new QueueUnavailableError());
+    }, STALL_LOOK_MS);
+    work().then(
+      (value) => {
+        clearInterval(look);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearInterval(look);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }
 
 function newWorker(options: JobQueuesOptions, prefix: string, isClosing: () => boolean, name: string, spec: WorkerSpec): Worker {

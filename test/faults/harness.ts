@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser } from 'mailparser';
-import { freePort, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { apiAddress, freePort, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 
@@ -127,6 +127,8 @@ export async function startFaultySmtp(): Promise<FaultySmtp> {
       );
     },
   });
+  // A client killed mid-session (a worker SIGKILLed) resets its connection: not this test's failure.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.server.address() as { port: number }).port;
   return {
@@ -199,4 +201,42 @@ export async function startSplitDeployment(prefix: string, settings: NodeJS.Proc
       data.remove();
     },
   };
+}
+
+/** `count` clients, each calling `call(client, n)` one after another until `stop()`; the answers so far. */
+export function concurrentClients<A>(count: number, call: (client: number, n: number) => Promise<A>): { answers: A[]; stop(): Promise<void> } {
+  const answers: A[] = [];
+  let running = true;
+  const loops = Array.from({ length: count }, async (_, i) => {
+    for (let n = 0; running; n++) answers.push(await call(i, n));
+  });
+  return {
+    answers,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** The nearest-rank percentile `p` of `values` (0 for none). */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * Two APIs and a worker apart on `env` (each pushed to `children` once started, for the test to
+ * kill); the APIs. One PUBLIC_BASE_URL for every process of the database (docs/running-apart.md):
+ * the first API's, known before it starts.
+ */
+export async function startTwoApisAndWorker(env: NodeJS.ProcessEnv, children: RoleProcess[]): Promise<RoleProcess[]> {
+  const address = await apiAddress();
+  env.PUBLIC_BASE_URL = address.PUBLIC_BASE_URL;
+  const first = await startRole('api', { ...env, PORT: address.PORT }, 180_000);
+  children.push(first);
+  const second = await startRole('api', { ...env, PORT: String(await freePort()) }, 180_000);
+  children.push(second);
+  children.push(await startRole('worker', env, 180_000));
+  return [first, second];
 }

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { apiKey } from '../helpers/factories.ts';
-import { sleep, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { sleep, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 10_000;
@@ -40,13 +40,7 @@ before(async () => {
     REPORTS_PER_HOUR_PER_BROKER: '1000',
     CREDENTIALS_KEY: randomBytes(32).toString('hex'),
   };
-  const first = await startRole('api', env, 180_000);
-  children.push(first);
-  env.PUBLIC_BASE_URL = first.url;
-  const second = await startRole('api', env, 180_000);
-  children.push(second);
-  apis.push(first, second);
-  children.push(await startRole('worker', env, 180_000));
+  apis.push(...(await startTwoApisAndWorker(env, children)));
   await withDatabaseAt(cluster.url, data.dir, async (db) => {
     const k = await apiKey(db.prisma, { rateLimit: 1_000_000 });
     key = k.key;
@@ -99,25 +93,8 @@ async function call(i: number, n: number): Promise<Answer> {
 }
 
 /** 4 clients, each calling one request after another until `stop()`; the answers so far. */
-function clients(): { answers: Answer[]; stop(): Promise<void> } {
-  const answers: Answer[] = [];
-  let running = true;
-  const loops = Array.from({ length: 4 }, async (_, i) => {
-    for (let n = 0; running; n++) answers.push(await call(i, n));
-  });
-  return {
-    answers,
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
+const clients = () => concurrentClients(4, (i, n) => call(i, n));
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 function figures(answers: Answer[]): string {
   const byStatus = new Map<string, number>();
   for (const a of answers) byStatus.set(`${a.status}${a.code ? ` ${a.code}` : ''}`, (byStatus.get(`${a.status}${a.code ? ` ${a.code}` : ''}`) ?? 0) + 1);

@@ -68,6 +68,8 @@ export interface TcpRedis {
   start(): Promise<void>;
   /** Kills the server (SIGKILL: an outage, not a clean shutdown). */
   stop(): Promise<void>;
+  /** Sends the running server a signal (SIGSTOP freezes it with its connections open, SIGCONT resumes it). */
+  signal(signal: NodeJS.Signals): void;
   running(): boolean;
 }
 
@@ -99,6 +101,9 @@ export async function startTcpRedis(): Promise<TcpRedis> {
     port,
     start,
     running: () => child !== undefined,
+    signal: (signal) => {
+      child?.kill(signal);
+    },
     stop: async () => {
       const proc = child;
       if (!proc) return;
