@@ -45,6 +45,8 @@ const OUTAGE_MESSAGES = [
   /\bEPIPE\b/,
   /Unable to start a transaction in the given time/i,
   /expired transaction/i,
+  // A database an operator closed to connections (ALTER DATABASE … ALLOW_CONNECTIONS false; SQLSTATE 55000).
+  /is not currently accepting connections/i,
 ];
 
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);

@@ -112,14 +112,14 @@ describe('the embedded database process', () => {
     assert.equal((await get('/readyz')).status, 200);
   });
 
-  test('the database process crashes: requests answer 500 at once, /readyz 503, then it is restarted and all recovers', async () => {
+  test('the database process crashes: requests answer 503 at once, /readyz 503, then it is restarted and all recovers', async () => {
     const key = await newKey(); // not used yet, so not in the key cache: its request needs the database
     const pid = lockPid()!;
     process.kill(pid, 'SIGKILL');
     await waitUntil(() => !processIsAlive(pid), 5000, 'the database process to die');
     const [request, ready] = await Promise.all([get('/api/v1/auth-check', key), get('/readyz')]);
-    assert.equal(request.status, 500, JSON.stringify(request.body));
-    assert.equal(request.body.error?.code, 'server_error');
+    assert.equal(request.status, 503, JSON.stringify(request.body));
+    assert.equal(request.body.error?.code, 'service_unavailable');
     assert.ok(request.ms < 5000, `answered in ${request.ms} ms`);
     assert.equal(ready.status, 503);
     assert.ok(ready.ms < 5000, `/readyz answered in ${ready.ms} ms`);
@@ -132,7 +132,7 @@ describe('the embedded database process', () => {
     assert.ok(server.logs.records().some((r) => r.msg === 'the embedded database process exited; restarting it'));
   });
 
-  test('the database process hangs (SIGSTOP): a request answers 500 within the query or connect timeout, /readyz 503; all recovers when it goes on', async () => {
+  test('the database process hangs (SIGSTOP): a request answers 503 within the query or connect timeout, /readyz 503; all recovers when it goes on', async () => {
     const key = await newKey(); // not in the key cache: its request needs the database
     const later = await newKey();
     // A request of its own just before, so the server's pool holds an open connection: a query on
@@ -143,8 +143,8 @@ describe('the embedded database process', () => {
     process.kill(pid, 'SIGSTOP');
     try {
       const [request, ready] = await Promise.all([get('/api/v1/auth-check', key), get('/readyz')]);
-      assert.equal(request.status, 500, JSON.stringify(request.body));
-      assert.equal(request.body.error?.code, 'server_error');
+      assert.equal(request.status, 503, JSON.stringify(request.body));
+      assert.equal(request.body.error?.code, 'service_unavailable');
       assert.ok(request.ms < Math.max(QUERY_TIMEOUT_MS, CONNECT_TIMEOUT_MS) + 2000, `answered in ${request.ms} ms`);
       assert.equal(ready.status, 503);
     } finally {
