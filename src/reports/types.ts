@@ -53,6 +53,8 @@ export interface ReportResult<T extends ReportTotals = ReportTotals> {
 /** The run's workbook could not be built, so no e-mail was sent (`500 server_error`). */
 export class ReportGenerationError extends Error {
   override name = 'ReportGenerationError';
+  /** The run is recorded failed: a 500, even when its build failed for want of a database (src/shared/db-outage.ts). */
+  readonly outage = false;
   constructor(readonly runId: string, reason: string) {
     super(`report ${runId} could not be generated: ${reason}`);
   }

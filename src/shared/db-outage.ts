@@ -70,6 +70,8 @@ function* chain(err: unknown): Generator<Record<string, unknown>> {
 /** Whether `err` (from Prisma, its pg adapter, node-postgres or pg-pool) says the database is out, not the query wrong. */
 export function isDatabaseOutage(err: unknown): boolean {
   if (err instanceof DatabaseUnavailableError) return true;
+  // Work that failed and was recorded so (a report run whose build failed) is no outage, whatever its reason says.
+  if (typeof err === 'object' && err !== null && (err as { outage?: unknown }).outage === false) return false;
   for (const e of chain(err)) {
     const code = typeof e.code === 'string' ? e.code : undefined;
     const originalCode = typeof e.originalCode === 'string' ? e.originalCode : undefined;

@@ -119,7 +119,7 @@ async function assertDelivery(copy: Received, x: Expected): Promise<Data> {
   assert.equal(copy.headers['content-type'], 'application/json');
   assert.equal(copy.headers['user-agent'], WEBHOOK_USER_AGENT);
   assert.match(String(copy.headers['user-agent']), /client-api-v1/, 'the user agent names the server');
-  assert.deepEqual(Object.keys(body), ['object', 'id', 'type', 'created_at', 'mode', 'data'], 'the event, `object` first');
+  assert.deepEqual(Object.keys(body), ['object', 'id', 'sequence', 'type', 'created_at', 'mode', 'data'], 'the event, `object` first');
   assert.equal(body.object, 'event');
   // What a change altered rides with it (test/events/previous-attributes.test.ts); a creation or a ping has none.
   assert.deepEqual(Object.keys(body.data), CHANGES.has(x.type) ? ['object', 'previous_attributes'] : ['object']);
