@@ -4,18 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ClientApiError, createClient } from '../../clients/typescript/src/index.ts';
+import { ok, scripted } from '../helpers/scripted-fetch.ts';
 
-/** A fetch that answers from `answers` in turn and records each request. */
-function scripted(answers: Array<() => Response>) {
-  const seen: Request[] = [];
-  const fetch = async (input: Request | string | URL) => {
-    seen.push(input as Request);
-    return answers[seen.length - 1]!();
-  };
-  return { seen, fetch: fetch as typeof globalThis.fetch };
-}
-
-const ok = () => new Response(JSON.stringify({ success: true, data: { write_access: true } }), { status: 200, headers: { 'Content-Type': 'application/json' } });
 const unavailable = (retryAfter: string) => () =>
   new Response(
     JSON.stringify({ success: false, error: { code: 'service_unavailable', message: 'The service is temporarily unavailable; retry after 2 seconds', request_id: 'req_503' } }),

@@ -11,6 +11,7 @@ import { ClientApiError, createClient } from '../../clients/typescript/src/index
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { ok, scripted } from '../helpers/scripted-fetch.ts';
 
 let t: TestApp;
 let server: Server;
@@ -179,16 +180,6 @@ for (const mode of ['live', 'test'] as const) {
 }
 
 describe('what the client adds to fetch', () => {
-  /** A fetch that answers from `answers` in turn and records each request. */
-  function scripted(answers: Array<() => Response>) {
-    const seen: Request[] = [];
-    const fetch = async (input: Request | string | URL) => {
-      seen.push(input as Request);
-      return answers[seen.length - 1]!();
-    };
-    return { seen, fetch: fetch as typeof globalThis.fetch };
-  }
-  const ok = () => new Response(JSON.stringify({ success: true, data: { write_access: true } }), { status: 200, headers: { 'Content-Type': 'application/json' } });
   const limited = (retryAfter: string) => () =>
     new Response(JSON.stringify({ success: false, error: { code: 'rate_limit_exceeded', message: 'slow down', request_id: 'req_1' } }), {
       status: 429,
