@@ -9,6 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser } from 'mailparser';
 import { apiAddress, freePort, startRole, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
@@ -182,25 +183,33 @@ export interface SplitDeployment {
 export async function startSplitDeployment(prefix: string, settings: NodeJS.ProcessEnv = {}): Promise<SplitDeployment> {
   const [cluster, redis] = await Promise.all([startPgCluster(), startTcpRedis()]);
   const data = tmpDir(prefix);
-  const env: NodeJS.ProcessEnv = { DATABASE_URL: cluster.url, REDIS_URL: redis.url, DATA_DIR: data.dir, ...settings };
+  // Every process of one database shares PUBLIC_BASE_URL (issue 45), so the API's address is chosen first;
+  // a worker apart refuses to start without SMTP_URL, so mail goes to a directory unless a test brings a server.
+  const address = await apiAddress();
+  const outbox = pathToFileURL(path.join(data.dir, 'outbox')).href;
+  const env: NodeJS.ProcessEnv = {
+    DATABASE_URL: cluster.url, REDIS_URL: redis.url, DATA_DIR: data.dir, SMTP_URL: outbox, PUBLIC_BASE_URL: address.PUBLIC_BASE_URL, ...settings,
+  };
   const children: RoleProcess[] = [];
-  const start = async (role: 'api' | 'worker') => {
-    const child = await startRole(role, env);
+  const start = async (role: 'api' | 'worker', extra: NodeJS.ProcessEnv = {}) => {
+    const child = await startRole(role, { ...env, ...extra });
     children.push(child);
     return child;
   };
-  const api = await start('api');
-  env.PUBLIC_BASE_URL ??= api.url; // a worker apart needs it
-  const worker = await start('worker');
-  return {
-    cluster, redis, dataDir: data.dir, env, api, worker, start,
-    stop: async () => {
-      for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
-      await redis.stop();
-      cluster.remove();
-      data.remove();
-    },
+  const stop = async () => {
+    for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
+    await redis.stop();
+    cluster.remove();
+    data.remove();
   };
+  try {
+    const api = await start('api', { PORT: address.PORT });
+    const worker = await start('worker');
+    return { cluster, redis, dataDir: data.dir, env, api, worker, start: (role) => start(role), stop };
+  } catch (e) {
+    await stop(); // a process that did not start leaves nothing running to hold the test open
+    throw e;
+  }
 }
 
 /** `count` clients, each calling `call(client, n)` one after another until `stop()`; the answers so far. */
