@@ -302,10 +302,10 @@ export async function main(given: readonly string[], io: Io): Promise<number> {
       db: async () => {
         if (!database) {
           const config = loadConfig();
-          protectDataDir(config.dataDir);
+          await protectDataDir(config.dataDir);
           database = await connectForCli({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
           // A cluster PGlite has just unpacked here keeps its own file modes until narrowed.
-          protectDataDir(config.dataDir);
+          await protectDataDir(config.dataDir);
           io.err(databaseLine(database, config.dataDir));
         }
         return database;

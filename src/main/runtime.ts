@@ -166,7 +166,7 @@ async function checkKeyAgainstDatabase(config: Config, database: Database, logge
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);
-  protectDataDir(config.dataDir);
+  void protectDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
   checkSetup(role, config, env);
   const closers: Array<[string, () => Promise<void>]> = [];
@@ -188,7 +188,7 @@ export async function startRuntime(role: Role, options: StartOptions = {}): Prom
     const database = await openRuntimeDatabase(config, logger, env, options);
     closers.push(['database', () => database.close()]);
     // PGlite unpacks a new cluster with its own file modes (0666): narrowed once it is set up.
-    protectDataDir(config.dataDir);
+    void protectDataDir(config.dataDir);
     if (database.appliedMigrations.length > 0) {
       logger.info({ migrations: database.appliedMigrations }, 'applied database migrations');
     }
