@@ -12,8 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { apiKey } from '../helpers/factories.ts';
 import type { Database } from '../../src/db/client.ts';
-import { apiAddress, sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { faultsAvailable, startFaultySmtp, startPgCluster, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
+import { apiAddress, sleep, startRole, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { faultsAvailable, startFaultServers, type FaultServers, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
 
 const skip = faultsAvailable();
 /** Every recipient ends sent or failed within this once the fault is over (docs/operations.md, "Report delivery"). */
@@ -26,17 +26,16 @@ let smtp: FaultySmtp;
 let api: RoleProcess;
 let worker: RoleProcess;
 let env: NodeJS.ProcessEnv;
-const data = tmpDir('capi-faults-data-');
+let servers: FaultServers | undefined;
+let dataDir: string;
 const children: RoleProcess[] = [];
 
 before(async () => {
   if (skip) return;
-  [cluster, redis, smtp] = await Promise.all([startPgCluster(), startTcpRedis(), startFaultySmtp()]);
+  servers = await startFaultServers('capi-faults-data-');
+  ({ cluster, redis, smtp, dataDir } = servers);
   env = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
-    SMTP_URL: smtp.url,
-    DATA_DIR: data.dir,
+    ...servers.env,
     REPORT_WAIT_MS: '20000',
     MAIL_RETRY_DELAY_MS: '500',
     REPORT_RECONCILE_MS: '1000',
@@ -54,15 +53,11 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
-  await smtp?.stop();
-  await redis?.stop();
-  cluster?.remove();
-  data.remove();
+  await servers?.stop(children);
 });
 
 const query = <T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> => queryOnce<T>(cluster.url, sql, params);
-const withDatabase = <T>(use: (db: Database) => Promise<T>): Promise<T> => withDatabaseAt(cluster.url, data.dir, use);
+const withDatabase = <T>(use: (db: Database) => Promise<T>): Promise<T> => withDatabaseAt(cluster.url, dataDir, use);
 
 /** A broker with a live key and paid invoices in RANGE (`rows` of them). */
 async function brokerWithInvoices(rows = 2): Promise<string> {

@@ -165,6 +165,34 @@ export async function withDatabaseAt<T>(databaseUrl: string, dataDir: string, us
   }
 }
 
+/** A fault test's own servers (a private cluster, redis-server and an SMTP server that can fail) and data directory. */
+export interface FaultServers {
+  cluster: PgCluster;
+  redis: TcpRedis;
+  smtp: FaultySmtp;
+  dataDir: string;
+  /** The settings that point a process at them. */
+  env: NodeJS.ProcessEnv;
+  /** Kills `children` first (SIGKILL), then stops the servers and removes the data. */
+  stop(children?: RoleProcess[]): Promise<void>;
+}
+
+export async function startFaultServers(prefix: string): Promise<FaultServers> {
+  const data = tmpDir(prefix);
+  const [cluster, redis, smtp] = await Promise.all([startPgCluster(), startTcpRedis(), startFaultySmtp()]);
+  return {
+    cluster, redis, smtp, dataDir: data.dir,
+    env: { DATABASE_URL: cluster.url, REDIS_URL: redis.url, SMTP_URL: smtp.url, DATA_DIR: data.dir },
+    stop: async (children = []) => {
+      for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
+      await smtp.stop();
+      await redis.stop();
+      cluster.remove();
+      data.remove();
+    },
+  };
+}
+
 /** An API and a worker apart on a private cluster and redis-server, as running-apart.md sets them up. */
 export interface SplitDeployment {
   cluster: PgCluster;

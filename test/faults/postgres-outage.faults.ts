@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { apiKey } from '../helpers/factories.ts';
-import { sleep, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { sleep, type RoleProcess } from '../ops/helpers.ts';
+import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultServers, type FaultServers, withDatabaseAt, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 10_000;
@@ -19,29 +19,26 @@ const ANSWER_BOUND_MS = 2000;
 const BACK_BOUND_MS = 5000;
 
 let cluster: PgCluster;
-let redis: TcpRedis;
-let smtp: FaultySmtp;
 const apis: RoleProcess[] = [];
 const children: RoleProcess[] = [];
-const data = tmpDir('capi-faults-pg-outage-');
+let servers: FaultServers | undefined;
+let dataDir: string;
 let key: string;
 let reportKey: string;
 
 before(async () => {
   if (skip) return;
-  [cluster, redis, smtp] = await Promise.all([startPgCluster(), startTcpRedis(), startFaultySmtp()]);
+  servers = await startFaultServers('capi-faults-pg-outage-');
+  ({ cluster, dataDir } = servers);
   const env: NodeJS.ProcessEnv = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
-    SMTP_URL: smtp.url,
-    DATA_DIR: data.dir,
+    ...servers.env,
     REPORT_WAIT_MS: '2000',
     REPORTS_CONCURRENT_PER_BROKER: '64',
     REPORTS_PER_HOUR_PER_BROKER: '1000',
     CREDENTIALS_KEY: randomBytes(32).toString('hex'),
   };
   apis.push(...(await startTwoApisAndWorker(env, children)));
-  await withDatabaseAt(cluster.url, data.dir, async (db) => {
+  await withDatabaseAt(cluster.url, dataDir, async (db) => {
     const k = await apiKey(db.prisma, { rateLimit: 1_000_000 });
     key = k.key;
     const r = await apiKey(db.prisma, { scopes: ['reports:generate'], rateLimit: 1_000_000 });
@@ -54,11 +51,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
-  await smtp?.stop();
-  await redis?.stop();
-  cluster?.remove();
-  data.remove();
+  await servers?.stop(children);
 });
 
 interface Answer {

@@ -14,8 +14,8 @@ import { Redis } from 'ioredis';
 import { createCredentials } from '../../src/db/credentials.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
-import { sleep, startTcpRedis, tmpDir, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
-import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultySmtp, startPgCluster, withDatabaseAt, type FaultySmtp, type PgCluster } from './harness.ts';
+import { sleep, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
+import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultServers, type FaultServers, withDatabaseAt, type PgCluster } from './harness.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 20_000;
@@ -26,10 +26,10 @@ const LIMIT = 1_000_000;
 
 let cluster: PgCluster;
 let redis: TcpRedis;
-let smtp: FaultySmtp;
 const apis: RoleProcess[] = [];
 const children: RoleProcess[] = [];
-const data = tmpDir('capi-faults-redis-outage-');
+let servers: FaultServers | undefined;
+let dataDir: string;
 /** One key per outage (each starts its own rate-limit window), and one only the limit check uses. */
 const keys: Record<'stopped' | 'frozen' | 'probe', { key: string; id: string }> = {} as never;
 /** A service per client (its password is the write), and one for the conditional GETs. */
@@ -39,17 +39,15 @@ const table: string[] = [];
 
 before(async () => {
   if (skip) return;
-  [cluster, redis, smtp] = await Promise.all([startPgCluster(), startTcpRedis(), startFaultySmtp()]);
+  servers = await startFaultServers('capi-faults-redis-outage-');
+  ({ cluster, redis, dataDir } = servers);
   const env: NodeJS.ProcessEnv = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
-    SMTP_URL: smtp.url,
-    DATA_DIR: data.dir,
+    ...servers.env,
     CREDENTIALS_KEY,
     RATE_LIMIT_API_PROCESSES: '2',
   };
   apis.push(...(await startTwoApisAndWorker(env, children)));
-  await withDatabaseAt(cluster.url, data.dir, async (db) => {
+  await withDatabaseAt(cluster.url, dataDir, async (db) => {
     const { id: brokerId } = await broker(db.prisma);
     for (const name of ['stopped', 'frozen', 'probe'] as const) {
       const k = await apiKey(db.prisma, { brokerId, rateLimit: LIMIT });
@@ -64,11 +62,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of children) await c.kill('SIGKILL').catch(() => undefined);
-  await smtp?.stop();
-  await redis?.stop();
-  cluster?.remove();
-  data.remove();
+  await servers?.stop(children);
   if (table.length > 0) console.log(['| phase | answers | by status | p50 | p99 | max |', '|---|---|---|---|---|---|', ...table].join('\n'));
 });
 
