@@ -37,6 +37,7 @@ export function App() {
         <p class="brand">
           <span>Console</span> <span class="broker">{session.broker}</span>{' '}
           <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
+          <SignOut />
         </p>
         <nav aria-label="Console">
           <ul>
@@ -57,6 +58,19 @@ export function App() {
         {View ? <View key={open.slug} /> : <NotFound />}
       </main>
     </>
+  );
+}
+
+/**
+ * A plain form, not an API call: the server ends the session (src/console/adapter.ts) and answers
+ * the signed-out page, which drops the cookie; it works without the page's script too.
+ */
+function SignOut() {
+  return (
+    <form class="sign-out" method="post" action="/console/sign-out">
+      <input type="hidden" name="csrf_token" value={session.csrfToken} />
+      <button type="submit">Sign out</button>
+    </form>
   );
 }
 
