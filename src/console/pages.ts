@@ -88,7 +88,7 @@ export function sessionNeededPage(): string {
 export function ipRefusedPage(ip: string): string {
   return consolePage(
     'The console does not open from this address',
-    `<p>The key of this console is restricted to an IP whitelist, and this address (<code>${escapeHtml(ip)}</code>) is not on it. Open the console from an address the key allows.</p>`,
+    `<p>The key of this console is restricted to an IP whitelist, and this address (<code>${escapeHtml(ip)}</code>) is not on it: use the console from an address the key allows.</p>`,
   );
 }
 
