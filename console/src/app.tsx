@@ -34,11 +34,13 @@ export function App() {
     <>
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
-        <p class="brand">
-          <span>Console</span> <span class="broker">{session.broker}</span>{' '}
-          <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
+        <div class="top-row">
+          <p class="brand">
+            <span>Console</span> <span class="broker">{session.broker}</span>{' '}
+            <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
+          </p>
           <SignOut />
-        </p>
+        </div>
         <nav aria-label="Console">
           <ul>
             {VIEWS.map((v) => (
