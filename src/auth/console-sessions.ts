@@ -139,41 +139,63 @@ function endOf(row: SessionRow, at: Date): ConsoleRefusal | undefined {
   return undefined;
 }
 
-export function createConsoleSessions(prisma: PrismaClient, options: ConsoleSessionOptions = {}): ConsoleSessions {
-  const now = options.now ?? (() => new Date());
-  const httpsBaseUrl = options.httpsBaseUrl === true;
-  const perIp = options.failuresPerIpPerMinute ?? 30;
-  const refused = new Refused(options.unknownTtlMs ?? 10 * 60_000, options.unknownSize ?? 10_000);
-  const failures = new RateLimiterMemory({ keyPrefix: 'console-failures', points: perIp, duration: WINDOW_SECONDS });
-  const limited = (msBeforeNext: number) => ({
-    limited: { retryAfter: Math.max(1, Math.ceil(msBeforeNext / 1000)), limit: perIp, windowSeconds: WINDOW_SECONDS },
-  });
+/**
+ * Values that opened nothing, remembered, and the per-IP count of them: past the bound an IP's
+ * console cookies and links are refused before any look-up (in memory: each process its own).
+ */
+class Unknowns {
+  private readonly refused: Refused;
+  private readonly failures: RateLimiterMemory;
 
-  const secure = (req: Request) => httpsBaseUrl || req.secure;
-
-  async function admit(hash: string, ip: string | undefined): Promise<ConsoleLookup<undefined>> {
-    const bucket = callerBucket(ip);
-    const state = await failures.get(bucket);
-    if (state !== null && state.consumedPoints >= perIp) return limited(state.msBeforeNext);
-    const why = refused.get(hash);
-    if (why === undefined) return { found: undefined };
-    return count(bucket, why);
+  constructor(private readonly perIp: number, ttlMs: number, size: number) {
+    this.refused = new Refused(ttlMs, size);
+    this.failures = new RateLimiterMemory({ keyPrefix: 'console-failures', points: perIp, duration: WINDOW_SECONDS });
   }
 
-  async function count(bucket: string, why: ConsoleRefusal): Promise<ConsoleLookup<never>> {
+  get size(): number {
+    return this.refused.size;
+  }
+
+  private limited(msBeforeNext: number): ConsoleLookup<never> {
+    return { limited: { retryAfter: Math.max(1, Math.ceil(msBeforeNext / 1000)), limit: this.perIp, windowSeconds: WINDOW_SECONDS } };
+  }
+
+  async admit(hash: string, ip: string | undefined): Promise<ConsoleLookup<undefined>> {
+    const bucket = callerBucket(ip);
+    const state = await this.failures.get(bucket);
+    if (state !== null && state.consumedPoints >= this.perIp) return this.limited(state.msBeforeNext);
+    const why = this.refused.get(hash);
+    return why === undefined ? { found: undefined } : this.count(bucket, why);
+  }
+
+  refuse(hash: string, ip: string | undefined, why: ConsoleRefusal): Promise<ConsoleLookup<never>> {
+    this.refused.remember(hash, why);
+    return this.count(callerBucket(ip), why);
+  }
+
+  /** Remembered without counting (a sign-out is no failure). */
+  remember(hash: string, why: ConsoleRefusal): void {
+    this.refused.remember(hash, why);
+  }
+
+  private async count(bucket: string, why: ConsoleRefusal): Promise<ConsoleLookup<never>> {
     try {
-      await failures.consume(bucket);
+      await this.failures.consume(bucket);
       return { refused: why };
     } catch (err) {
-      if (err instanceof RateLimiterRes) return limited(err.msBeforeNext);
+      if (err instanceof RateLimiterRes) return this.limited(err.msBeforeNext);
       throw err;
     }
   }
+}
 
-  const refuse = (hash: string, ip: string | undefined, why: ConsoleRefusal) => {
-    refused.remember(hash, why);
-    return count(callerBucket(ip), why);
-  };
+export function createConsoleSessions(prisma: PrismaClient, options: ConsoleSessionOptions = {}): ConsoleSessions {
+  const now = options.now ?? (() => new Date());
+  const httpsBaseUrl = options.httpsBaseUrl === true;
+  const unknowns = new Unknowns(options.failuresPerIpPerMinute ?? 30, options.unknownTtlMs ?? 10 * 60_000, options.unknownSize ?? 10_000);
+  const admit = unknowns.admit.bind(unknowns);
+  const refuse = unknowns.refuse.bind(unknowns);
+  const secure = (req: Request) => httpsBaseUrl || req.secure;
 
   return {
     now,
@@ -213,13 +235,13 @@ export function createConsoleSessions(prisma: PrismaClient, options: ConsoleSess
     async signOut(cookie, at) {
       const cookieHash = cookieHashOf(cookie);
       const { count: ended } = await prisma.consoleSession.updateMany({ where: { cookieHash, signedOutAt: null }, data: { signedOutAt: at } });
-      refused.remember(cookieHash, 'signed_out');
+      unknowns.remember(cookieHash, 'signed_out');
       return ended === 1;
     },
     admit,
     refuse,
     get unknownCount() {
-      return refused.size;
+      return unknowns.size;
     },
   };
 }

@@ -55,14 +55,14 @@ function countingPrisma(prisma: PrismaClient) {
 }
 
 /** Another app on the test's database and Redis, with its own configuration and gate (as another server would be). */
-async function variant(overrides: Partial<Config> = {}, gateDeps: Partial<GateDeps> = {}): Promise<{ app: Express; calls: { cookies: number; links: number } }> {
+async function variant(overrides: Partial<Config> = {}, gateDeps: Partial<GateDeps> = {}): Promise<{ app: Express; calls: { cookies: number; links: number }; unknown: () => number }> {
   const config = { ...t.deps.config, ...overrides };
   const counting = countingPrisma(t.prisma);
   const gate = createGate({ prisma: counting.prisma, redis: t.deps.redis, logger: t.deps.logger, ...gateSettings(config), ...gateDeps });
   closers.push(() => gate.apiLog.close());
   const app = createApp({ ...t.deps, prisma: counting.prisma, config, gate: gate.gate, consoleSessions: gate.consoleSessions });
   await appLoaded(app);
-  return { app, calls: counting.calls };
+  return { app, calls: counting.calls, unknown: () => gate.consoleSessions.unknownCount };
 }
 
 const setCookieOf = (res: request.Response): string => ([] as string[]).concat(res.headers['set-cookie'] ?? [])[0] ?? '';
@@ -255,6 +255,16 @@ describe('unknown cookies and link tokens', () => {
     const token = `cst_${'B'.repeat(43)}`;
     for (let i = 0; i < 3; i++) assert.equal((await request(app).get(`/console/start?token=${token}`)).status, 401);
     assert.equal(calls.links, 1);
+  });
+
+  test('are remembered up to a bound, the oldest forgotten first', async () => {
+    const { app, calls, unknown } = await variant({}, { console: { unknownSize: 3 } });
+    for (let i = 0; i < 5; i++) await request(app).get('/api/v1/auth-check').set('Cookie', `console_session=forgotten-${i}`);
+    assert.equal(unknown(), 3);
+    await request(app).get('/api/v1/auth-check').set('Cookie', 'console_session=forgotten-4');
+    assert.equal(calls.cookies, 5, 'the newest is still remembered');
+    await request(app).get('/api/v1/auth-check').set('Cookie', 'console_session=forgotten-0');
+    assert.equal(calls.cookies, 6, 'the oldest was forgotten, and is looked up again');
   });
 
   test('count against a per-IP bound: past it, 429 without a look-up', async () => {
