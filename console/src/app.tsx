@@ -34,22 +34,23 @@ export function App() {
     <>
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
+        <p class="brand">
+          <span>Console</span> <span class="broker">{session.broker}</span>{' '}
+          <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
+        </p>
+        {/* Sign out ends the row of views: after them in the keyboard's order as on screen. */}
         <div class="top-row">
-          <p class="brand">
-            <span>Console</span> <span class="broker">{session.broker}</span>{' '}
-            <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
-          </p>
+          <nav aria-label="Console">
+            <ul>
+              {VIEWS.map((v) => (
+                <li key={v.slug}>
+                  <Link href={`${BASE}/${v.slug}`} current={v === open}>{v.name}</Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
           <SignOut />
         </div>
-        <nav aria-label="Console">
-          <ul>
-            {VIEWS.map((v) => (
-              <li key={v.slug}>
-                <Link href={`${BASE}/${v.slug}`} current={v === open}>{v.name}</Link>
-              </li>
-            ))}
-          </ul>
-        </nav>
       </header>
       {session.mode === 'test' && (
         <p class="test-banner" role="note">
