@@ -153,7 +153,7 @@ try {
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   const { loadedOnce } = await import('../src/deps.ts');
   const { openChunkReader } = await import('../src/reports/workbook/store.ts');
-  const app = createApp({ config, logger, contract, prisma: database.prisma, readChunk: openChunkReader({ prisma: database.prisma, url: database.databaseUrl }).read, redis, gate: gate.gate, flushApiLog: gate.apiLog.flush, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
+  const app = createApp({ config, logger, contract, prisma: database.prisma, readChunk: openChunkReader({ prisma: database.prisma, url: database.databaseUrl }).read, redis, gate: gate.gate, consoleSessions: gate.consoleSessions, flushApiLog: gate.apiLog.flush, jobs, serviceReads, ...loadedOnce(config, database.prisma) });
   const { listen } = await import('../src/main/server.ts');
   const listening = await listen(app, { ...config, port: 0 });
   const r = await fetch(`${listening.url}/api/v1/reports/invoices`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });

@@ -27,8 +27,7 @@ import type { RegisterRoutes } from './http/resource.ts';
 import { resourceModules } from './routes.ts';
 import { callerBucket } from './auth/ip-whitelist.ts';
 import { registerDownloadRoute } from './reports/index.ts';
-import { CONSOLE_SHELL_PATHS, consoleSessionOf, consoleShell, registerConsoleAssets } from './console/index.ts';
-import { consoleCookie } from './auth/console-sessions.ts';
+import { CONSOLE_SHELL_PATHS, consoleShell, consoleShellSession, registerConsoleAssets } from './console/index.ts';
 
 /**
  * Resolves the operation a request is for. An unknown path or method under /api is answered
@@ -172,13 +171,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): Express {
   registerDocs(app, contract);
   registerClientPackage(app);
   registerConsoleAssets(app, CONSOLE_BUILD);
-  app.get(
-    CONSOLE_SHELL_PATHS,
-    consoleShell(CONSOLE_BUILD, async (req) => {
-      const session = await consoleSessionOf(deps.prisma, consoleCookie(req), new Date());
-      return session && { csrfToken: session.csrfToken, mode: session.mode, broker: session.brokerName };
-    }),
-  );
+  app.get(CONSOLE_SHELL_PATHS, consoleShell(CONSOLE_BUILD, consoleShellSession(deps)));
 
   app.use((req, _res, next) => next(notFound(`No endpoint ${req.method} ${req.path}`)));
   app.use(errorMiddleware(errorAnswer));

@@ -7,6 +7,7 @@ import { lazy } from './shared/lazy.ts';
 import type { Config } from './config.ts';
 import type { Contract } from './http/contract.ts';
 import type { Jobs } from './background.ts';
+import type { ConsoleSessions } from './auth/console-sessions.ts';
 import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
 import type { ReadChunk } from './reports/index.ts';
@@ -27,6 +28,8 @@ export interface AppDeps {
   redis: Redis;
   /** Authentication, IP whitelist, rate limit, scope check and API logging, in that order. */
   gate: RequestHandler;
+  /** The console sessions the gate reads (createGate's), read the same way by the console's pages. */
+  consoleSessions: ConsoleSessions;
   /** Writes the gate's buffered API log entries now (before a read of the request logs). */
   flushApiLog: () => Promise<void>;
   /** The background jobs on BullMQ (src/background.ts): `queues` takes a report's build, `sendMail` an e-mail. */

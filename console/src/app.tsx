@@ -38,15 +38,19 @@ export function App() {
           <span>Console</span> <span class="broker">{session.broker}</span>{' '}
           <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
         </p>
-        <nav aria-label="Console">
-          <ul>
-            {VIEWS.map((v) => (
-              <li key={v.slug}>
-                <Link href={`${BASE}/${v.slug}`} current={v === open}>{v.name}</Link>
-              </li>
-            ))}
-          </ul>
-        </nav>
+        {/* Sign out ends the row of views: after them in the keyboard's order as on screen. */}
+        <div class="top-row">
+          <nav aria-label="Console">
+            <ul>
+              {VIEWS.map((v) => (
+                <li key={v.slug}>
+                  <Link href={`${BASE}/${v.slug}`} current={v === open}>{v.name}</Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <SignOut />
+        </div>
       </header>
       {session.mode === 'test' && (
         <p class="test-banner" role="note">
@@ -57,6 +61,19 @@ export function App() {
         {View ? <View key={open.slug} /> : <NotFound />}
       </main>
     </>
+  );
+}
+
+/**
+ * A plain form, not an API call: the server ends the session (src/console/adapter.ts) and answers
+ * the signed-out page, which drops the cookie; it works without the page's script too.
+ */
+function SignOut() {
+  return (
+    <form class="sign-out" method="post" action="/console/sign-out">
+      <input type="hidden" name="csrf_token" value={session.csrfToken} />
+      <button type="submit">Sign out</button>
+    </form>
   );
 }
 

@@ -12,7 +12,7 @@ import { createApiLog, loggedError, type ApiLog, type ApiLogOptions } from './ap
 import { callerBucket, displayIp } from './ip-whitelist.ts';
 import { createAuthFailureLimiter, type AuthFailureLimiter, type AuthFailureLimits } from './auth-failures.ts';
 import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKey } from './key-store.ts';
-import { consoleCookie, cookieHashOf, csrfTokenMatches, findConsoleSession } from './console-sessions.ts';
+import { createConsoleSessions, csrfTokenMatches, type ConsoleRefusal, type ConsoleSessionOptions, type ConsoleSessions } from './console-sessions.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import { createKeyRateLimiter, RATE_LIMIT_WINDOW_SECONDS, setRateLimitHeaders, type KeyRateLimiter, type RateLimitState } from './rate-limit.ts';
 
@@ -31,7 +31,9 @@ export interface GateDeps {
   apiProcesses?: number;
   /** API log buffering (flush interval and size threshold). */
   apiLog?: ApiLogOptions;
-  /** Clock, for tests of expiry. */
+  /** Console sessions: HTTPS by PUBLIC_BASE_URL, the per-IP bound and negative cache of unknown cookies. */
+  console?: Omit<ConsoleSessionOptions, 'now'>;
+  /** Clock, for tests of expiry (console sessions' idle and absolute ends too). */
   now?: () => Date;
 }
 
@@ -43,11 +45,14 @@ export interface Gate {
   gate: RequestHandler;
   apiLog: Pick<ApiLog, 'flush' | 'close' | 'pending'>;
   keys: Pick<KeyStore, 'invalidate' | 'unknownCount'>;
+  /** The console sessions this gate reads, for the console's own pages (src/console) to read the same way. */
+  consoleSessions: ConsoleSessions;
 }
 
 /** The gate's settings from the configuration (KEY_NEGATIVE_CACHE_*, AUTH_FAILURES_*). */
-export function gateSettings(config: Config): Pick<GateDeps, 'negativeCache' | 'authFailures' | 'apiProcesses'> {
+export function gateSettings(config: Config): Pick<GateDeps, 'negativeCache' | 'authFailures' | 'apiProcesses' | 'console'> {
   return {
+    console: { httpsBaseUrl: new URL(config.publicBaseUrl).protocol === 'https:' },
     apiProcesses: config.rateLimitApiProcesses,
     negativeCache: { ttlMs: config.keyNegativeCacheMs, size: config.keyNegativeCacheSize },
     authFailures: { perIp: config.authFailuresPerIp, windowSeconds: config.authFailuresWindowSeconds },
@@ -203,14 +208,34 @@ interface GateParts {
   contexts: WeakMap<StoredKey, AuthContext>;
   /** One rate-limit refund per cached key row, as the contexts. */
   refunds: WeakMap<StoredKey, (res: Response) => void>;
+  consoleSessions: ConsoleSessions;
 }
 
-/** Step 1 for a console call: the session's cookie names a started, unexpired session and its key. */
-async function sessionKey(g: GateParts, cookie: string, at: Date): Promise<PresentedKey> {
-  const session = await findConsoleSession(g.prisma, cookieHashOf(cookie));
-  if (!session) throw authFailed('Invalid console session: open a new console link');
-  if (session.expiresAt.getTime() <= at.getTime()) throw authFailed('This console session has expired: open a new console link');
-  return { hash: session.keyHash, claimedMode: session.mode };
+const SESSION_ENDED: Record<ConsoleRefusal, string> = {
+  unknown: 'Invalid console session: open a new console link',
+  used: 'Invalid console session: open a new console link',
+  expired: 'This console session has expired (a session lasts an hour): open a new console link',
+  idle: 'This console session has expired after 30 minutes without use: open a new console link',
+  signed_out: 'This console session was signed out: open a new console link',
+};
+
+/**
+ * Step 1 for a console call: the session's cookie names a started session that has not ended, and
+ * its key. An IP over the console's bound on unknown cookies is refused before any look-up.
+ */
+async function sessionKey(g: GateParts, cookie: string, ip: string | undefined, at: Date): Promise<PresentedKey> {
+  const session = await g.consoleSessions.find(cookie, ip, at);
+  if ('limited' in session) {
+    const { retryAfter, limit, windowSeconds } = session.limited;
+    throw new ApiError(
+      'rate_limit_exceeded',
+      `Too many unknown or ended console sessions from this IP address: at most ${limit} per ${windowSeconds} seconds; retry after ${retryAfter} seconds`,
+      { reason: 'auth_failures_per_ip', limit, window_seconds: windowSeconds, retry_after: retryAfter },
+      { 'Retry-After': String(retryAfter) },
+    );
+  }
+  if ('refused' in session) throw authFailed(SESSION_ENDED[session.refused]);
+  return { hash: session.found.keyHash, claimedMode: session.found.mode };
 }
 
 /**
@@ -300,10 +325,10 @@ async function admit(g: GateParts, req: Request, res: Response, next: NextFuncti
   const started = performance.now();
 
   // 1. Authentication (401): the key presented; a console cookie is read only from a request without one.
-  const cookie = req.headers.authorization === undefined ? consoleCookie(req) : undefined;
+  const cookie = req.headers.authorization === undefined ? g.consoleSessions.cookieOf(req) : undefined;
   let key: StoredKey;
   try {
-    const presented = cookie === undefined ? presentedKey(req) : await sessionKey(g, cookie, at);
+    const presented = cookie === undefined ? presentedKey(req) : await sessionKey(g, cookie, req.ip, at);
     key = verifiedKey(g.keys.cached(presented.hash) ?? (await g.keys.findByHash(presented.hash)), presented, at);
   } catch (err) {
     next(await refusal(g, err, req, res));
@@ -375,6 +400,7 @@ export function createGate(deps: GateDeps): Gate {
     apiLog,
     contexts: new WeakMap(),
     refunds: new WeakMap(),
+    consoleSessions: createConsoleSessions(prisma, { ...deps.console, now }),
   };
   const gate: RequestHandler = (req, res, next) => {
     admit(g, req, res, next, now()).catch((err: unknown) => logger.error({ err, requestId: res.locals.requestId }, 'request admission failed after next()'));
@@ -382,6 +408,7 @@ export function createGate(deps: GateDeps): Gate {
   return {
     gate,
     apiLog: { flush: apiLog.flush, close: apiLog.close, pending: apiLog.pending },
+    consoleSessions: g.consoleSessions,
     keys: {
       invalidate: keys.invalidate,
       get unknownCount() {

@@ -1,5 +1,5 @@
 /** The console (openapi.yaml, "Console"): its links, sessions and pages. */
-export { registerConsoleRoutes, consoleLinkUrl } from './adapter.ts';
+export { registerConsoleRoutes, consoleLinkUrl, consoleShellSession } from './adapter.ts';
 export { CONSOLE_CSP } from './pages.ts';
-export { consoleSessionOf, createConsoleLink, deleteEndedConsoleSessions } from './sessions.ts';
+export { createConsoleLink, deleteEndedConsoleSessions } from './sessions.ts';
 export { CONSOLE_SHELL_PATHS, consoleShell, registerConsoleAssets } from './static.ts';

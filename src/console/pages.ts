@@ -1,6 +1,9 @@
 /**
- * The pages a console link opens before the console itself: a page whose form starts the session,
- * and the page that says a link no longer works. Served as static HTML under the console's CSP.
+ * The pages of the console that are not the console itself: the link's page whose form starts the
+ * session, and the pages that say why the console does not open (a link that does not work, a
+ * session that ended, an address the key refuses, too many attempts) or that it was signed out.
+ * Static HTML in the console's own stylesheet, under the console's CSP; no script but the start
+ * page's own file.
  */
 import type { Response } from 'express';
 
@@ -11,12 +14,15 @@ export const CONSOLE_CSP =
 export const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-function page(title: string, body: string): string {
+/** One page in the console's style (console/src/console.css, `.refused`): `body` is trusted HTML. */
+export function consolePage(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>
+<link rel="stylesheet" href="/console/assets/console-style.css"></head>
 <body>
-<main>
+<header class="top"><p class="brand"><span>Console</span></p></header>
+<main id="main" class="refused">
 <h1>${escapeHtml(title)}</h1>
 ${body}
 </main>
@@ -48,7 +54,7 @@ export function sendConsolePage(res: Response, status: number, html: string): vo
  * or a chat's link preview fetching the link does not use it up; the script presses the button.
  */
 export function startPage(token: string): string {
-  return page(
+  return consolePage(
     'Open the console',
     `<form method="post" action="/console/start" id="start">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
@@ -61,10 +67,46 @@ export function startPage(token: string): string {
 /** Presses the start page's button: the only script of that page (no inline script under the CSP). */
 export const START_SCRIPT = "document.getElementById('start')?.requestSubmit();\n";
 
+const NEW_LINK = '<p>Ask for a new console link: <code>POST /api/v1/console-sessions</code> with an <code>admin:full</code> key, or <code>npm run cli -- console --broker SLUG</code>.</p>';
+
 export function linkRefusedPage(): string {
-  return page(
+  return consolePage(
     'This console link does not work',
-    `<p>It has been used already, it has expired (a link works once, for 10 minutes), or its key was revoked.</p>
-<p>Ask for a new one: <code>POST /api/v1/console-sessions</code> with an <code>admin:full</code> key, or <code>npm run cli -- console --broker SLUG</code>.</p>`,
+    `<p>It has been used already, it has expired (a link works once, for 10 minutes), or its key was revoked or has expired.</p>\n${NEW_LINK}`,
+  );
+}
+
+/** The session of the request's cookie has ended, or there is none. */
+export function sessionNeededPage(): string {
+  return consolePage(
+    'Console session needed',
+    `<p>This console session has ended (signed out, 30 minutes without use, its hour over, or its key revoked) or was never started.</p>\n${NEW_LINK}`,
+  );
+}
+
+/** The key's IP whitelist does not hold the caller: the console refuses it as the API does. */
+export function ipRefusedPage(ip: string): string {
+  return consolePage(
+    'The console does not open from this address',
+    `<p>The key of this console is restricted to an IP whitelist, and this address (<code>${escapeHtml(ip)}</code>) is not on it: use the console from an address the key allows.</p>`,
+  );
+}
+
+export function tooManyPage(retryAfter: number): string {
+  return consolePage(
+    'Too many attempts',
+    `<p>This address has presented too many console links or sessions that do not work. Try again in ${retryAfter} seconds.</p>`,
+  );
+}
+
+export function signedOutPage(): string {
+  return consolePage('Signed out', `<p>The console session has ended on the server; its cookie no longer opens anything.</p>\n${NEW_LINK}`);
+}
+
+/** A sign-out without the session's CSRF token, or from another site's page: the session goes on. */
+export function signOutRefusedPage(): string {
+  return consolePage(
+    'Sign out refused',
+    '<p>A sign-out must come from the console\'s own Sign out button. The session has not ended: <a href="/console/">back to the console</a>.</p>',
   );
 }

@@ -2,12 +2,12 @@
  * The console's page and files (issue 41): `/console/assets/*` from the bundle that
  * `npm run build:console` writes to dist/console/ (the composition names the folder), and the HTML
  * shell, console/index.html with the session's CSRF token, mode and broker filled in. No session
- * logic lives here: whoever knows the session (src/console/sessions.ts) hands it to `consoleShell`.
+ * logic lives here: whoever knows the session (src/console/adapter.ts) hands it to `consoleShell`.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express, type RequestHandler } from 'express';
-import { consolePageHeaders, escapeHtml, sendConsolePage } from './pages.ts';
+import { consolePage, consolePageHeaders, escapeHtml, sendConsolePage } from './pages.ts';
 
 /** What the page is told of its session, in its `<meta>` tags. */
 export interface ConsoleShellSession {
@@ -27,32 +27,21 @@ function shellTemplate(dir: string): string | undefined {
 /** The console's HTML for one session, from the build in `dir` (dist/console). */
 export function consoleShellHtml(dir: string, session: ConsoleShellSession): string {
   const page = shellTemplate(dir);
-  if (page === undefined) return consoleErrorHtml('Console not built', 'Run npm run build:console on the server.');
+  if (page === undefined) return consolePage('Console not built', '<p>Run <code>npm run build:console</code> on the server.</p>');
   const values: Record<string, string> = { csrf_token: session.csrfToken, mode: session.mode, broker: session.broker };
   return page.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => escapeHtml(values[name] ?? ''));
 }
 
-/** A page of its own for what the console refuses (a used link, no session): no script, the same CSP. */
-export function consoleErrorHtml(title: string, message: string): string {
-  return [
-    '<!doctype html>',
-    '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="/console/assets/console-style.css"></head>`,
-    `<body><main class="refused"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`,
-    '<p>Ask for a new console link: <code>POST /api/v1/console-sessions</code>.</p></main></body></html>',
-  ].join('');
-}
-
 /**
  * The shell for `/console/` and every `/console/*` view but `/console/start` (the link's own
- * route) and `/console/assets/*`; `session` finds the request's session, or none (a 401 page).
+ * route) and `/console/assets/*`; `session` finds the request's session, or answers the page that
+ * says why there is none and gives undefined.
  */
-export function consoleShell(dir: string, session: (req: express.Request) => Promise<ConsoleShellSession | undefined>): RequestHandler {
+export function consoleShell(dir: string, session: (req: express.Request, res: express.Response) => Promise<ConsoleShellSession | undefined>): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    session(req).then((found) => {
-      if (!found) return sendConsolePage(res, 401, consoleErrorHtml('Console session needed', 'This console session has ended or was never started.'));
-      sendConsolePage(res, 200, consoleShellHtml(dir, found));
+    session(req, res).then((found) => {
+      if (found) sendConsolePage(res, 200, consoleShellHtml(dir, found));
     }, next);
   };
 }

@@ -123,7 +123,7 @@ function appDeps(
   closers.push(['api log', () => gate.apiLog.close()]);
   const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
   closers.push(['services cache', () => serviceReads.close()]);
-  return { ...base, gate: gate.gate, flushApiLog: gate.apiLog.flush, serviceReads, ...loadedOnce(config, prisma) };
+  return { ...base, gate: gate.gate, consoleSessions: gate.consoleSessions, flushApiLog: gate.apiLog.flush, serviceReads, ...loadedOnce(config, prisma) };
 }
 
 /** Closed after the HTTP server (closers run in reverse), so workbook reads in flight finish. */

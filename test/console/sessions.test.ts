@@ -151,9 +151,10 @@ describe('calls with the session', () => {
     const s = await open(b.live.key);
     const res = await withCookie(s.cookie, 'get', '/api/v1/auth-check').set('Authorization', `Bearer ${a.live.key}`);
     assert.equal(res.body.data.key_id, a.live.id);
-    const unknown = await withCookie('console_session=forged', 'get', '/api/v1/auth-check');
+    const unknown = await withCookie('__Host-console_session=forged', 'get', '/api/v1/auth-check');
     assert.equal(unknown.status, 401);
     assert.equal(unknown.body.error.code, 'authentication_failed');
+    assert.match(unknown.body.error.message, /Invalid console session/, 'read as the (HTTPS) console cookie');
   });
 
   test('the session ends after its hour', async () => {

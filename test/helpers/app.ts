@@ -108,7 +108,7 @@ export async function createTestApp(overrides: Partial<Config> = {}, options: Te
     const serviceReads = createServiceReadCache({ ttlMs: config.servicesCacheMs, redis, logger });
     cleanups.push(() => serviceReads.close());
     const deps: AppDeps = {
-      config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, flushApiLog: gate.apiLog.flush, jobs, serviceReads,
+      config, logger, contract, prisma: db.prisma, readChunk: downloads.read, redis, gate: gate.gate, consoleSessions: gate.consoleSessions, flushApiLog: gate.apiLog.flush, jobs, serviceReads,
       resolveHost: options.resolveHost ?? exampleNames, ...loadedOnce(config, db.prisma),
     };
     return { app: createApp(deps, options.app), deps };
