@@ -43,6 +43,8 @@ export interface RequestLogQuery {
   method?: string | undefined;
   operation?: string | undefined;
   apiKeyId?: string | undefined;
+  /** The name of the broker's keys whose entries are wanted (several keys may share one). */
+  apiKeyName?: string | undefined;
   createdGte?: Date | undefined;
   createdLt?: Date | undefined;
   limit: number;
@@ -69,10 +71,11 @@ const FIELDS = {
 
 const NEWEST_FIRST = [{ at: 'desc' }, { id: 'desc' }] as const satisfies Prisma.ApiLogOrderByWithRelationInput[];
 
-function filters(scope: RequestLogScope, query: RequestLogQuery): Prisma.ApiLogWhereInput {
+function filters(scope: RequestLogScope, query: RequestLogQuery, namedKeys: string[] | undefined): Prisma.ApiLogWhereInput {
   const at = instantRange(query.createdGte, query.createdLt);
   return {
     ...scope,
+    ...(namedKeys !== undefined && { AND: [{ apiKeyId: { in: namedKeys } }] }),
     ...(query.requestId !== undefined && { requestId: query.requestId }),
     ...(query.status !== undefined && { status: { gte: query.status.min, lt: query.status.below } }),
     ...(query.method !== undefined && { method: query.method }),
@@ -106,7 +109,8 @@ export async function listRequestLogs(
   query: RequestLogQuery,
 ): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
   const after = query.startingAfter !== undefined ? await cursorOf(prisma, scope, query.startingAfter) : undefined;
-  const where = filters(scope, query);
+  const namedKeys = query.apiKeyName === undefined ? undefined : await keysNamed(prisma, scope.brokerId, query.apiKeyName);
+  const where = filters(scope, query, namedKeys);
   const rows = await prisma.apiLog.findMany({
     where: after ? { AND: [where, after] } : where,
     orderBy: [...NEWEST_FIRST],
@@ -114,6 +118,23 @@ export async function listRequestLogs(
     select: FIELDS,
   });
   return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
+}
+
+/** The ids of the broker's keys of this name (any mode: the entries' mode is filtered anyway). */
+async function keysNamed(prisma: PrismaClient, brokerId: string, name: string): Promise<string[]> {
+  const keys = await prisma.apiKey.findMany({ where: { brokerId, name }, select: { id: true } });
+  return keys.map((k) => k.id);
+}
+
+/**
+ * The names of the broker's keys among `ids` (the log keeps a key's id, not its name: a renamed
+ * key shows its name of now); a key deleted since, or another broker's id, is missing.
+ */
+export async function keyNames(prisma: PrismaClient, brokerId: string, ids: Array<string | null>): Promise<Map<string, string>> {
+  const wanted = [...new Set(ids.filter((id): id is string => id !== null))];
+  if (wanted.length === 0) return new Map();
+  const keys = await prisma.apiKey.findMany({ where: { brokerId, id: { in: wanted } }, select: { id: true, name: true } });
+  return new Map(keys.map((k) => [k.id, k.name]));
 }
 
 /** The newest entry of a request id (one a client reused names several). */
