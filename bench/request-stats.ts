@@ -3,11 +3,13 @@
  * database of its own (on BENCH_PG_URL or DATABASE_URL's server, else 127.0.0.1:5432), migrated,
  * is filled by `generate_series` with BENCH_ROWS (default 1,000,000) API log rows: 90 % one
  * broker's live requests spread over the last 30 days (statuses, 25 operations, durations as a
- * gate writes them), the rest its sandbox's and another broker's. After VACUUM ANALYZE, the
- * store's query (src/request-logs/stats.ts, both of its reads) runs for the 30 days by day and by
- * hour: one warm-up, then BENCH_RUNS (default 5) timed runs each, median and slowest. The same is
- * then timed with the index before migration 20261202120000_stats_indexes, (broker_id, mode, at, id),
- * for the ratio in one run. Prints a table; the database is dropped at the end.
+ * gate writes them), the rest its sandbox's and another broker's, in one INSERT (so the roll-up
+ * trigger of migration 20261202120000_stats runs as it does for a flush, once, on all of them).
+ * After VACUUM ANALYZE, getRequestStats' store (src/request-logs/stats.ts: whole hours from the
+ * roll-up, the partial last hour from the log) runs for the 30 days up to now by day and by hour:
+ * one warm-up, then BENCH_RUNS (default 5) timed runs each, median and slowest. For the ratio in one
+ * run, the same figures straight from the log (grouped counts and percentile_disc over every
+ * entry, as without the roll-up) are timed the same way. Prints a table; the database is dropped.
  */
 import { randomBytes } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -15,7 +17,7 @@ import { PrismaClient } from '../generated/prisma/client.ts';
 import { runAdminSql } from '../src/db/client.ts';
 import { applyMigrations } from '../src/db/migrate.ts';
 import { requestStats } from '../src/request-logs/stats.ts';
-import { statsRange, type StatsInterval } from '../src/shared/stats-range.ts';
+import { sqlInterval, statsRange, type StatsInterval } from '../src/shared/stats-range.ts';
 
 const ADMIN_URL = process.env.BENCH_PG_URL?.trim() || process.env.DATABASE_URL?.trim() || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -41,9 +43,27 @@ const FILL = `
          CASE WHEN i % 97 = 0 THEN NULL ELSE 'operation' || (i % 25) END
     FROM generate_series(1, $1::int) AS i`;
 
-async function timed(prisma: PrismaClient, interval: StatsInterval): Promise<{ median: number; slowest: number; buckets: number; requests: number }> {
-  const range = statsRange(interval, undefined, undefined, new Date());
-  const run = () => requestStats(prisma, { brokerId: BUSY, mode: 'live' }, range);
+/** The figures straight from the log: what getRequestStats would cost without the roll-up. */
+async function fromLogOnly(prisma: PrismaClient, interval: StatsInterval, gte: Date, lt: Date): Promise<{ buckets: Array<{ requests: number }> }> {
+  const step = sqlInterval(interval);
+  // Both reads run, as getRequestStats' would; the counts are enough to check the answer.
+  const [counts] = await Promise.all([
+    prisma.$queryRaw<Array<{ start: Date; n: number }>>`
+      SELECT date_bin(${step}::interval, "at", ${new Date(0)}::timestamptz) AS "start", ("status" / 100)::int AS "class", "operation", count(*)::int AS "n"
+        FROM "api_logs" WHERE "broker_id" = ${BUSY} AND "mode" = 'live' AND "at" >= ${gte} AND "at" < ${lt} GROUP BY 1, 2, 3`,
+    prisma.$queryRaw<unknown[]>`
+      SELECT date_bin(${step}::interval, "at", ${new Date(0)}::timestamptz) AS "start", percentile_disc(ARRAY[0.5, 0.95]::float8[]) WITHIN GROUP (ORDER BY "duration_ms") AS "p"
+        FROM "api_logs" WHERE "broker_id" = ${BUSY} AND "mode" = 'live' AND "at" >= ${gte} AND "at" < ${lt} GROUP BY 1`,
+  ]);
+  const byStart = new Map<number, number>();
+  for (const c of counts) byStart.set(c.start.getTime(), (byStart.get(c.start.getTime()) ?? 0) + c.n);
+  return { buckets: [...byStart.values()].map((requests) => ({ requests })) };
+}
+
+async function timed(prisma: PrismaClient, interval: StatsInterval, rollUp: boolean): Promise<{ median: number; slowest: number; buckets: number; requests: number }> {
+  const now = new Date();
+  const range = statsRange(interval, new Date(now.getTime() - 30 * 86_400_000), now, now);
+  const run = () => (rollUp ? requestStats(prisma, { brokerId: BUSY, mode: 'live' }, range) : fromLogOnly(prisma, interval, range.gte, range.lt));
   const first = await run();
   const ms: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -59,24 +79,21 @@ await runAdminSql(ADMIN_URL, `CREATE DATABASE "${name}"`);
 const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url.toString(), max: 4 }) });
 try {
   await applyMigrations({ kind: 'postgres', connectionString: url.toString() });
-  let started = performance.now();
+  const started = performance.now();
   await prisma.$executeRawUnsafe(FILL, ROWS);
   await prisma.$executeRawUnsafe('VACUUM ANALYZE "api_logs"');
   const fillSeconds = (performance.now() - started) / 1000;
   const results: Array<Record<string, string | number>> = [];
-  const measure = async (indexes: string) => {
+  for (const rollUp of [true, false]) {
     for (const interval of ['day', 'hour'] as const) {
-      const r = await timed(prisma, interval);
-      results.push({ indexes, interval, buckets: r.buckets, 'requests counted': r.requests, 'median ms': r.median.toFixed(0), 'slowest ms': r.slowest.toFixed(0) });
+      const r = await timed(prisma, interval, rollUp);
+      const read = rollUp ? 'getRequestStats (roll-up + log for the last partial hour)' : 'straight from the log (no roll-up)';
+      results.push({ read, interval, buckets: r.buckets, 'requests counted': r.requests, 'median ms': r.median.toFixed(0), 'slowest ms': r.slowest.toFixed(0) });
     }
-  };
-  await measure('now: (broker_id, mode, at, id, status, duration_ms, operation)');
-  started = performance.now();
-  await prisma.$executeRawUnsafe('CREATE INDEX "api_logs_before_stats" ON "api_logs" ("broker_id", "mode", "at", "id")');
-  await prisma.$executeRawUnsafe('DROP INDEX "api_logs_broker_id_mode_at_id_status_duration_ms_operation_idx"');
-  await prisma.$executeRawUnsafe('VACUUM ANALYZE "api_logs"');
-  await measure('before: (broker_id, mode, at, id)');
-  console.log(`${ROWS.toLocaleString('en')} rows filled in ${fillSeconds.toFixed(1)} s; PostgreSQL ${(await prisma.$queryRawUnsafe<Array<{ v: string }>>('SHOW server_version'))[0]!.v}`);
+  }
+  const [version] = await prisma.$queryRawUnsafe<Array<{ server_version: string }>>('SHOW server_version');
+  const [rolled] = await prisma.$queryRawUnsafe<Array<{ n: number }>>('SELECT (SELECT count(*) FROM "api_log_hour_counts") + (SELECT count(*) FROM "api_log_hours") AS "n"');
+  console.log(`${ROWS.toLocaleString('en')} rows filled (and rolled up: ${Number(rolled!.n)} rows) in ${fillSeconds.toFixed(1)} s; PostgreSQL ${version!.server_version}`);
   console.table(results);
 } finally {
   await prisma.$disconnect();

@@ -151,7 +151,7 @@ export const requestLogNotFound = (requestId: string) => new NotFoundError(`Requ
  * Deletes the entries of requests that arrived before `before`, `batch` rows at a time, until a
  * batch finds fewer (at most `maxBatches` per call); how many went. Each batch takes the lowest
  * ids by the primary key, so it never scans the table: rows are written in about arrival order,
- * and an old row behind a slightly newer one goes in a later call.
+ * and an old row behind a slightly newer one goes in a later call. The roll-up's hours go with them.
  */
 export async function deleteRequestLogsBefore(db: Db, before: Date, batch = 10_000, maxBatches = 20): Promise<number> {
   let deleted = 0;
@@ -161,5 +161,9 @@ export async function deleteRequestLogsBefore(db: Db, before: Date, batch = 10_0
     deleted += count;
     if (count < batch) break;
   }
+  // The hourly roll-up of getRequestStats (a few rows an hour): the hours that ended before `before`.
+  const ended = new Date(before.getTime() - 3_600_000);
+  await db.$executeRaw`DELETE FROM "api_log_hour_counts" WHERE "hour" < ${ended}`;
+  await db.$executeRaw`DELETE FROM "api_log_hours" WHERE "hour" < ${ended}`;
   return deleted;
 }

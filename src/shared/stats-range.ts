@@ -66,3 +66,31 @@ export const sqlInterval = (interval: StatsInterval): string => (interval === 'h
 export function percentiles(values: number[] | null | undefined): { p50: number | null; p95: number | null } {
   return { p50: values?.[0] ?? null, p95: values?.[1] ?? null };
 }
+
+/**
+ * The lower bounds of getRequestStats' duration bins, in ms (the hourly roll-up's histogram,
+ * migration 20261202120000_stats, holds the same list): exact up to 10 ms, then at most 20 % apart.
+ */
+export const STATS_DURATION_BOUNDS: readonly number[] = [
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 250, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500,
+  2000, 2500, 3000, 4000, 5000, 6000, 7000, 8000, 10000, 12000, 15000, 20000, 25000, 30000, 40000, 50000, 60000,
+];
+
+/**
+ * p50 and p95 of a histogram over STATS_DURATION_BOUNDS, as percentile_disc would take them (the
+ * first value at or past the rank), each the lower bound of the bin holding it; `null` when empty.
+ */
+export function histogramPercentiles(counts: readonly number[]): { p50: number | null; p95: number | null } {
+  const total = counts.reduce((n, c) => n + c, 0);
+  if (total === 0) return percentiles(null);
+  const at = (p: number): number => {
+    const rank = Math.ceil(p * total);
+    let seen = 0;
+    for (let i = 0; i < counts.length; i++) {
+      seen += counts[i]!;
+      if (seen >= rank) return STATS_DURATION_BOUNDS[i]!;
+    }
+    return STATS_DURATION_BOUNDS.at(-1)!;
+  };
+  return { p50: at(0.5), p95: at(0.95) };
+}

@@ -10,6 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { assertError } from '../helpers/answers.ts';
+import { readFileSync } from 'node:fs';
+import { ROOT_DIR } from '../../src/root.ts';
+import { STATS_DURATION_BOUNDS } from '../../src/shared/stats-range.ts';
 import { apiKey, brokerWithKeys, requestLog } from '../helpers/factories.ts';
 
 let t: TestApp;
@@ -162,5 +165,23 @@ describe('getRequestStats', () => {
     const reader = await apiKey(t.prisma, { brokerId: w.brokerId, scopes: ['services:read'] });
     assertError(await get(reader.key, '/api/v1/request-stats'), 403, 'insufficient_permissions');
     assertError(await request(t.app).get('/api/v1/request-stats'), 401, 'authentication_failed');
+  });
+
+  test("durations are binned (STATS_DURATION_BOUNDS, the roll-up's bins): p50 and p95 are a bin's lower bound; a partial hour is counted from the log alike", async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const base = hourStart(8);
+    for (const ms of [11, 13, 14, 16, 700_000]) await requestLog(t.prisma, w.live, { at: new Date(base.getTime() + 10 * 60_000), durationMs: ms });
+    const whole = await get(w.live.key, `/api/v1/request-stats?created_gte=${iso(base)}&created_lt=${iso(base.getTime() + HOUR)}`);
+    assert.deepEqual(whole.body.data.buckets[0].duration_ms, { p50: 12, p95: 60_000 });
+    // The same hour in part (from the log, not the roll-up): the same figures.
+    const part = await get(w.live.key, `/api/v1/request-stats?created_gte=${iso(base.getTime() + 60_000)}&created_lt=${iso(base.getTime() + 30 * 60_000)}`);
+    assert.deepEqual([part.body.data.buckets[0].requests, part.body.data.buckets[0].duration_ms], [5, { p50: 12, p95: 60_000 }]);
+  });
+
+  test("the roll-up's bins in the migration are STATS_DURATION_BOUNDS", () => {
+    const sql = readFileSync(`${ROOT_DIR}/prisma/migrations/20261202120000_stats/migration.sql`, 'utf8');
+    const lists = [...sql.matchAll(/width_bucket\(r\."duration_ms", ARRAY\[([0-9, ]+)\]\)/g)].map((m) => m[1]!.split(',').map(Number));
+    assert.equal(lists.length, 2, 'the trigger and the backfill');
+    for (const list of lists) assert.deepEqual(list, STATS_DURATION_BOUNDS);
   });
 });

@@ -1024,7 +1024,7 @@ export interface paths {
         };
         /**
          * Request volume, errors and durations over time
-         * @description The API requests of the key's broker made with keys of the key's mode (a live key the live requests, a sandbox key the sandbox's, as `listRequestLogs` lists them), counted per hour or per day (`interval`, UTC) over a range: each bucket with its number of requests, those by status class (`1xx` … `5xx`) and by operation (the `operationId` reached, `null` for an unknown path or method; the most frequent first), and the median (`p50`) and 95th percentile (`p95`) of their `duration_ms` (`null` in a bucket without requests). Made from the request logs, so the figures are those of the entries `listRequestLogs` shows for the same range.
+         * @description The API requests of the key's broker made with keys of the key's mode (a live key the live requests, a sandbox key the sandbox's, as `listRequestLogs` lists them), counted per hour or per day (`interval`, UTC) over a range: each bucket with its number of requests, those by status class (`1xx` … `5xx`) and by operation (the `operationId` reached, `null` for an unknown path or method; the most frequent first), and the median (`p50`) and 95th percentile (`p95`) of their `duration_ms` (`null` in a bucket without requests; binned, see `StatsPercentiles`). Made from the request logs (an hourly roll-up kept as entries are written), so the counts are those of the entries `listRequestLogs` shows for the same range.
          *
          *     The range is `created_gte` (inclusive) to `created_lt` (exclusive): by default the 24 hours (`hour`) or 30 days (`day`) up to now. It may span at most 30 days (the time request logs are kept) and must not be empty; otherwise `400 invalid_parameter` naming `created_gte` (`details.rule: max_range` or `range`). Buckets start on whole UTC hours or days, oldest first; every bucket the range touches is listed, an empty one with zeros, and the first and last count only the requests within the range.
          *
@@ -3769,7 +3769,7 @@ export interface components {
              */
             since: string;
         };
-        /** @description The median and 95th percentile of a bucket's durations, in milliseconds (each a duration that occurred); `null` in a bucket with none. */
+        /** @description The median and 95th percentile of a bucket's durations, in milliseconds; `null` in a bucket with none. `getWebhookEndpointStats` gives durations that occurred; `getRequestStats` counts durations in bins (0, 1, 2 … 10, 12, 15, 20, 25, 30, 40, 50 … 60000 ms and over) and gives the lower bound of the bin holding each percentile, exact up to 10 ms and at most 20 % under it above. */
         StatsPercentiles: {
             /**
              * @description Half the durations are at most this.
