@@ -71,31 +71,6 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
-  // GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries
-  operation(router, contract, 'listWebhookEndpointDeliveries', {
-    useCases,
-    validate: ({ params, query }) => ({
-      id: params.endpoint_id,
-      query: { status: query.status, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after },
-    }),
-    async handle({ id, query }, { caller, useCases }) {
-      const { data, pagination } = await useCases.deliveries(caller, id, query);
-      return { status: 200, data, pagination };
-    },
-  });
-
-  // GET /api/v1/webhook-endpoints/{endpoint_id}/stats
-  operation(router, contract, 'getWebhookEndpointStats', {
-    useCases,
-    validate: ({ params, query }) => ({
-      id: params.endpoint_id,
-      range: statsRange(query.interval ?? 'hour', instantParam(query.created_gte, 'created_gte'), instantParam(query.created_lt, 'created_lt'), new Date()),
-    }),
-    async handle({ id, range }, { caller, useCases }) {
-      return { status: 200, data: await useCases.stats(caller, id, range) };
-    },
-  });
-
   // GET /api/v1/webhook-endpoints/{endpoint_id}
   operation(router, contract, 'getWebhookEndpoint', {
     useCases,
@@ -123,8 +98,37 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
+  registerEndpointReports(router, contract, useCases);
   registerEndpointActions(router, contract, useCases);
 };
+
+/** GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries and /stats: what was sent to an endpoint. */
+function registerEndpointReports(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
+  // GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries
+  operation(router, contract, 'listWebhookEndpointDeliveries', {
+    useCases,
+    validate: ({ params, query }) => ({
+      id: params.endpoint_id,
+      query: { status: query.status, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after },
+    }),
+    async handle({ id, query }, { caller, useCases }) {
+      const { data, pagination } = await useCases.deliveries(caller, id, query);
+      return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/webhook-endpoints/{endpoint_id}/stats
+  operation(router, contract, 'getWebhookEndpointStats', {
+    useCases,
+    validate: ({ params, query }) => ({
+      id: params.endpoint_id,
+      range: statsRange(query.interval ?? 'hour', instantParam(query.created_gte, 'created_gte'), instantParam(query.created_lt, 'created_lt'), new Date()),
+    }),
+    async handle({ id, range }, { caller, useCases }) {
+      return { status: 200, data: await useCases.stats(caller, id, range) };
+    },
+  });
+}
 
 /** POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping, /send-example and /recover. */
 function registerEndpointActions(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
