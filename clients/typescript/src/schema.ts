@@ -3916,7 +3916,6 @@ export interface components {
         /** @description HTTP 400 error body of `getRequestStats` and `getWebhookEndpointStats`: `interval` unknown, `created_gte` or `created_lt` not a date-time, the range empty or over 30 days, or the endpoint id malformed. */
         StatsError400: {
             success: components["schemas"]["ErrorFlag"];
-            /** @description The error: `invalid_parameter`. */
             error: components["schemas"]["ErrorInvalidParameter"];
         };
         /** @description HTTP 400 error body of `sendExampleEvent`: the body is not a JSON object, `type` is missing or not an event type, or the endpoint id is malformed. */
