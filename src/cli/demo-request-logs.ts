@@ -5,12 +5,30 @@
  * (never before the log's last entry, so a cursor walk skips none); the worker deletes them after
  * 30 days, and the next `demo` writes them again.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.ts';
 
 type Tx = Prisma.TransactionClient;
 
-/** The examples' key id: the log keeps a key's id, which outlives the key, so it need name no key. */
+/** The examples' key id and name (`api_key_name`). */
 const EXAMPLE_KEY_ID = 'key_01hzx3k8w6';
+const EXAMPLE_KEY_NAME = 'order-sync';
+
+/**
+ * The key the examples name, so entries show its name: revoked from the start, its hash that of
+ * random bytes no one has, so it can never be used. A key of that id another broker holds is left
+ * alone (its entries then show no name).
+ */
+async function putExampleKey(tx: Tx, brokerId: string, now: Date): Promise<void> {
+  const kept = await tx.apiKey.findUnique({ where: { id: EXAMPLE_KEY_ID }, select: { id: true } });
+  if (kept) return;
+  await tx.apiKey.create({
+    data: {
+      id: EXAMPLE_KEY_ID, brokerId, name: EXAMPLE_KEY_NAME, mode: 'live', keyHash: createHash('sha256').update(randomBytes(32)).digest('hex'),
+      prefix: 'sk_live_0000', last4: '0000', scopes: [], active: false, revokedAt: now,
+    },
+  });
+}
 
 type Entry = Omit<Prisma.ApiLogCreateManyInput, 'brokerId' | 'mode' | 'at' | 'apiKeyId' | 'ip'>;
 
@@ -34,6 +52,7 @@ const ENTRIES: Entry[] = [
 
 /** Writes the entries a mode of the broker lacks; entries kept from an earlier run stay as they are. */
 export async function putRequestLogs(tx: Tx, brokerId: string, now: Date): Promise<void> {
+  await putExampleKey(tx, brokerId, now);
   for (const mode of ['live', 'test'] as const) {
     const scope = { brokerId, mode };
     const kept = await tx.apiLog.findMany({ where: { ...scope, requestId: { in: ENTRIES.map((e) => e.requestId) } }, select: { requestId: true } });

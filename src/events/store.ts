@@ -65,6 +65,8 @@ export interface NewEvent {
   endpointId?: string;
   /** Owed to every endpoint it would be owed to but this one: the endpoint a `webhook_endpoint.*` event tells of. */
   notTo?: string;
+  /** The object is the contract's example, not a record (`sendExampleEvent`): `data.example: true`. */
+  example?: true;
 }
 
 /** `evt_` and 24 base62 characters (≈ 143 bits): never guessed, never reused. */
@@ -105,7 +107,7 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
     broker_id: e.brokerId,
     mode: e.mode,
     type: e.type,
-    data: e.previousAttributes ? { object: e.object, previous_attributes: e.previousAttributes } : { object: e.object },
+    data: { object: e.object, ...(e.previousAttributes && { previous_attributes: e.previousAttributes }), ...(e.example && { example: true }) },
     endpoint_id: e.endpointId ?? null,
     not_to: e.notTo ?? null,
   }));

@@ -4,6 +4,7 @@ import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import { statsRange } from '../shared/stats-range.ts';
 import { sandboxRequestLogs } from './sandbox.ts';
 import type { RequestLogQuery } from './store.ts';
 import { requestLogs, type RequestLogDeps, type RequestLogUseCases } from './use-cases.ts';
@@ -37,6 +38,7 @@ export const registerRequestLogRoutes: RegisterRoutes<RequestLogDeps & { contrac
         method: query.method?.toUpperCase(),
         operation: query.operation,
         apiKeyId: query.api_key_id,
+        apiKeyName: query.api_key_name,
         createdGte: instantParam(query.created_gte, 'created_gte'),
         createdLt: instantParam(query.created_lt, 'created_lt'),
         limit: intParam(query.limit, DEFAULT_LIMIT),
@@ -46,6 +48,16 @@ export const registerRequestLogRoutes: RegisterRoutes<RequestLogDeps & { contrac
     async handle(query, { caller, useCases }) {
       const { data, pagination } = await useCases.list(caller, query);
       return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/request-stats
+  operation(router, contract, 'getRequestStats', {
+    useCases,
+    validate: ({ query }) =>
+      statsRange(query.interval ?? 'hour', instantParam(query.created_gte, 'created_gte'), instantParam(query.created_lt, 'created_lt'), new Date()),
+    async handle(range, { caller, useCases }) {
+      return { status: 200, data: await useCases.stats(caller, range) };
     },
   });
 

@@ -43,6 +43,8 @@ export interface RequestLogQuery {
   method?: string | undefined;
   operation?: string | undefined;
   apiKeyId?: string | undefined;
+  /** The name of the broker's keys whose entries are wanted (several keys may share one). */
+  apiKeyName?: string | undefined;
   createdGte?: Date | undefined;
   createdLt?: Date | undefined;
   limit: number;
@@ -69,10 +71,11 @@ const FIELDS = {
 
 const NEWEST_FIRST = [{ at: 'desc' }, { id: 'desc' }] as const satisfies Prisma.ApiLogOrderByWithRelationInput[];
 
-function filters(scope: RequestLogScope, query: RequestLogQuery): Prisma.ApiLogWhereInput {
+function filters(scope: RequestLogScope, query: RequestLogQuery, namedKeys: string[] | undefined): Prisma.ApiLogWhereInput {
   const at = instantRange(query.createdGte, query.createdLt);
   return {
     ...scope,
+    ...(namedKeys !== undefined && { AND: [{ apiKeyId: { in: namedKeys } }] }),
     ...(query.requestId !== undefined && { requestId: query.requestId }),
     ...(query.status !== undefined && { status: { gte: query.status.min, lt: query.status.below } }),
     ...(query.method !== undefined && { method: query.method }),
@@ -106,7 +109,8 @@ export async function listRequestLogs(
   query: RequestLogQuery,
 ): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
   const after = query.startingAfter !== undefined ? await cursorOf(prisma, scope, query.startingAfter) : undefined;
-  const where = filters(scope, query);
+  const namedKeys = query.apiKeyName === undefined ? undefined : await keysNamed(prisma, scope.brokerId, query.apiKeyName);
+  const where = filters(scope, query, namedKeys);
   const rows = await prisma.apiLog.findMany({
     where: after ? { AND: [where, after] } : where,
     orderBy: [...NEWEST_FIRST],
@@ -114,6 +118,23 @@ export async function listRequestLogs(
     select: FIELDS,
   });
   return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
+}
+
+/** The ids of the broker's keys of this name (any mode: the entries' mode is filtered anyway). */
+async function keysNamed(prisma: PrismaClient, brokerId: string, name: string): Promise<string[]> {
+  const keys = await prisma.apiKey.findMany({ where: { brokerId, name }, select: { id: true } });
+  return keys.map((k) => k.id);
+}
+
+/**
+ * The names of the broker's keys among `ids` (the log keeps a key's id, not its name: a renamed
+ * key shows its name of now); a key deleted since, or another broker's id, is missing.
+ */
+export async function keyNames(prisma: PrismaClient, brokerId: string, ids: Array<string | null>): Promise<Map<string, string>> {
+  const wanted = [...new Set(ids.filter((id): id is string => id !== null))];
+  if (wanted.length === 0) return new Map();
+  const keys = await prisma.apiKey.findMany({ where: { brokerId, id: { in: wanted } }, select: { id: true, name: true } });
+  return new Map(keys.map((k) => [k.id, k.name]));
 }
 
 /** The newest entry of a request id (one a client reused names several). */
@@ -130,7 +151,7 @@ export const requestLogNotFound = (requestId: string) => new NotFoundError(`Requ
  * Deletes the entries of requests that arrived before `before`, `batch` rows at a time, until a
  * batch finds fewer (at most `maxBatches` per call); how many went. Each batch takes the lowest
  * ids by the primary key, so it never scans the table: rows are written in about arrival order,
- * and an old row behind a slightly newer one goes in a later call.
+ * and an old row behind a slightly newer one goes in a later call. The roll-up's hours go with them.
  */
 export async function deleteRequestLogsBefore(db: Db, before: Date, batch = 10_000, maxBatches = 20): Promise<number> {
   let deleted = 0;
@@ -140,5 +161,9 @@ export async function deleteRequestLogsBefore(db: Db, before: Date, batch = 10_0
     deleted += count;
     if (count < batch) break;
   }
+  // The hourly roll-up of getRequestStats (a few rows an hour): the hours that ended before `before`.
+  const ended = new Date(before.getTime() - 3_600_000);
+  await db.$executeRaw`DELETE FROM "api_log_hour_counts" WHERE "hour" < ${ended}`;
+  await db.$executeRaw`DELETE FROM "api_log_hours" WHERE "hour" < ${ended}`;
   return deleted;
 }

@@ -6,7 +6,9 @@
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
-import { findRequestLog, listRequestLogs, type RequestLogMode, type RequestLogQuery, type RequestLogRow } from './store.ts';
+import type { StatsRange } from '../shared/stats-range.ts';
+import { requestStats, type RequestStatsData } from './stats.ts';
+import { findRequestLog, keyNames, listRequestLogs, type RequestLogMode, type RequestLogQuery, type RequestLogRow } from './store.ts';
 
 export type RequestLogData = components['schemas']['RequestLog'];
 export type RequestLogPagination = components['schemas']['RequestLogPagination'];
@@ -14,6 +16,8 @@ export type RequestLogPagination = components['schemas']['RequestLogPagination']
 export interface RequestLogUseCases {
   list(caller: Caller, query: RequestLogQuery): Promise<{ data: RequestLogData[]; pagination: RequestLogPagination }>;
   get(caller: Caller, requestId: string): Promise<RequestLogData>;
+  /** The requests of the range per hour or day (`getRequestStats`). */
+  stats(caller: Caller, range: StatsRange): Promise<RequestStatsData>;
 }
 
 export interface RequestLogDeps {
@@ -31,7 +35,7 @@ function loggedError(row: RequestLogRow): NonNullable<RequestLogData['error']> {
   return { code: row.errorCode ?? '', message: row.errorMessage, ...(details !== null && { details }) };
 }
 
-export function requestLogData(row: RequestLogRow, mode: RequestLogMode): RequestLogData {
+export function requestLogData(row: RequestLogRow, mode: RequestLogMode, names: ReadonlyMap<string, string>): RequestLogData {
   return {
     object: 'request_log',
     request_id: row.requestId,
@@ -45,6 +49,7 @@ export function requestLogData(row: RequestLogRow, mode: RequestLogMode): Reques
     duration_ms: row.durationMs,
     // The gate writes both for every entry; the columns are nullable for rows of older versions.
     api_key_id: row.apiKeyId ?? '',
+    api_key_name: row.apiKeyId === null ? null : (names.get(row.apiKeyId) ?? null),
     mode: row.mode ?? mode,
     ip: row.ip,
     idempotency_replayed: row.idempotencyReplayed,
@@ -61,14 +66,20 @@ export function requestLogs(deps: RequestLogDeps, mode: RequestLogMode): Request
       await written();
       const { rows, hasMore } = await listRequestLogs(prisma, { brokerId: caller.brokerId, mode }, query);
       const last = rows.at(-1);
+      const names = await keyNames(prisma, caller.brokerId, rows.map((row) => row.apiKeyId));
       return {
-        data: rows.map((row) => requestLogData(row, mode)),
+        data: rows.map((row) => requestLogData(row, mode, names)),
         pagination: { limit: query.limit, has_more: hasMore, next_starting_after: hasMore && last ? last.requestId : null },
       };
     },
     async get(caller, requestId) {
       await written();
-      return requestLogData(await findRequestLog(prisma, { brokerId: caller.brokerId, mode }, requestId), mode);
+      const row = await findRequestLog(prisma, { brokerId: caller.brokerId, mode }, requestId);
+      return requestLogData(row, mode, await keyNames(prisma, caller.brokerId, [row.apiKeyId]));
+    },
+    async stats(caller, range) {
+      await written();
+      return requestStats(prisma, { brokerId: caller.brokerId, mode }, range);
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The webhook endpoint operations over HTTP: create, list, detail, update, delete, rotate the
- * secret, ping, recover failed deliveries. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
+ * secret, ping, send an example event, recover failed deliveries, deliveries and their stats. The key's mode chooses the endpoints it acts on (live, or the sandbox's test
  * endpoints); every answer that shows a secret is made here from the use case's, nowhere else.
  */
 import type { Router } from 'express';
@@ -8,9 +8,11 @@ import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { missingParameter } from '../http/errors.ts';
 import { operation } from '../http/operation.ts';
-import { DEFAULT_LIMIT, intParam, pageParams, textParam } from '../http/params.ts';
+import { DEFAULT_LIMIT, instantParam, intParam, pageParams, textParam } from '../http/params.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import type { ByMode } from '../shared/caller.ts';
+import { statsRange } from '../shared/stats-range.ts';
+import { eventExamples } from './examples.ts';
 import type { EndpointChange } from './endpoint-store.ts';
 import { checkEventTypes, checkSince, checkUrl, webhookEndpoints, type EndpointDeps, type WebhookEndpointUseCases } from './endpoint-use-cases.ts';
 import { sandboxEndpoints } from './sandbox.ts';
@@ -22,12 +24,13 @@ type EndpointRouteDeps = Pick<EndpointDeps, 'prisma' | 'credentials'> & {
   contract: Contract;
 };
 
-export function webhookEndpointUseCases(deps: Omit<EndpointRouteDeps, 'contract'>): ByMode<WebhookEndpointUseCases> {
+export function webhookEndpointUseCases(deps: EndpointRouteDeps): ByMode<WebhookEndpointUseCases> {
   const parts: EndpointDeps = {
     prisma: deps.prisma,
     credentials: deps.credentials,
     destinations: { allowPrivate: deps.config.webhookAllowPrivateUrls },
     endpointsPerBroker: deps.config.webhookEndpointsPerBroker,
+    examples: eventExamples(deps.contract.document),
   };
   return { live: webhookEndpoints(parts, 'live'), sandbox: sandboxEndpoints(webhookEndpoints(parts, 'test')) };
 }
@@ -68,19 +71,6 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
-  // GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries
-  operation(router, contract, 'listWebhookEndpointDeliveries', {
-    useCases,
-    validate: ({ params, query }) => ({
-      id: params.endpoint_id,
-      query: { status: query.status, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after },
-    }),
-    async handle({ id, query }, { caller, useCases }) {
-      const { data, pagination } = await useCases.deliveries(caller, id, query);
-      return { status: 200, data, pagination };
-    },
-  });
-
   // GET /api/v1/webhook-endpoints/{endpoint_id}
   operation(router, contract, 'getWebhookEndpoint', {
     useCases,
@@ -108,10 +98,39 @@ export const registerWebhookEndpointRoutes: RegisterRoutes<EndpointRouteDeps> = 
     },
   });
 
+  registerEndpointReports(router, contract, useCases);
   registerEndpointActions(router, contract, useCases);
 };
 
-/** POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping and /recover. */
+/** GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries and /stats: what was sent to an endpoint. */
+function registerEndpointReports(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
+  // GET /api/v1/webhook-endpoints/{endpoint_id}/deliveries
+  operation(router, contract, 'listWebhookEndpointDeliveries', {
+    useCases,
+    validate: ({ params, query }) => ({
+      id: params.endpoint_id,
+      query: { status: query.status, limit: intParam(query.limit, DEFAULT_LIMIT), startingAfter: query.starting_after },
+    }),
+    async handle({ id, query }, { caller, useCases }) {
+      const { data, pagination } = await useCases.deliveries(caller, id, query);
+      return { status: 200, data, pagination };
+    },
+  });
+
+  // GET /api/v1/webhook-endpoints/{endpoint_id}/stats
+  operation(router, contract, 'getWebhookEndpointStats', {
+    useCases,
+    validate: ({ params, query }) => ({
+      id: params.endpoint_id,
+      range: statsRange(query.interval ?? 'hour', instantParam(query.created_gte, 'created_gte'), instantParam(query.created_lt, 'created_lt'), new Date()),
+    }),
+    async handle({ id, range }, { caller, useCases }) {
+      return { status: 200, data: await useCases.stats(caller, id, range) };
+    },
+  });
+}
+
+/** POST /api/v1/webhook-endpoints/{endpoint_id}/delete, /rotate-secret, /ping, /send-example and /recover. */
 function registerEndpointActions(router: Router, contract: Contract, useCases: ByMode<WebhookEndpointUseCases>): void {
   operation(router, contract, 'deleteWebhookEndpoint', {
     useCases,
@@ -132,6 +151,13 @@ function registerEndpointActions(router: Router, contract: Contract, useCases: B
     validate: ({ params }) => params.endpoint_id,
     async handle(id, { caller, useCases }) {
       return { status: 200, data: await useCases.ping(caller, id) };
+    },
+  });
+  operation(router, contract, 'sendExampleEvent', {
+    useCases,
+    validate: ({ params, body }) => ({ id: params.endpoint_id, type: body.type }),
+    async handle({ id, type }, { caller, useCases }) {
+      return { status: 200, data: await useCases.sendExample(caller, id, type) };
     },
   });
   operation(router, contract, 'recoverWebhookEndpoint', {

@@ -23,6 +23,24 @@ export interface DeliveryQuery {
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
+/**
+ * For each failed delivery of `ids`, the first later delivery of the same event to the same
+ * endpoint that succeeded (a redelivery or a recover), if any: one probe of the (event, endpoint)
+ * index each.
+ */
+async function supersededBy(prisma: PrismaClient, ids: bigint[]): Promise<Map<bigint, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await prisma.$queryRaw<Array<{ id: bigint; by: string }>>`
+    SELECT f."id", s."public_id" AS "by"
+      FROM "webhook_deliveries" f
+      JOIN LATERAL (
+        SELECT n."public_id" FROM "webhook_deliveries" n
+         WHERE n."event_id" = f."event_id" AND n."endpoint_id" = f."endpoint_id" AND n."id" > f."id" AND n."status" = 'delivered'
+         ORDER BY n."id" LIMIT 1) s ON true
+     WHERE f."id" = ANY(${ids.map(String)}::bigint[])`;
+  return new Map(rows.map((r) => [BigInt(r.id), r.by]));
+}
+
 export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope, endpointId: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>> {
   await findEndpoint(prisma, scope, endpointId);
   let before: bigint | undefined;
@@ -42,6 +60,7 @@ export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope,
     orderBy: { id: 'desc' },
     take: query.limit + 1,
     select: {
+      id: true,
       publicId: true,
       eventId: true,
       status: true,
@@ -58,6 +77,7 @@ export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope,
     },
   });
   const page = rows.slice(0, query.limit);
+  const recoveredBy = await supersededBy(prisma, page.filter((row) => row.status === 'failed').map((row) => row.id));
   const data = page.map((row): DeliveryData => {
     const [last] = row.attemptsMade;
     return {
@@ -72,6 +92,7 @@ export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope,
       completed_at: iso(row.completedAt),
       created_at: row.createdAt.toISOString(),
       last_attempt: last ? attemptData(last) : null,
+      superseded_by: recoveredBy.get(row.id) ?? null,
     };
   });
   const hasMore = rows.length > query.limit;

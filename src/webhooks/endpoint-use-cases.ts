@@ -7,12 +7,13 @@ import dns from 'node:dns';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
-import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode } from '../events/store.ts';
+import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode, type EventType } from '../events/store.ts';
 import { storedEventData } from '../events/use-cases.ts';
 import type { Caller } from '../shared/caller.ts';
 import { isoInstant } from '../shared/dates.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { pageOf, type Page } from '../shared/page.ts';
+import type { StatsRange } from '../shared/stats-range.ts';
 import { DestinationRefusedError, resolveAndCheck, type DestinationPolicy, type ResolveAll } from './destination.ts';
 import {
   createEndpoint,
@@ -28,6 +29,8 @@ import {
 } from './endpoint-store.ts';
 import { endpointData, type EndpointData } from './endpoint-data.ts';
 import { listDeliveries, type DeliveryPage, type DeliveryQuery } from './endpoint-deliveries.ts';
+import { endpointStats, type EndpointStatsData } from './endpoint-stats.ts';
+import { recordExample, type EventExamples } from './examples.ts';
 import { newEndpointSecret } from './secrets.ts';
 
 export type { EndpointData };
@@ -54,6 +57,10 @@ export interface WebhookEndpointUseCases {
   recover(caller: Caller, id: string, since: Date): Promise<RecoveryData>;
   /** The endpoint's deliveries, newest first. */
   deliveries(caller: Caller, id: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>>;
+  /** The contract's example event of `type`, recorded for this endpoint only (as `ping`). */
+  sendExample(caller: Caller, id: string, type: EventType): Promise<EventData>;
+  /** The endpoint's deliveries per hour or day of the range. */
+  stats(caller: Caller, id: string, range: StatsRange): Promise<EndpointStatsData>;
 }
 
 export interface EndpointDeps {
@@ -65,6 +72,8 @@ export interface EndpointDeps {
   resolve?: ResolveAll;
   /** Endpoints one broker may have in each mode (WEBHOOK_ENDPOINTS_PER_BROKER). */
   endpointsPerBroker: number;
+  /** Each event type's example (`sendExampleEvent`), from the contract (examples.ts). */
+  examples: EventExamples;
 }
 
 /** `events` as given, every entry a known type, each once. */
@@ -170,6 +179,13 @@ export function webhookEndpoints(deps: EndpointDeps, mode: EventMode): WebhookEn
     },
     async deliveries(caller, id, query) {
       return listDeliveries(prisma, scope(caller), id, query);
+    },
+    async sendExample(caller, id, type) {
+      const eventId = await recordExample(prisma, scope(caller), id, type, deps.examples, caller.unitOfWork, new Date());
+      return storedEventData(prisma, scope(caller), eventId);
+    },
+    async stats(caller, id, range) {
+      return endpointStats(prisma, scope(caller), id, range);
     },
   };
 }

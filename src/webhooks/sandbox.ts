@@ -20,6 +20,8 @@ export function sandboxEndpoints(endpoints: WebhookEndpointUseCases): WebhookEnd
     rotateSecret: (caller, id) => (known(caller, id), endpoints.rotateSecret(caller, id)),
     ping: (caller, id) => (known(caller, id), endpoints.ping(caller, id)),
     deliveries: (caller, id, query) => (known(caller, id), endpoints.deliveries(caller, id, query)),
+    sendExample: (caller, id, type) => (known(caller, id), endpoints.sendExample(caller, id, type)),
+    stats: (caller, id, range) => (known(caller, id), endpoints.stats(caller, id, range)),
     async recover(caller, id, since) {
       known(caller, id);
       if (caller.simulatedFailure !== 'conflict') return endpoints.recover(caller, id, since);

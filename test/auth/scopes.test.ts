@@ -34,11 +34,14 @@ const REQUIRED: Record<string, Scope | null> = {
   pingWebhookEndpoint: 'admin:full',
   recoverWebhookEndpoint: 'admin:full',
   listWebhookEndpointDeliveries: 'admin:full',
+  getWebhookEndpointStats: 'admin:full',
+  sendExampleEvent: 'admin:full',
   listEvents: 'admin:full',
   getEvent: 'admin:full',
   redeliverEvent: 'admin:full',
   listRequestLogs: 'admin:full',
   getRequestLog: 'admin:full',
+  getRequestStats: 'admin:full',
   createConsoleSession: 'admin:full',
 };
 

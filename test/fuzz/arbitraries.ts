@@ -304,6 +304,21 @@ const WEBHOOK_OPERATIONS: OpSpec[] = [
   },
   { operationId: 'deleteWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/delete', param: 'endpoint_id', mutating: true, writesInSandbox: true },
   { operationId: 'rotateWebhookEndpointSecret', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret', param: 'endpoint_id', mutating: true, writesInSandbox: true },
+  {
+    operationId: 'sendExampleEvent',
+    method: 'POST',
+    template: '/api/v1/webhook-endpoints/{endpoint_id}/send-example',
+    param: 'endpoint_id',
+    mutating: true,
+    writesInSandbox: true,
+    body: [enumField('type', [...EVENT_TYPE_NAMES, 'webhook_endpoint.created', 'webhook_endpoint.updated', 'webhook_endpoint.deleted'], true)],
+  },
+  { operationId: 'getWebhookEndpointStats', method: 'GET', template: '/api/v1/webhook-endpoints/{endpoint_id}/stats', param: 'endpoint_id', mutating: false, query: [
+        { name: 'interval', valid: fc.constantFrom('hour', 'day') },
+        // A start alone spans a day (hour) or 30 days (day) from it; with an end, a range of at most 30 days or an empty one (refused).
+        { name: 'created_gte', valid: fc.constantFrom('2025-03-02T00:00:00Z', '2025-03-02T10:30:00.250+01:00', '9999-12-31T23:59:59Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z') },
+        { name: 'created_lt', valid: fc.constantFrom('2025-03-03T00:00:00Z', '2025-03-31T00:00:00.000Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z') },
+      ] },
   { operationId: 'pingWebhookEndpoint', method: 'POST', template: '/api/v1/webhook-endpoints/{endpoint_id}/ping', param: 'endpoint_id', mutating: true, writesInSandbox: true },
   {
     operationId: 'recoverWebhookEndpoint',
@@ -372,6 +387,12 @@ const REQUEST_LOG_OPERATIONS: OpSpec[] = [
     ],
   },
   { operationId: 'getRequestLog', method: 'GET', template: '/api/v1/request-logs/{request_id}', param: 'request_log_id', mutating: false },
+  { operationId: 'getRequestStats', method: 'GET', template: '/api/v1/request-stats', mutating: false, query: [
+      { name: 'interval', valid: fc.constantFrom('hour', 'day') },
+      // A start alone spans a day (hour) or 30 days (day) from it; with an end, a range of at most 30 days or an empty one (refused).
+      { name: 'created_gte', valid: fc.constantFrom('2025-03-02T00:00:00Z', '2025-03-02T10:30:00.250+01:00', '9999-12-31T23:59:59Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z') },
+      { name: 'created_lt', valid: fc.constantFrom('2025-03-03T00:00:00Z', '2025-03-31T00:00:00.000Z'), edge: fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z') },
+    ] },
 ];
 
 const limitOffset: QuerySpec[] = [

@@ -18,6 +18,7 @@ const OTHER_OPERATIONS = [
   'listReports',
   'listRequestLogs',
   'getRequestLog',
+  'getRequestStats',
 ];
 
 // downloadReport (outside /api, no key) has a property of its own: downloads.test.ts.

@@ -32,6 +32,8 @@ export const WEBHOOK_OPERATIONS = [
   'deleteWebhookEndpoint',
   'rotateWebhookEndpointSecret',
   'pingWebhookEndpoint',
+  'sendExampleEvent',
+  'getWebhookEndpointStats',
   'recoverWebhookEndpoint',
   'listWebhookEndpointDeliveries',
   'listEvents',

@@ -136,6 +136,7 @@ export interface RequestLogOptions {
   errorMessage?: string | null;
   errorDetails?: { [field: string]: string | number | boolean };
   idempotencyReplayed?: boolean;
+  durationMs?: number;
 }
 
 /** One API log entry of `key` (as the gate writes it), for tests of reading the logs; returns its request id. */
@@ -156,7 +157,7 @@ export async function requestLog(prisma: PrismaClient, key: Pick<TestApiKey, 'id
       ...(options.errorDetails !== undefined && { errorDetails: options.errorDetails }),
       idempotencyReplayed: options.idempotencyReplayed ?? false,
       ip: '203.0.113.10',
-      durationMs: 3,
+      durationMs: options.durationMs ?? 3,
       requestId,
     },
   });

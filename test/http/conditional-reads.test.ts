@@ -58,6 +58,8 @@ before(async () => {
       listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${endpointId}/deliveries`,
       getEvent: `/api/v1/events/${liveEvent}`,
       listRequestLogs: '/api/v1/request-logs?request_id=etag-fixture-live',
+      getRequestStats: STATS_RANGE,
+      getWebhookEndpointStats: `/api/v1/webhook-endpoints/${endpointId}/stats?created_gte=2025-03-02T00:00:00Z`,
       getRequestLog: '/api/v1/request-logs/etag-fixture-live',
     },
     test: {
@@ -67,11 +69,16 @@ before(async () => {
       listWebhookEndpointDeliveries: `/api/v1/webhook-endpoints/${testEndpoint}/deliveries`,
       getEvent: `/api/v1/events/${testEvent}`,
       listRequestLogs: '/api/v1/request-logs?request_id=etag-fixture-test',
+      getRequestStats: STATS_RANGE,
+      getWebhookEndpointStats: `/api/v1/webhook-endpoints/${testEndpoint}/stats?created_gte=2025-03-02T00:00:00Z`,
       getRequestLog: '/api/v1/request-logs/etag-fixture-test',
     },
   };
 });
 after(async () => t?.close());
+
+/** A fixed past range (a default one ends now, so its answer changes with every read). */
+const STATS_RANGE = '/api/v1/request-stats?interval=day&created_gte=2025-03-02T00:00:00Z';
 
 const get = (path: string, key: TestApiKey, headers: Record<string, string> = {}) =>
   request(t.app).get(path).set({ Authorization: `Bearer ${key.key}`, ...headers });
@@ -113,7 +120,7 @@ for (const mode of ['live', 'test'] as const) {
 describe('records read alike twice answer 304 to their tag', () => {
   for (const mode of ['live', 'test'] as const) {
     // The sandbox's simulated services and requests are dated at the time of the read (its report runs are recorded).
-    const stable = mode === 'live' ? undefined : new Set(['getAuthCheck', 'getReport', 'listReports', 'listWebhookEndpoints', 'getWebhookEndpoint', 'listEvents', 'getEvent', 'listRequestLogs', 'getRequestLog']);
+    const stable = mode === 'live' ? undefined : new Set(['getAuthCheck', 'getReport', 'listReports', 'listWebhookEndpoints', 'getWebhookEndpoint', 'listEvents', 'getEvent', 'listRequestLogs', 'getRequestLog', 'getRequestStats', 'getWebhookEndpointStats']);
     test(`${mode} key: the same tag, then 304 with no body, the same ETag and no-store`, async () => {
       const key = mode === 'live' ? live : sandbox;
       for (const [operationId, url] of Object.entries(urls[mode])) {

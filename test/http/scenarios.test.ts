@@ -147,6 +147,8 @@ const twins: Twin[] = [
       ['deleteWebhookEndpoint', 'post', '/delete', undefined],
       ['rotateWebhookEndpointSecret', 'post', '/rotate-secret', undefined],
       ['pingWebhookEndpoint', 'post', '/ping', undefined],
+      ['sendExampleEvent', 'post', '/send-example', { type: 'ping' }],
+      ['getWebhookEndpointStats', 'get', '/stats', undefined],
       ['recoverWebhookEndpoint', 'post', '/recover', { since: 'hour' }],
     ] as const
   ).map(([what, method, tail, body]): Twin => {

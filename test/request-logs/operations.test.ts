@@ -99,6 +99,7 @@ describe('listRequestLogs', () => {
       },
       duration_ms: 3,
       api_key_id: w.live.id,
+      api_key_name: (await t.prisma.apiKey.findUniqueOrThrow({ where: { id: w.live.id } })).name,
       mode: 'live',
       ip: '203.0.113.10',
       idempotency_replayed: false,
@@ -144,6 +145,41 @@ describe('listRequestLogs', () => {
     assert.equal(one.body.data.status, 200);
     const next = await get(w.live.key, `/api/v1/request-logs?starting_after=${reused}&limit=1`);
     assert.deepEqual(next.body.data.map((e: { request_id: string }) => e.request_id), [older]);
+  });
+});
+
+describe('the key by name', () => {
+  test('each entry names its key (api_key_name); api_key_name filters by it, across the keys sharing it; a deleted key shows null', async () => {
+    const w = await brokerWithKeys(t.prisma);
+    const sync = await apiKey(t.prisma, { brokerId: w.brokerId, mode: 'live', name: 'order-sync' });
+    const sync2 = await apiKey(t.prisma, { brokerId: w.brokerId, mode: 'live', name: 'order-sync' });
+    const billing = await apiKey(t.prisma, { brokerId: w.brokerId, mode: 'live', name: 'billing' });
+    const gone = await apiKey(t.prisma, { brokerId: w.brokerId, mode: 'live', name: 'old' });
+    // Another broker's key of the same name: its entries are never this broker's.
+    const other = await brokerWithKeys(t.prisma);
+    const foreign = await apiKey(t.prisma, { brokerId: other.brokerId, mode: 'live', name: 'order-sync' });
+    const at = minutesAgo(90);
+    const a = await requestLog(t.prisma, sync, { at });
+    const b = await requestLog(t.prisma, sync2, { at });
+    const c = await requestLog(t.prisma, billing, { at });
+    const d = await requestLog(t.prisma, gone, { at });
+    await requestLog(t.prisma, foreign, { at });
+    await t.prisma.apiKey.delete({ where: { id: gone.id } });
+    const until = minutesAgo(60).toISOString();
+
+    const one = await get(w.live.key, `/api/v1/request-logs/${c}`);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.deepEqual([one.body.data.api_key_id, one.body.data.api_key_name], [billing.id, 'billing']);
+    const all = await get(w.live.key, `/api/v1/request-logs?created_lt=${until}`);
+    assert.equal(all.status, 200, JSON.stringify(all.body));
+    const names = Object.fromEntries(all.body.data.map((e: { request_id: string; api_key_name: string | null }) => [e.request_id, e.api_key_name]));
+    assert.deepEqual(names, { [a]: 'order-sync', [b]: 'order-sync', [c]: 'billing', [d]: null });
+    const named = await get(w.live.key, `/api/v1/request-logs?created_lt=${until}&api_key_name=order-sync`);
+    assert.deepEqual(made(named, [a, b, c, d]).sort(), [a, b].sort());
+    const both = await get(w.live.key, `/api/v1/request-logs?created_lt=${until}&api_key_name=order-sync&api_key_id=${sync2.id}`);
+    assert.deepEqual(made(both, [a, b, c, d]), [b]);
+    const none = await get(w.live.key, `/api/v1/request-logs?created_lt=${until}&api_key_name=nobody`);
+    assert.deepEqual(none.body.data, []);
   });
 });
 

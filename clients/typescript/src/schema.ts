@@ -849,6 +849,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{endpoint_id}/send-example": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an example event
+         * @description Records an event of the given `type` for this endpoint only, whatever its status and event types, as `pingWebhookEndpoint` does, and answers with the event; the delivery follows, signed like any other (see *Receiving webhooks*), and `getEvent` shows its attempts. Its `data.object` is this document's example object of that type (the example of the type's webhook under *Webhooks*; for `ping`, this endpoint's ping object), with `previous_attributes` where that example has them, and `data.example: true` marks it as an example: it tells of no real service, request, report or endpoint, and a receiver should act on it only to test its own handling. Every event type has an example. The event is in the key's mode's event list like any other. Use it to try a receiver's handling of each type before real events come.
+         *
+         *     A `type` that is not an event type is `400 invalid_parameter` naming `type`. A live key sees and manages the broker's live endpoints, a sandbox key its test endpoints (which get the sandbox's test-mode events; the example is then a `test` event); an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is. A sandbox key never touches a live endpoint or event.
+         *
+         *     Retry-safe: with an `Idempotency-Key`, a retry gets the first answer again (`Idempotent-Replayed: true`) and records nothing; see *Idempotent retries*.
+         */
+        post: operations["sendExampleEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's delivery success and latency over time
+         * @description This endpoint's deliveries counted per hour or per day (`interval`, UTC) by when they were made (`created_at` in `listWebhookEndpointDeliveries`): in each bucket how many there were, how many `succeeded` (status `delivered`), `failed` and are still `pending`, how many of the failed ones were `recovered` (a later delivery of the same event to this endpoint succeeded: `superseded_by` in the deliveries list), how many attempts they made, and the median (`p50`) and 95th percentile (`p95`) of those attempts' `duration_ms` (`null` in a bucket without attempts). A redelivery or a recover is a delivery of its own, in the bucket of when it was made.
+         *
+         *     The range is `created_gte` (inclusive) to `created_lt` (exclusive): by default the 24 hours (`hour`) or 30 days (`day`) up to now. It may span at most 30 days (the time deliveries are kept) and must not be empty; otherwise `400 invalid_parameter` naming `created_gte` (`details.rule: max_range` or `range`). Buckets start on whole UTC hours or days, oldest first; every bucket the range touches is listed, an empty one with zeros.
+         *
+         *     A live key sees the broker's live endpoints, a sandbox key its test endpoints (with the deliveries of the sandbox's test-mode events), answered as live would be; an endpoint of the other mode or of another broker is `404 not_found`, as an unknown one is.
+         */
+        get: operations["getWebhookEndpointStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints/{endpoint_id}/deliveries": {
         parameters: {
             query?: never;
@@ -858,7 +906,7 @@ export interface paths {
         };
         /**
          * List an endpoint's deliveries
-         * @description The deliveries owed to this endpoint, newest first: each names its event (`event_id`, `event_type`), its `status` (`pending`, `delivered`, `failed`, as in `getEvent`), how many attempts were made, when the next one is due (pending only), and its last attempt: when, the receiver's status code or the error, how long it took, and the first bytes of what the receiver answered (`response_excerpt`), which usually says why it refused. Every attempt of a delivery is in `getEvent` of its event. A redelivery or a recover adds a delivery of its own.
+         * @description The deliveries owed to this endpoint, newest first: each names its event (`event_id`, `event_type`), its `status` (`pending`, `delivered`, `failed`, as in `getEvent`), how many attempts were made, when the next one is due (pending only), and its last attempt: when, the receiver's status code or the error, how long it took, and the first bytes of what the receiver answered (`response_excerpt`), which usually says why it refused. Every attempt of a delivery is in `getEvent` of its event. A redelivery or a recover adds a delivery of its own. A `failed` delivery that a later delivery of the same event to this endpoint succeeded is recovered: its `superseded_by` names that delivery (the receiver has the event), and it stays `failed` as it ended; `superseded_by` is `null` on every other delivery.
          *
          *     Cursor pagination, as in `listEvents`: pass a page's `pagination.next_starting_after` (the last delivery's `id`) as `starting_after` for the next, older page; a delivery that arrives meanwhile never shifts it. `status` filters. A `starting_after` that names no delivery of this endpoint is `400 invalid_parameter`. Deliveries are kept as long as their events (30 days).
          *
@@ -959,6 +1007,30 @@ export interface paths {
          *     A `starting_after` that names no entry of the key's broker and mode is `400 invalid_parameter`, and so is an `operation` that is not an operationId of this document. A request id sent more than once (your own `X-Request-Id`, reused) names all its entries: as `starting_after` the page starts after the oldest of them.
          */
         get: operations["listRequestLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/request-stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Request volume, errors and durations over time
+         * @description The API requests of the key's broker made with keys of the key's mode (a live key the live requests, a sandbox key the sandbox's, as `listRequestLogs` lists them), counted per hour or per day (`interval`, UTC) over a range: each bucket with its number of requests, those by status class (`1xx` … `5xx`) and by operation (the `operationId` reached, `null` for an unknown path or method; the most frequent first), and the median (`p50`) and 95th percentile (`p95`) of their `duration_ms` (`null` in a bucket without requests; binned, see `StatsPercentiles`). Made from the request logs (an hourly roll-up kept as entries are written), so the counts are those of the entries `listRequestLogs` shows for the same range.
+         *
+         *     The range is `created_gte` (inclusive) to `created_lt` (exclusive): by default the 24 hours (`hour`) or 30 days (`day`) up to now. It may span at most 30 days (the time request logs are kept) and must not be empty; otherwise `400 invalid_parameter` naming `created_gte` (`details.rule: max_range` or `range`). Buckets start on whole UTC hours or days, oldest first; every bucket the range touches is listed, an empty one with zeros, and the first and last count only the requests within the range.
+         *
+         *     A sandbox key answers exactly as a live key would, from the sandbox's own entries: it never reads live requests. An entry can be counted at most 2 seconds after its answer.
+         */
+        get: operations["getRequestStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3697,6 +3769,161 @@ export interface components {
              */
             since: string;
         };
+        /** @description The median and 95th percentile of a bucket's durations, in milliseconds; `null` in a bucket with none. `getWebhookEndpointStats` gives durations that occurred; `getRequestStats` counts durations in bins (0, 1, 2 … 10, 12, 15, 20, 25, 30, 40, 50 … 60000 ms and over) and gives the lower bound of the bin holding each percentile, exact up to 10 ms and at most 20 % under it above. */
+        StatsPercentiles: {
+            /**
+             * @description Half the durations are at most this.
+             * @example 6
+             */
+            p50: number | null;
+            /**
+             * @description 95 % of the durations are at most this.
+             * @example 21
+             */
+            p95: number | null;
+        };
+        /** @description The requests of one hour or day. */
+        RequestStatsBucket: {
+            start: components["schemas"]["Timestamp"];
+            /**
+             * @description Requests that arrived in the bucket (and within the range).
+             * @example 120
+             */
+            requests: number;
+            /** @description The requests by the class of their answer's status. */
+            status_classes: {
+                /** @description Informational answers. */
+                "1xx": number;
+                /** @description Successes. */
+                "2xx": number;
+                /** @description Redirections and `304 Not Modified`. */
+                "3xx": number;
+                /** @description Client errors (including `429`). */
+                "4xx": number;
+                /** @description Server errors (including `503`). */
+                "5xx": number;
+            };
+            /** @description The requests by the operation they reached, the most frequent first (then by name); operations without requests in the bucket are left out. */
+            operations: {
+                /**
+                 * @description The `operationId`, or `null` for an unknown path or method.
+                 * @example listServices
+                 */
+                operation: string | null;
+                /**
+                 * @description Requests to it in the bucket.
+                 * @example 100
+                 */
+                requests: number;
+            }[];
+            duration_ms: components["schemas"]["StatsPercentiles"];
+        };
+        /** @description `getRequestStats`: the key's mode's requests of its broker, per hour or day. */
+        RequestStats: {
+            /**
+             * @description Always `request_stats`.
+             * @example request_stats
+             * @enum {string}
+             */
+            object: "request_stats";
+            mode: components["schemas"]["KeyMode"];
+            /**
+             * @description The bucket size.
+             * @example hour
+             * @enum {string}
+             */
+            interval: "hour" | "day";
+            created_gte: components["schemas"]["Timestamp"];
+            created_lt: components["schemas"]["Timestamp"];
+            /** @description Every bucket the range touches, oldest first. */
+            buckets: components["schemas"]["RequestStatsBucket"][];
+        };
+        /** @description Success envelope with request stats. */
+        RequestStatsEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["RequestStats"];
+        };
+        /** @description The deliveries made to one endpoint in one hour or day. */
+        WebhookEndpointStatsBucket: {
+            start: components["schemas"]["Timestamp"];
+            /**
+             * @description Deliveries made in the bucket (`succeeded` + `failed` + `pending`).
+             * @example 40
+             */
+            deliveries: number;
+            /**
+             * @description Of them, those `delivered`.
+             * @example 28
+             */
+            succeeded: number;
+            /**
+             * @description Of them, those `failed`.
+             * @example 12
+             */
+            failed: number;
+            /**
+             * @description Of the failed ones, those a later delivery of the same event to this endpoint succeeded (`superseded_by` set).
+             * @example 11
+             */
+            recovered: number;
+            /**
+             * @description Of them, those still `pending`.
+             * @example 0
+             */
+            pending: number;
+            /**
+             * @description Attempts made by these deliveries.
+             * @example 101
+             */
+            attempts: number;
+            latency_ms: components["schemas"]["StatsPercentiles"];
+        };
+        /** @description `getWebhookEndpointStats`: one endpoint's deliveries, per hour or day. */
+        WebhookEndpointStats: {
+            /**
+             * @description Always `webhook_endpoint_stats`.
+             * @example webhook_endpoint_stats
+             * @enum {string}
+             */
+            object: "webhook_endpoint_stats";
+            endpoint_id: components["schemas"]["WebhookEndpointIdValue"];
+            /**
+             * @description The bucket size.
+             * @example day
+             * @enum {string}
+             */
+            interval: "hour" | "day";
+            created_gte: components["schemas"]["Timestamp"];
+            created_lt: components["schemas"]["Timestamp"];
+            /** @description Every bucket the range touches, oldest first. */
+            buckets: components["schemas"]["WebhookEndpointStatsBucket"][];
+        };
+        /** @description Success envelope with an endpoint's delivery stats. */
+        WebhookEndpointStatsEnvelope: {
+            success: components["schemas"]["SuccessFlag"];
+            data: components["schemas"]["WebhookEndpointStats"];
+        };
+        /** @description Which example event to send. */
+        SendExampleBody: {
+            type: components["schemas"]["EventType"];
+        };
+        /**
+         * @description Present, `true`, only on an event recorded by `sendExampleEvent`: its object is this document's example, not a real record. Absent from every other event.
+         * @example true
+         * @enum {boolean}
+         */
+        EventExampleFlag: true;
+        /** @description HTTP 400 error body of `getRequestStats` and `getWebhookEndpointStats`: `interval` unknown, `created_gte` or `created_lt` not a date-time, the range empty or over 30 days, or the endpoint id malformed. */
+        StatsError400: {
+            success: components["schemas"]["ErrorFlag"];
+            error: components["schemas"]["ErrorInvalidParameter"];
+        };
+        /** @description HTTP 400 error body of `sendExampleEvent`: the body is not a JSON object, `type` is missing or not an event type, or the endpoint id is malformed. */
+        SendExampleEventError400: {
+            success: components["schemas"]["ErrorFlag"];
+            /** @description The error: `invalid_request`, `missing_parameter`, `invalid_parameter`. */
+            error: components["schemas"]["ErrorInvalidRequest"] | components["schemas"]["ErrorMissingParameter"] | components["schemas"]["ErrorInvalidParameter"];
+        };
         /**
          * @description What `recoverWebhookEndpoint` queued again.
          * @example {
@@ -4048,6 +4275,7 @@ export interface components {
             data: {
                 object: components["schemas"]["EventObject"];
                 previous_attributes?: components["schemas"]["EventPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description One POST of a delivery. */
@@ -4113,6 +4341,8 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             /** @description The latest attempt, or `null` before the first. */
             last_attempt: components["schemas"]["EventDeliveryAttempt"] | null;
+            /** @description For a `failed` delivery that a later delivery of the same event to the same endpoint succeeded (a redelivery or a recover that was `delivered`): the id of the first such delivery. The failure is then recovered: the receiver has the event. `null` otherwise (a delivery not failed, or failed with no later success yet). */
+            superseded_by: components["schemas"]["WebhookDeliveryIdValue"] | null;
         };
         /** @description Position of a deliveries page (cursor pagination). */
         WebhookDeliveryPagination: {
@@ -4187,6 +4417,7 @@ export interface components {
             data: {
                 object: components["schemas"]["EventObject"];
                 previous_attributes?: components["schemas"]["EventPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
             /** @description One per endpoint owed the event (and per redelivery), in the order they were owed. */
             deliveries: components["schemas"]["EventDelivery"][];
@@ -4372,6 +4603,11 @@ export interface components {
              * @example key_01hzx3k8w6
              */
             api_key_id: string;
+            /**
+             * @description The name of the key that made the request (as given when the key was made), or `null` for a key since deleted.
+             * @example order-sync
+             */
+            api_key_name: string | null;
             mode: components["schemas"]["KeyMode"];
             /**
              * @description The caller's IP address, as the IP whitelist sees it.
@@ -4516,6 +4752,7 @@ export interface components {
             /** @description The payload: the new `Service`. A creation has no `previous_attributes`. */
             data: {
                 object: components["schemas"]["Service"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `service.updated` delivery. */
@@ -4540,6 +4777,7 @@ export interface components {
             data: {
                 object: components["schemas"]["Service"];
                 previous_attributes?: components["schemas"]["ServicePreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `service.cancelled` delivery. */
@@ -4564,6 +4802,7 @@ export interface components {
             data: {
                 object: components["schemas"]["Service"];
                 previous_attributes?: components["schemas"]["ServicePreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `request.created` delivery. */
@@ -4587,6 +4826,7 @@ export interface components {
             /** @description The payload: the new `ServiceRequest`. A creation has no `previous_attributes`. */
             data: {
                 object: components["schemas"]["ServiceRequest"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `request.approved` delivery. */
@@ -4611,6 +4851,7 @@ export interface components {
             data: {
                 object: components["schemas"]["ServiceRequest"];
                 previous_attributes?: components["schemas"]["ServiceRequestPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `request.denied` delivery. */
@@ -4635,6 +4876,7 @@ export interface components {
             data: {
                 object: components["schemas"]["ServiceRequest"];
                 previous_attributes?: components["schemas"]["ServiceRequestPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `report.completed` delivery. */
@@ -4659,6 +4901,7 @@ export interface components {
             data: {
                 object: components["schemas"]["ReportRun"];
                 previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `report.failed` delivery. */
@@ -4683,6 +4926,7 @@ export interface components {
             data: {
                 object: components["schemas"]["ReportRun"];
                 previous_attributes?: components["schemas"]["ReportRunPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `webhook_endpoint.created` delivery. */
@@ -4706,6 +4950,7 @@ export interface components {
             /** @description The payload: the `WebhookEndpoint` as `getWebhookEndpoint` shows it (never a secret). */
             data: {
                 object: components["schemas"]["WebhookEndpoint"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `webhook_endpoint.updated` delivery. */
@@ -4730,6 +4975,7 @@ export interface components {
             data: {
                 object: components["schemas"]["WebhookEndpoint"];
                 previous_attributes?: components["schemas"]["WebhookEndpointPreviousAttributes"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `webhook_endpoint.deleted` delivery. */
@@ -4753,6 +4999,7 @@ export interface components {
             /** @description The payload: the `WebhookEndpoint` as it was when it was deleted (never a secret). */
             data: {
                 object: components["schemas"]["WebhookEndpoint"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
         /** @description The body of a `ping` delivery. */
@@ -4776,6 +5023,7 @@ export interface components {
             /** @description The payload. */
             data: {
                 object: components["schemas"]["PingObject"];
+                example?: components["schemas"]["EventExampleFlag"];
             };
         };
     };
@@ -5316,6 +5564,51 @@ export interface components {
                 "application/json": components["schemas"]["UpdateWebhookEndpointError400"];
             };
         };
+        /** @description Invalid request to `getRequestStats`: `interval` unknown, `created_gte` or `created_lt` not a date-time, or the range empty or over 30 days. Do not retry unchanged. */
+        GetRequestStatsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["StatsError400"];
+            };
+        };
+        /** @description Invalid request to `getWebhookEndpointStats`: the endpoint id malformed, `interval` unknown, `created_gte` or `created_lt` not a date-time, or the range empty or over 30 days. Do not retry unchanged. */
+        GetWebhookEndpointStatsBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["StatsError400"];
+            };
+        };
+        /** @description Invalid request to `sendExampleEvent`: the body not a JSON object, `type` missing or not an event type, or the endpoint id malformed. Do not retry unchanged. */
+        SendExampleEventBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SendExampleEventError400"];
+            };
+        };
         /** @description Invalid request to `deleteWebhookEndpoint`, `rotateWebhookEndpointSecret` or `pingWebhookEndpoint`: a body that is sent is not a JSON object, or the id is malformed. Do not retry unchanged. */
         WebhookEndpointActionBadRequest: {
             headers: {
@@ -5604,6 +5897,21 @@ export interface components {
          * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
          */
         IdempotencyKey: string;
+        /**
+         * @description The bucket size: `hour` (default) or `day`, each starting on a whole UTC hour or day. Another value is `400 invalid_parameter`.
+         * @example hour
+         */
+        StatsInterval: "hour" | "day";
+        /**
+         * @description The range's start (inclusive, RFC 3339 date-time): by default 24 hours (`interval=hour`) or 30 days (`interval=day`) before its end. At most 30 days before `created_lt` (`400 invalid_parameter`, `details.rule: max_range`) and before it (`details.rule: range`).
+         * @example 2025-03-02T00:00:00.000Z
+         */
+        StatsCreatedGte: string;
+        /**
+         * @description The range's end (exclusive, RFC 3339 date-time); by default now.
+         * @example 2025-03-03T00:00:00.000Z
+         */
+        StatsCreatedLt: string;
         /**
          * @description Page size, 1-100 (default 25). Anything else is `400 invalid_parameter`.
          * @example 25
@@ -7588,6 +7896,177 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    sendExampleEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
+                 *
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description Makes retries of this request safe: 1-255 printable ASCII characters without spaces, new for each new request and the same on each retry of it (see *Idempotent retries*). A retry with the same key and request gets the first answer again, with `Idempotent-Replayed: true`.
+                 * @example 5f0c8e2a-3b8f-4b8e-9a4f-2f1c6d9e7a10
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendExampleBody"];
+            };
+        };
+        responses: {
+            /** @description The example event, recorded; its delivery follows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelope"];
+                };
+            };
+            400: components["responses"]["SendExampleEventBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpointStats: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The bucket size: `hour` (default) or `day`, each starting on a whole UTC hour or day. Another value is `400 invalid_parameter`.
+                 * @example hour
+                 */
+                interval?: components["parameters"]["StatsInterval"];
+                /**
+                 * @description The range's start (inclusive, RFC 3339 date-time): by default 24 hours (`interval=hour`) or 30 days (`interval=day`) before its end. At most 30 days before `created_lt` (`400 invalid_parameter`, `details.rule: max_range`) and before it (`details.rule: range`).
+                 * @example 2025-03-02T00:00:00.000Z
+                 */
+                created_gte?: components["parameters"]["StatsCreatedGte"];
+                /**
+                 * @description The range's end (exclusive, RFC 3339 date-time); by default now.
+                 * @example 2025-03-03T00:00:00.000Z
+                 */
+                created_lt?: components["parameters"]["StatsCreatedLt"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
+                 *
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id (`we_` and 24 letters and digits). Another form is `400 invalid_parameter`; an id that names none of the key's endpoints (of its broker and mode) is `404 not_found`.
+                 * @example we_4bK9xT2mQ7vR1nL8pZ3cY6dW
+                 */
+                endpoint_id: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets of the range, oldest first. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointStatsEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["GetWebhookEndpointStatsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEndpointNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWebhookEndpointDeliveries: {
         parameters: {
             query?: {
@@ -7967,6 +8446,11 @@ export interface operations {
                  */
                 api_key_id?: string;
                 /**
+                 * @description Only requests made with the broker's keys of this name (exact; several keys may share one), as `api_key_name` shows it. A name no key has matches nothing.
+                 * @example order-sync
+                 */
+                api_key_name?: string;
+                /**
                  * @description Only requests that arrived at or after this instant (RFC 3339 date-time).
                  * @example 2025-03-02T00:00:00.000Z
                  */
@@ -8045,6 +8529,90 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["ListRequestLogsBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRequestStats: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The bucket size: `hour` (default) or `day`, each starting on a whole UTC hour or day. Another value is `400 invalid_parameter`.
+                 * @example hour
+                 */
+                interval?: components["parameters"]["StatsInterval"];
+                /**
+                 * @description The range's start (inclusive, RFC 3339 date-time): by default 24 hours (`interval=hour`) or 30 days (`interval=day`) before its end. At most 30 days before `created_lt` (`400 invalid_parameter`, `details.rule: max_range`) and before it (`details.rule: range`).
+                 * @example 2025-03-02T00:00:00.000Z
+                 */
+                created_gte?: components["parameters"]["StatsCreatedGte"];
+                /**
+                 * @description The range's end (exclusive, RFC 3339 date-time); by default now.
+                 * @example 2025-03-03T00:00:00.000Z
+                 */
+                created_lt?: components["parameters"]["StatsCreatedLt"];
+            };
+            header?: {
+                /**
+                 * @description Sandbox keys only (ignored for live keys): picks a simulated outcome. Case-insensitive.
+                 *
+                 *     - `success` (the default): the normal simulated answer
+                 *     - `validation_error`: `400 invalid_parameter`
+                 *     - `server_error`: `500 server_error`
+                 *     - `provider_review`: `202` with `request_status: "provider_review"` on createService,
+                 *       upgradeService, downgradeService, cancelService and manageRequest approvals; normal
+                 *       success elsewhere
+                 *     - `conflict`: the live `409 conflict` (updateServicePassword, upgradeService,
+                 *       downgradeService, cancelService, manageRequest, recoverWebhookEndpoint, redeliverEvent
+                 *       with `endpoint_id`)
+                 *     - `not_found`: the live `404 not_found` (every operation taking a service number, request
+                 *       id, report id, endpoint id, event id or request log id)
+                 *     - `no_data`: the live `400 no_data` (sendInvoicesReport)
+                 *     - `recipient_failed`: every recipient fails, as recorded live (sendServicesReport,
+                 *       sendInvoicesReport)
+                 *
+                 *     A failure scenario on an operation it does not apply to is the normal success (see *Test
+                 *     scenarios* for the table). Any other value of at most 64 characters behaves as `success`; a
+                 *     longer one is `400 invalid_parameter` (with any key). Applied after all input validation.
+                 */
+                "X-Test-Scenario"?: components["parameters"]["TestScenario"];
+                /**
+                 * @description Optional client-chosen request id (1-128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response's `X-Request-Id` and written to the API log. Any other value is replaced by a generated id (never an error), and so is an id that could hold an API key in any spelling: a key's prefix spelled with other separators, in another case or backwards followed by 16 or more letters and digits, a run of 32 or more letters and digits not all hex digits (a secret without its prefix), 32 or more letters and digits split only by `. _ : -` with both upper- and lower-case letters (a secret split up), or the hex or unpadded base64url of either (see [Request ids](#tag/Request-ids)). UUIDs, W3C trace ids, `req_` ids and hex digests are kept.
+                 * @example order-sync-2025-03-02-0001
+                 */
+                "X-Request-Id"?: components["parameters"]["ClientRequestId"];
+                /**
+                 * @description The `ETag` of the copy the client holds, a list of them (`"a", W/"b"`), or `*`. When one matches the answer's current `ETag` (weak comparison: `W/"x"` matches `"x"`): `304 Not Modified`, with no body and not counted against the rate limit. Authentication, IP whitelist, rate limit, scope and input are checked first, as on any request. See *Conditional requests*.
+                 * @example "3q2-7wGxkPZ9rV5k0TjW4yD1cHs"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets of the range, oldest first. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestStatsEnvelope"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["GetRequestStatsBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
