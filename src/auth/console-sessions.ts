@@ -5,8 +5,8 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { parseCookie } from 'cookie';
 import type { Request } from 'express';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { KeyMode } from './keys.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** `__Host-` (RFC 6265bis): a cookie only a secure page of this host, path `/`, could have set. */
 export const SECURE_COOKIE = '__Host-console_session';
@@ -46,7 +46,7 @@ export interface ConsoleSessionKey {
 }
 
 /** The started session whose cookie hashes to `cookieHash`, or undefined. */
-export async function findConsoleSession(prisma: PrismaClient, cookieHash: string): Promise<ConsoleSessionKey | undefined> {
+export async function findConsoleSession(prisma: ReadClient, cookieHash: string): Promise<ConsoleSessionKey | undefined> {
   const row = await prisma.consoleSession.findUnique({
     where: { cookieHash },
     select: { expiresAt: true, apiKey: { select: { keyHash: true, mode: true } } },

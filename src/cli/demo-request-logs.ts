@@ -6,8 +6,9 @@
  * 30 days, and the next `demo` writes them again.
  */
 import type { Prisma } from '../../generated/prisma/client.ts';
+import type { ReadTx } from '../shared/db-errors.ts';
 
-type Tx = Prisma.TransactionClient;
+type Tx = ReadTx;
 
 /** The examples' key id: the log keeps a key's id, which outlives the key, so it need name no key. */
 const EXAMPLE_KEY_ID = 'key_01hzx3k8w6';

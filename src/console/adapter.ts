@@ -1,7 +1,6 @@
 /** createConsoleSession, and the pages its link opens (openapi.yaml, "Console"). */
 import express, { type Request, type Response } from 'express';
 import { stringifySetCookie } from 'cookie';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { PLAIN_COOKIE, SECURE_COOKIE } from '../auth/console-sessions.ts';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
@@ -10,10 +9,11 @@ import { operation } from '../http/operation.ts';
 import type { RegisterRoutes } from '../http/resource.ts';
 import { consolePageHeaders, linkRefusedPage, sendConsolePage, START_SCRIPT, startPage } from './pages.ts';
 import { createConsoleLink, linkOpens, SESSION_LIFETIME_MS, startConsoleSession } from './sessions.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 interface ConsoleDeps {
   contract: Contract;
-  prisma: PrismaClient;
+  prisma: ReadClient;
   config: Pick<Config, 'publicBaseUrl'>;
 }
 

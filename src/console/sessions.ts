@@ -4,8 +4,8 @@
  * (src/auth/console-sessions.ts).
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { cookieHashOf, csrfTokenOf, findConsoleSession } from '../auth/console-sessions.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** A link opens a session for this long after it is made, once. */
 export const LINK_LIFETIME_MS = 10 * 60_000;
@@ -24,7 +24,7 @@ export interface ConsoleLink {
 }
 
 /** A new single-use link for the key `apiKeyId`: its token is shown once, in the link. */
-export async function createConsoleLink(prisma: PrismaClient, apiKeyId: string, now: Date): Promise<ConsoleLink> {
+export async function createConsoleLink(prisma: ReadClient, apiKeyId: string, now: Date): Promise<ConsoleLink> {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + LINK_LIFETIME_MS);
   await prisma.consoleSession.create({ data: { apiKeyId, startTokenHash: sha256(token), linkExpiresAt: expiresAt, createdAt: now } });
@@ -41,7 +41,7 @@ export interface StartedSession {
  * Starts the session of the link whose token is `token`, if the link is unused and unexpired and
  * its key valid. One conditional UPDATE: of two browsers opening the same link, one wins.
  */
-export async function startConsoleSession(prisma: PrismaClient, token: string, now: Date): Promise<StartedSession | undefined> {
+export async function startConsoleSession(prisma: ReadClient, token: string, now: Date): Promise<StartedSession | undefined> {
   if (!TOKEN_PATTERN.test(token)) return undefined;
   const cookie = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
@@ -58,7 +58,7 @@ export async function startConsoleSession(prisma: PrismaClient, token: string, n
 }
 
 /** Sessions and links over a day past their end: nothing reads them any more. */
-export async function deleteEndedConsoleSessions(prisma: PrismaClient, now: Date): Promise<number> {
+export async function deleteEndedConsoleSessions(prisma: ReadClient, now: Date): Promise<number> {
   const before = new Date(now.getTime() - 24 * 60 * 60_000);
   const { count } = await prisma.consoleSession.deleteMany({
     where: { OR: [{ expiresAt: { lt: before } }, { startedAt: null, linkExpiresAt: { lt: before } }] },
@@ -67,7 +67,7 @@ export async function deleteEndedConsoleSessions(prisma: PrismaClient, now: Date
 }
 
 /** Whether `token` names a link that would start a session now (the start page's check; uses nothing up). */
-export async function linkOpens(prisma: PrismaClient, token: string, now: Date): Promise<boolean> {
+export async function linkOpens(prisma: ReadClient, token: string, now: Date): Promise<boolean> {
   if (!TOKEN_PATTERN.test(token)) return false;
   const row = await prisma.consoleSession.findFirst({
     where: { startTokenHash: sha256(token), startedAt: null, linkExpiresAt: { gt: now }, apiKey: { active: true, revokedAt: null } },
@@ -85,7 +85,7 @@ export interface ConsoleSessionView {
 }
 
 /** The started, unexpired session of a request's cookie with a valid key, or undefined. */
-export async function consoleSessionOf(prisma: PrismaClient, cookie: string | undefined, now: Date): Promise<ConsoleSessionView | undefined> {
+export async function consoleSessionOf(prisma: ReadClient, cookie: string | undefined, now: Date): Promise<ConsoleSessionView | undefined> {
   if (cookie === undefined) return undefined;
   const session = await findConsoleSession(prisma, cookieHashOf(cookie));
   if (!session || session.expiresAt <= now) return undefined;

@@ -2,10 +2,11 @@
  * The API log as its broker reads it (rows written by the gate, src/auth/api-log.ts): one broker
  * and one mode at a time, newest first by the request's arrival (`at`, then the row's id).
  */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { instantRange } from '../shared/dates.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { InvalidValueError, NotFoundError } from '../shared/errors.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type RequestLogMode = 'live' | 'test';
 
@@ -87,7 +88,7 @@ function filters(scope: RequestLogScope, query: RequestLogQuery): Prisma.ApiLogW
  * the cursor is then its OLDEST entry, so paging always moves on (the newest could bring a page
  * back again and again), at the price of the entries between its uses.
  */
-async function cursorOf(prisma: PrismaClient, scope: RequestLogScope, requestId: string): Promise<Prisma.ApiLogWhereInput> {
+async function cursorOf(prisma: ReadClient, scope: RequestLogScope, requestId: string): Promise<Prisma.ApiLogWhereInput> {
   const cursor = await prisma.apiLog.findFirst({
     where: { ...scope, requestId },
     orderBy: [{ at: 'asc' }, { id: 'asc' }],
@@ -101,7 +102,7 @@ async function cursorOf(prisma: PrismaClient, scope: RequestLogScope, requestId:
 
 /** A page of entries, newest first, and whether older ones follow. */
 export async function listRequestLogs(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: RequestLogScope,
   query: RequestLogQuery,
 ): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
@@ -117,7 +118,7 @@ export async function listRequestLogs(
 }
 
 /** The newest entry of a request id (one a client reused names several). */
-export async function findRequestLog(prisma: PrismaClient, scope: RequestLogScope, requestId: string): Promise<RequestLogRow> {
+export async function findRequestLog(prisma: ReadClient, scope: RequestLogScope, requestId: string): Promise<RequestLogRow> {
   const row = await prisma.apiLog.findFirst({ where: { ...scope, requestId }, orderBy: [...NEWEST_FIRST], select: FIELDS });
   if (!row) throw requestLogNotFound(requestId);
   return row;

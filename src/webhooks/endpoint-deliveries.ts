@@ -3,12 +3,12 @@
  * paged by the delivery's public id, each with its event's id and type and its last attempt. The
  * endpoint is looked up in the key's scope first, so another broker's or mode's is not found.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import { ATTEMPT_FIELDS } from '../events/reads.ts';
 import { attemptData } from '../events/use-cases.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { findEndpoint, type EndpointScope } from './endpoint-store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type DeliveryData = components['schemas']['WebhookDelivery'];
 export type DeliveryStatus = DeliveryData['status'];
@@ -23,7 +23,7 @@ export interface DeliveryQuery {
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope, endpointId: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>> {
+export async function listDeliveries(prisma: ReadClient, scope: EndpointScope, endpointId: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>> {
   await findEndpoint(prisma, scope, endpointId);
   let before: bigint | undefined;
   if (query.startingAfter !== undefined) {
