@@ -20,7 +20,7 @@ import { serviceData } from '../services/present.ts';
 import { REQUEST_INCLUDE, requestData } from '../services/change-requests.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { putRequestLogs } from './demo-request-logs.ts';
-import type { ReadClient, ReadTx } from '../shared/db-errors.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 const at = (iso: string) => new Date(iso);
 

@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../../generated/api.ts';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';

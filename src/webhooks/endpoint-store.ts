@@ -5,7 +5,7 @@
  * records its effect through `work` in its own transaction (the request's Idempotency-Key), so a
  * retried request is never carried out twice, and its `webhook_endpoint.*` event (endpointChanged).
  */
-import type { Prisma, WebhookEndpoint } from '../../generated/prisma/client.ts';
+import type { WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { lockFeeds, recordEvents, type EventMode, type NewEvent } from '../events/store.ts';
 import { writeWithEvents, type Changed, type WriteTx } from '../events/writes.ts';

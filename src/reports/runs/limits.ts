@@ -7,7 +7,6 @@
  * creation (a dead process's run cannot block its broker forever); every run of the last hour
  * counts against the hourly bound, whatever its state.
  */
-import type { Prisma } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../shared/db-errors.ts';
 import { LimitReachedError } from '../../shared/errors.ts';
