@@ -29,7 +29,6 @@ function eventRanges() {
   return ranges;
 }
 
-/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   mutate: ['src/events/writes.ts', ...eventRanges()],
   testRunner: 'command',
