@@ -28,6 +28,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { runAdminSql } from '../src/db/client.ts';
 import { buildBase } from './base.ts';
+import { writingClient } from '../test/helpers/db.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(SELF), '..');
@@ -84,7 +85,7 @@ async function serve(): Promise<void> {
              'root', ${passwordEnc}, TIMESTAMPTZ '2024-01-01 00:00:00+00' + i * INTERVAL '1 minute', now()
         FROM generate_series(0, ${SERVICES - 1}) AS i`;
   }
-  await prisma.$executeRawUnsafe('VACUUM ANALYZE services');
+  await writingClient(prisma).$executeRawUnsafe('VACUUM ANALYZE services');
   const ready: Ready = {
     url: runtime.url!,
     victim: await key(victimBroker, 1_000_000_000),

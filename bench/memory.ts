@@ -22,6 +22,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { writingClient } from '../test/helpers/db.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
@@ -164,8 +165,8 @@ try {
 
   if (process.env.MEM_REPORT !== '0') {
     const n = Number(process.env.BENCH_INVOICES ?? 100_000);
-    await database.prisma.$executeRawUnsafe(`INSERT INTO brokers (id, slug, name, email) VALUES ('brk_mem', 'mem', 'Mem', 'mem@broker.example')`);
-    await database.prisma.$executeRawUnsafe(`
+    await writingClient(database.prisma).$executeRawUnsafe(`INSERT INTO brokers (id, slug, name, email) VALUES ('brk_mem', 'mem', 'Mem', 'mem@broker.example')`);
+    await writingClient(database.prisma).$executeRawUnsafe(`
       INSERT INTO invoices (broker_id, number, service_number, amount, currency, status, date)
       SELECT 'brk_mem', 'INV-' || lpad(g::text, 7, '0'), 100000000 + g % 5000, (10 + g % 9000 + (g % 100) / 100.0)::numeric(14,2),
              CASE WHEN g % 10 = 0 THEN 'USD' ELSE 'EUR' END,

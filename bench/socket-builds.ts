@@ -24,6 +24,7 @@ import { storeWorkbook } from '../src/reports/workbook/build.ts';
 import { reportKinds } from '../src/reports/kinds/registry.ts';
 import type { ReportSpec } from '../src/reports/types.ts';
 import { openChunkReader, readWorkbook, type WorkbookRef } from '../src/reports/workbook/store.ts';
+import { writingClient } from '../test/helpers/db.ts';
 
 const INVOICES = Number(process.env.BENCH_INVOICES ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -37,7 +38,7 @@ if (!databaseUrl) throw new Error('the embedded database is not served on its so
 try {
   const brokerId = 'brk_socket_builds';
   await prisma.broker.create({ data: { id: brokerId, slug: 'socket-builds', name: 'Socket builds', email: 'ops@socket-builds.example' } });
-  await prisma.$executeRawUnsafe(`
+  await writingClient(prisma).$executeRawUnsafe(`
     INSERT INTO invoices (broker_id, number, service_number, amount, currency, status, date)
     SELECT '${brokerId}', 'INV-' || lpad(g::text, 7, '0'), 100000000 + g % 50, ((g * 7919) % 100000) / 100.0,
            (ARRAY['EUR','USD','GBP'])[1 + g % 3], (CASE WHEN g % 4 = 0 THEN 'pending' ELSE 'paid' END)::invoice_status,

@@ -33,6 +33,7 @@ import { randomId } from '../src/shared/ids.ts';
 import { newEndpointSecret } from '../src/webhooks/secrets.ts';
 import { startReceiver, type Receiver } from '../test/helpers/webhooks.ts';
 import { build, cli, createBenchDatabase, dropBenchDatabase, freePort, percentile, ROOT, startProcess, stopChildren, waitForHttp, type BenchDatabase } from './report-kit.ts';
+import { writingClient } from '../test/helpers/db.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
 const RATE = Number(process.env.BENCH_RATE ?? 20);
@@ -64,7 +65,7 @@ async function brokerWithEndpoint(db: Database, receiver: Receiver, slug: string
   cli(dataDir, ['brokers', 'create', '--name', `Broker ${slug}`, '--email', `${slug}@broker.example`, '--slug', slug]);
   const broker = await db.prisma.broker.findFirstOrThrow({ where: { slug } });
   const credentials = createCredentials(Buffer.from(KEY, 'hex'));
-  await db.prisma.webhookEndpoint.create({
+  await writingClient(db.prisma).webhookEndpoint.create({
     data: { id: randomId('we_', 24), brokerId: broker.id, mode: 'live', url: receiver.url(slug), events: [], secret: credentials.encrypt(newEndpointSecret()) },
   });
   return broker.id;
@@ -83,7 +84,7 @@ async function hogBroker(db: Database, receiver: Receiver, slug: string, events:
     for (let i = 0; i < allowance; i++) {
       const path = `${slug}-${mode}-${i}`;
       receiver.answer(path, () => 'hang');
-      await db.prisma.webhookEndpoint.create({
+      await writingClient(db.prisma).webhookEndpoint.create({
         data: { id: randomId('we_', 24), brokerId: broker.id, mode, url: receiver.url(path), events: [], secret: credentials.encrypt(newEndpointSecret()) },
       });
     }
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
     const beside = await stream(db, receiver, steady, 'steady', url, key);
     console.log(`${database}, ${HANGING} owed to a hanging endpoint: delivery ${describe(beside.delivery)}; API auth-check ${describe(beside.api)}; hanging endpoint's requests open at most ${receiver.mostOpen('hanging')}`);
     // The hanging endpoint's owed deliveries are given up, so that only the hog holds slots now.
-    await db.prisma.webhookEndpoint.updateMany({ where: { brokerId: hanging }, data: { status: 'disabled' } });
+    await writingClient(db.prisma).webhookEndpoint.updateMany({ where: { brokerId: hanging }, data: { status: 'disabled' } });
     const allowance = await hogBroker(db, receiver, 'hog', HOG_EVENTS);
     await new Promise((r) => setTimeout(r, 1000));
     const fair = await stream(db, receiver, steady, 'steady', url, key);

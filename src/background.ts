@@ -6,7 +6,6 @@
  */
 import { deleteEndedConsoleSessions } from './console/index.ts';
 import type { Job } from 'bullmq';
-import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { Database } from './db/client.ts';
 import type { Config } from './config.ts';
 import {
@@ -32,12 +31,13 @@ import { openCredentials } from './db/credentials.ts';
 import { lazy } from './shared/lazy.ts';
 import { createWebhookWork, WEBHOOK_CONCURRENCY, WEBHOOKS_QUEUE, type WebhookJobData } from './webhooks/dispatcher.ts';
 import { createRedisLiveness } from './webhooks/heartbeat.ts';
+import type { ReadClient } from './shared/db-errors.ts';
 
 export type JobsMode = 'producer' | 'worker' | 'both';
 
 export interface CreateJobsOptions {
   redisEndpoint: RedisEndpoint;
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** What the database is and its connection string, for the reports' own connections (src/reports/jobs.ts). */
   database?: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
   config: Config;
@@ -76,7 +76,7 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
 const HOUSEKEEPING_MS = 30_000;
 
 /** The workers' periodic upkeep of records that change with time alone. */
-async function housekeeping(prisma: PrismaClient, log: Logger): Promise<void> {
+async function housekeeping(prisma: ReadClient, log: Logger): Promise<void> {
   const now = new Date();
   const cancelled = await applyAllDueCancellations(prisma, now);
   if (cancelled > 0) log.info({ cancelled }, 'scheduled cancellations took effect');
@@ -101,7 +101,7 @@ function jobQueues(options: CreateJobsOptions, log: Logger): JobQueues {
 }
 
 /** The webhook deliveries' worker side, with the endpoint secrets' key read on first use. */
-function webhookWork(prisma: PrismaClient, config: Config, log: Logger, queues: JobQueues, redis: RedisEndpoint) {
+function webhookWork(prisma: ReadClient, config: Config, log: Logger, queues: JobQueues, redis: RedisEndpoint) {
   const credentials = lazy(() => openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir }));
   // Connects only once the workers start (its first heartbeat).
   const liveness = createRedisLiveness({ redis: redis.options, prefix: queues.prefix, log });

@@ -1,6 +1,5 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import type { PrismaClient } from '../generated/prisma/client.ts';
 import { openCredentials, type Credentials } from './db/credentials.ts';
 import { loadCatalogue, type Catalogue } from './services/plans.ts';
 import { lazy } from './shared/lazy.ts';
@@ -12,6 +11,7 @@ import type { Logger } from './logger.ts';
 import type { ServiceReadCache } from './services/read-cache.ts';
 import type { ReadChunk } from './reports/index.ts';
 import type { ResolveAll } from './webhooks/destination.ts';
+import type { ReadClient } from './shared/db-errors.ts';
 
 /**
  * What the HTTP app is built from. Everything with a lifetime (database, Redis, queues) is made
@@ -21,7 +21,7 @@ export interface AppDeps {
   config: Config;
   logger: Logger;
   contract: Contract;
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** Reads a stored workbook's chunks (src/reports/workbook/store.ts, openChunkReader): binary through node-postgres where the database has a pool. */
   readChunk: ReadChunk;
   /** Fail-fast Redis client for work inside requests (rate limits). */
@@ -45,7 +45,7 @@ export interface AppDeps {
 }
 
 /** The parts of AppDeps that are loaded once on first use: the same for every process that serves the API. */
-export function loadedOnce(config: Config, prisma: PrismaClient): Pick<AppDeps, 'credentials' | 'catalogue'> {
+export function loadedOnce(config: Config, prisma: ReadClient): Pick<AppDeps, 'credentials' | 'catalogue'> {
   return {
     credentials: lazy(() => openCredentials({ envKey: config.credentialsKey, dataDir: config.dataDir })),
     catalogue: lazy(() => loadCatalogue(prisma)),

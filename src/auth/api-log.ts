@@ -1,8 +1,8 @@
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { AnsweredError } from '../http/errors.ts';
 import type { Logger } from '../logger.ts';
 import { scrubSecrets } from '../ops/redact.ts';
 import type { KeyMode } from './keys.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** One row of `api_logs`. Never carries the key itself: only its id. */
 export interface ApiLogEntry {
@@ -99,7 +99,7 @@ const CHUNK = 1000;
  * Prisma CPU per row on the request thread; this costs far less, most of it in the database
  * (figures in bench/README.md). Rows are inserted in array order, so ids follow it.
  */
-async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise<void> {
+async function insertEntries(prisma: ReadClient, rows: ApiLogEntry[]): Promise<void> {
   const json = JSON.stringify(
     rows.map((e) => ({
       at: e.at.toISOString(),
@@ -134,7 +134,7 @@ async function insertEntries(prisma: PrismaClient, rows: ApiLogEntry[]): Promise
  * Last-used times of every touched key in ONE statement (was one updateMany per key in a
  * transaction). GREATEST and the WHERE keep a time from ever moving backwards.
  */
-async function updateLastUsed(prisma: PrismaClient, touches: Map<string, Date>): Promise<void> {
+async function updateLastUsed(prisma: ReadClient, touches: Map<string, Date>): Promise<void> {
   const json = JSON.stringify([...touches].map(([id, at]) => ({ id, at: at.toISOString() })));
   await prisma.$executeRaw`
     UPDATE "api_keys" AS k SET "last_used_at" = GREATEST(k."last_used_at", x."at")
@@ -190,7 +190,7 @@ class Pending {
   }
 }
 
-async function write(prisma: PrismaClient, pending: Pending): Promise<void> {
+async function write(prisma: ReadClient, pending: Pending): Promise<void> {
   const { batch, touches } = pending.take();
   if (batch.length === 0 && touches.size === 0) return;
   let written = 0;
@@ -205,7 +205,7 @@ async function write(prisma: PrismaClient, pending: Pending): Promise<void> {
   }
 }
 
-export function createApiLog(prisma: PrismaClient, logger: Logger, options: ApiLogOptions = {}): ApiLog {
+export function createApiLog(prisma: ReadClient, logger: Logger, options: ApiLogOptions = {}): ApiLog {
   const flushIntervalMs = options.flushIntervalMs ?? API_LOG_FLUSH_MS;
   const flushAtEntries = options.flushAtEntries ?? CHUNK;
   const pending = new Pending(options.maxBuffered ?? 50_000, logger);

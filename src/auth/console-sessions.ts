@@ -12,9 +12,9 @@ import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { callerBucket } from './ip-whitelist.ts';
 import type { KeyMode } from './keys.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** `__Host-` (RFC 6265bis): a cookie only a secure page of this host, path `/`, could have set. */
 export const SECURE_COOKIE = '__Host-console_session';
@@ -189,7 +189,7 @@ class Unknowns {
   }
 }
 
-export function createConsoleSessions(prisma: PrismaClient, options: ConsoleSessionOptions = {}): ConsoleSessions {
+export function createConsoleSessions(prisma: ReadClient, options: ConsoleSessionOptions = {}): ConsoleSessions {
   const now = options.now ?? (() => new Date());
   const httpsBaseUrl = options.httpsBaseUrl === true;
   const unknowns = new Unknowns(options.failuresPerIpPerMinute ?? 30, options.unknownTtlMs ?? 10 * 60_000, options.unknownSize ?? 10_000);

@@ -1,6 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { AuthContext } from '../http/auth-context.ts';
 import { hasScope } from '../http/auth-context.ts';
@@ -15,9 +14,10 @@ import { createKeyStore, type KeyStore, type NegativeCacheOptions, type StoredKe
 import { createConsoleSessions, csrfTokenMatches, type ConsoleRefusal, type ConsoleSessionOptions, type ConsoleSessions } from './console-sessions.ts';
 import { bearerToken, hashApiKey, hashesEqual, isScope, modeOfKey, type KeyMode } from './keys.ts';
 import { createKeyRateLimiter, RATE_LIMIT_WINDOW_SECONDS, setRateLimitHeaders, type KeyRateLimiter, type RateLimitState } from './rate-limit.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface GateDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** The fail-fast request client (src/redis.ts requestRedis). */
   redis: Redis;
   logger: Logger;
@@ -198,7 +198,7 @@ function rateLimitExceeded(state: RateLimitState): ApiError {
 
 /** What one gate works with, made once. */
 interface GateParts {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   logger: Logger;
   keys: KeyStore;
   limiter: KeyRateLimiter;

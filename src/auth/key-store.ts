@@ -1,6 +1,6 @@
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { KeyMode } from './keys.ts';
 import { IpWhitelist } from './ip-whitelist.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** What the gate needs of a key row and its broker. */
 export interface StoredKey {
@@ -40,7 +40,7 @@ export interface NegativeCacheOptions {
 /** How many key rows the in-process cache holds before it starts over. */
 const MAX_CACHED = 10_000;
 
-async function loadKey(prisma: PrismaClient, hash: string): Promise<StoredKey | undefined> {
+async function loadKey(prisma: ReadClient, hash: string): Promise<StoredKey | undefined> {
   const row = await prisma.apiKey.findUnique({
     where: { keyHash: hash },
     select: {
@@ -110,7 +110,7 @@ class UnknownKeys {
  * presented before it existed (only a leaked or chosen secret can be) works within `negative.ttlMs`.
  */
 export function createKeyStore(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   cacheMs: number,
   negative: NegativeCacheOptions = { ttlMs: 0, size: 0 },
 ): KeyStore {

@@ -1,6 +1,6 @@
 /** Sandbox keys see the sandbox list's one row. */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { ByMode, Caller } from '../shared/caller.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface AuthCheckUseCases {
   serviceCount(caller: Caller): Promise<number>;
@@ -11,7 +11,7 @@ interface ServiceAnswers {
   read<T>(brokerId: string, key: string, load: () => Promise<{ value: T }>): Promise<T>;
 }
 
-export function authCheckUseCases(deps: { prisma: PrismaClient; serviceReads: ServiceAnswers }): ByMode<AuthCheckUseCases> {
+export function authCheckUseCases(deps: { prisma: ReadClient; serviceReads: ServiceAnswers }): ByMode<AuthCheckUseCases> {
   return {
     live: {
       // A count over all of the broker's rows on every auth-check cost most of its throughput

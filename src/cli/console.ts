@@ -1,9 +1,9 @@
 /** `console`: a console link for a broker, made with one of its `admin:full` keys (openapi.yaml, "Console"). */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import { consoleLinkUrl, createConsoleLink } from '../console/index.ts';
 import { findBrokerBySlug } from './brokers.ts';
 import { CliError } from './errors.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface ConsoleLinkRequest {
   brokerSlug: string;
@@ -19,7 +19,7 @@ export interface PrintedConsoleLink {
   mode: 'live' | 'test';
 }
 
-export async function consoleLink(prisma: PrismaClient, config: Pick<Config, 'publicBaseUrl'>, input: ConsoleLinkRequest): Promise<PrintedConsoleLink> {
+export async function consoleLink(prisma: ReadClient, config: Pick<Config, 'publicBaseUrl'>, input: ConsoleLinkRequest): Promise<PrintedConsoleLink> {
   const broker = await findBrokerBySlug(prisma, input.brokerSlug);
   const now = new Date();
   const key = await prisma.apiKey.findFirst({

@@ -8,17 +8,19 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import type { Prisma, PrismaClient, Plan } from '../../generated/prisma/client.ts';
+import type { Prisma, Plan } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { lockFeeds, newEventId, recordEvents, recordFixedEvents, type NewEvent } from '../events/store.ts';
+import { lockFeeds, newEventId, recordFixedEvents, type NewEvent } from '../events/store.ts';
+import { writeWithEvents, type WriteTx } from '../events/writes.ts';
 import { endpointEvent, pingObject } from '../webhooks/endpoint-store.ts';
 import { serviceData } from '../services/present.ts';
 import { REQUEST_INCLUDE, requestData } from '../services/change-requests.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { putRequestLogs } from './demo-request-logs.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 const at = (iso: string) => new Date(iso);
 
@@ -39,7 +41,7 @@ const EXAMPLE_TOKEN = 'q3v9Tz0bWkXc1mH7yR2LpN4sJ8dA6eF5gU0iO3tK9wE';
 /** The invoices report's body example (2025-01-01..2025-01-31) and the InvoicesReport example's totals. */
 const JANUARY = { paid: 21, pending: 6 };
 
-type Tx = Prisma.TransactionClient;
+type Tx = WriteTx;
 type PlanOf = (name: string) => Plan;
 
 interface ExampleService {
@@ -251,7 +253,7 @@ async function putLink(tx: Tx, linkTtlHours: number, now: Date): Promise<void> {
 }
 
 /** The link run's workbook, built by the report build and stored, unless one is stored already. */
-async function putLinkWorkbook(prisma: PrismaClient): Promise<void> {
+async function putLinkWorkbook(prisma: ReadClient): Promise<void> {
   const run = await prisma.reportRun.findUniqueOrThrow({ where: { id: LINK_REPORT } });
   if (run.workbookBuild !== null && run.workbookDeletedAt === null) return;
   const build = randomUUID();
@@ -407,12 +409,13 @@ export interface NewDemoBroker {
  * each change with its event. `broker`: the demo broker's id, or one to make first.
  */
 export async function putContractExamples(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   broker: string | NewDemoBroker,
   options: { credentials: Credentials; linkTtlHours: number; now: Date },
 ): Promise<ExamplesOutcome> {
   const skipped: string[] = [];
-  const linkRun = await prisma.$transaction(
+  const linkRun = await writeWithEvents(
+    prisma,
     async (tx) => {
       const brokerId = typeof broker === 'string' ? broker : await broker.create(tx);
       const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
@@ -450,16 +453,16 @@ export async function putContractExamples(
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now, events);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now, events);
-      // After the example endpoints are disabled: nothing is owed to an address that reaches no one.
-      if (typeof broker === 'string') await recordEvents(tx, events, options.now);
-      else {
+      // Recorded last, after the example endpoints are disabled: nothing is owed to an address that reaches no one.
+      if (typeof broker !== 'string') {
         const taken = await recordFirstEvents(tx, brokerId, events, endpoint && !endpointBefore, options.now);
         skipped.push(...taken.map((id) => `event ${id}: another broker or mode has that id`));
         await broker.samples(tx, brokerId);
       }
       if (endpoint) await putExampleDelivery(tx, brokerId, options.now);
       await putRequestLogs(tx, brokerId, options.now);
-      return linkRunOk;
+      // A first run wrote its records' events with their fixed ids (recordFirstEvents).
+      return { value: linkRunOk, events: typeof broker === 'string' ? events : [], at: options.now };
     },
     { maxWait: 30_000, timeout: 60_000 },
   );

@@ -7,8 +7,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.ts';
+import type { ReadTx } from '../shared/db-errors.ts';
 
-type Tx = Prisma.TransactionClient;
+type Tx = ReadTx;
 
 /** The examples' key id and name (`api_key_name`). */
 const EXAMPLE_KEY_ID = 'key_01hzx3k8w6';

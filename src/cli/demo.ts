@@ -1,5 +1,5 @@
 /** Every run issues a fresh pair of keys: a key is shown once and cannot be printed again. */
-import type { Plan, PrismaClient, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
+import type { Plan, Prisma, ServiceStatus, InvoiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { createKey } from './keys.ts';
 import { randomId, randomServiceNumber } from '../shared/ids.ts';
@@ -10,6 +10,8 @@ import { requestEvent, serviceEvent } from './demo-events.ts';
 import { recordEvents } from '../events/store.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
 import type { ServiceWithPlan } from '../services/present.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
+import type { WriteTx } from '../events/writes.ts';
 
 export const DEMO_SLUG = 'demo';
 
@@ -47,7 +49,7 @@ const SAMPLE_SERVICES: SampleService[] = [
 ];
 
 /** Nine-digit service numbers not in use yet. */
-async function freeServiceNumbers(tx: Prisma.TransactionClient, count: number): Promise<number[]> {
+async function freeServiceNumbers(tx: WriteTx, count: number): Promise<number[]> {
   for (;;) {
     const wanted = new Set<number>();
     while (wanted.size < count) wanted.add(randomServiceNumber());
@@ -77,7 +79,7 @@ function invoiceStatus(service: SampleService, monthsAgo: number): InvoiceStatus
 type PlanOf = (name: string) => Plan;
 type DemoService = ServiceWithPlan;
 
-async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, credentials: Credentials, now: Date): Promise<DemoService[]> {
+async function createDemoServices(tx: WriteTx, brokerId: string, plan: PlanOf, credentials: Credentials, now: Date): Promise<DemoService[]> {
   const numbers = await freeServiceNumbers(tx, SAMPLE_SERVICES.length);
   const services = [];
   for (const [i, s] of SAMPLE_SERVICES.entries()) {
@@ -107,7 +109,7 @@ async function createDemoServices(tx: Prisma.TransactionClient, brokerId: string
 }
 
 /** The sample requests, as created (with what their events show). */
-async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<RequestWithRelations[]> {
+async function createDemoRequests(tx: WriteTx, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<RequestWithRelations[]> {
   const requests: RequestWithRelations[] = [];
   for (const [i, s] of SAMPLE_SERVICES.entries()) {
     if (s.status === 'pending') continue;
@@ -165,7 +167,7 @@ async function createDemoRequests(tx: Prisma.TransactionClient, brokerId: string
   return requests;
 }
 
-async function createDemoInvoices(tx: Prisma.TransactionClient, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
+async function createDemoInvoices(tx: WriteTx, brokerId: string, plan: PlanOf, services: DemoService[], now: Date): Promise<void> {
   const invoices: Prisma.InvoiceCreateManyInput[] = [];
   for (let monthsAgo = 4; monthsAgo >= 0; monthsAgo--) {
     const date = monthStart(now, monthsAgo);
@@ -200,7 +202,7 @@ function newDemoBroker(credentials: Credentials, now: Date): NewDemoBroker {
   };
 }
 
-async function createDemoData(tx: Prisma.TransactionClient, brokerId: string, credentials: Credentials, now: Date): Promise<void> {
+async function createDemoData(tx: WriteTx, brokerId: string, credentials: Credentials, now: Date): Promise<void> {
   const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
   const plan = (name: string) => {
     const p = plans.get(name);
@@ -218,7 +220,7 @@ async function createDemoData(tx: Prisma.TransactionClient, brokerId: string, cr
   );
 }
 
-export async function runDemo(prisma: PrismaClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {
+export async function runDemo(prisma: ReadClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {
   const now = options.now ?? new Date();
   const examples = { credentials: options.credentials, linkTtlHours: options.linkTtlHours ?? 168, now };
   let created = false;

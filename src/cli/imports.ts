@@ -5,15 +5,17 @@
  */
 import { isEmailAddress } from '../shared/email.ts';
 import { CONTROL_CHARACTERS_REASON, hasControlCharacters } from '../shared/text.ts';
-import type { BillingCycle, InvoiceStatus, PrismaClient, ServiceStatus } from '../../generated/prisma/client.ts';
+import type { BillingCycle, InvoiceStatus, ServiceStatus } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
 import { findBrokerBySlug } from './brokers.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
-import { recordEvents, type NewEvent } from '../events/store.ts';
+import type { NewEvent } from '../events/store.ts';
+import { writeWithEvents } from '../events/writes.ts';
 import { serviceData, type ShownService } from '../services/present.ts';
 import { checkRowShape, type FieldSpec } from './import-file.ts';
 import { describe, InvalidValue, parseAmount, parseDateOnly, parsePositiveInt, parseTimestamp } from './values.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export const INVOICE_STATUSES: readonly InvoiceStatus[] = ['paid', 'pending', 'overdue', 'cancelled', 'refunded'];
 export const SERVICE_STATUSES: readonly ServiceStatus[] = ['pending', 'active', 'suspended', 'cancelled'];
@@ -118,7 +120,7 @@ export function validateInvoiceRows(rows: readonly unknown[]): InvoiceRow[] {
 }
 
 /** A number one of the broker's invoices already uses rejects the file, naming the row. */
-export async function importInvoices(prisma: PrismaClient, brokerSlug: string, rows: readonly unknown[]): Promise<ImportResult> {
+export async function importInvoices(prisma: ReadClient, brokerSlug: string, rows: readonly unknown[]): Promise<ImportResult> {
   const broker = await findBrokerBySlug(prisma, brokerSlug);
   const invoices = validateInvoiceRows(rows);
   if (invoices.length === 0) return { imported: 0 };
@@ -160,9 +162,9 @@ const ANALYZE_AFTER_ROWS = 10_000;
  * Until autovacuum gets to a large import, a report's page query is planned for a handful of rows
  * and reads every row after its cursor for each page (quadratic); ANALYZE fixes the statistics now.
  */
-async function refreshStatistics(prisma: PrismaClient, table: 'invoices' | 'services', imported: number): Promise<void> {
+async function refreshStatistics(prisma: ReadClient, table: 'invoices' | 'services', imported: number): Promise<void> {
   if (imported < ANALYZE_AFTER_ROWS) return;
-  await prisma.$executeRawUnsafe(`ANALYZE "${table}"`);
+  await (table === 'services' ? prisma.$executeRaw`ANALYZE "services"` : prisma.$executeRaw`ANALYZE "invoices"`);
 }
 
 async function firstExisting<T>(values: T[], probe: (chunk: T[]) => Promise<T | undefined>): Promise<T | undefined> {
@@ -240,7 +242,7 @@ export interface ImportServicesOptions {
  * `service.created` event is written in the import's transaction, so a rejected file leaves none.
  */
 export async function importServices(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   brokerSlug: string,
   rows: readonly unknown[],
   options: ImportServicesOptions,
@@ -257,7 +259,7 @@ export async function importServices(
   const now = new Date();
   const encrypted = services.map((s) => options.credentials.encrypt(s.password));
   try {
-    await prisma.$transaction(async (tx) => {
+    await writeWithEvents(prisma, async (tx) => {
       const created: NewEvent[] = [];
       for (let i = 0; i < services.length; i += CHUNK_SIZE) {
         const c = services.slice(i, i + CHUNK_SIZE);
@@ -292,8 +294,8 @@ export async function importServices(
           })),
         );
       }
-      // Last: the events take the broker's feed lock, held to the end of the transaction.
-      for (let i = 0; i < created.length; i += CHUNK_SIZE) await recordEvents(tx, created.slice(i, i + CHUNK_SIZE), now);
+      // Recorded last (writeWithEvents): the events take the broker's feed lock, held to the end of the transaction.
+      return { value: undefined, events: created, at: now };
     }, TRANSACTION_OPTIONS);
   } catch (e) {
     if (!isUniqueViolation(e)) throw e;

@@ -1,6 +1,5 @@
 /** createConsoleSession, and the pages its link opens and its session's sign-out (openapi.yaml, "Console"). */
 import express, { type Request, type Response } from 'express';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { csrfTokenMatches, type ConsoleLookup, type ConsoleSessions } from '../auth/console-sessions.ts';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
@@ -12,10 +11,11 @@ import {
 } from './pages.ts';
 import { consoleSessionOf, createConsoleLink, linkOpens, startConsoleSession, type IpRefused } from './sessions.ts';
 import type { ConsoleShellSession } from './static.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 interface ConsoleDeps {
   contract: Contract;
-  prisma: PrismaClient;
+  prisma: ReadClient;
   config: Pick<Config, 'publicBaseUrl'>;
   consoleSessions: ConsoleSessions;
 }

@@ -4,9 +4,9 @@
  * (src/auth/console-sessions.ts), and so do the pages here, through the same ConsoleSessions.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { cookieHashOf, csrfTokenOf, SESSION_LIFETIME_MS, type ConsoleLookup, type ConsoleSessions } from '../auth/console-sessions.ts';
 import { displayIp, IpWhitelist } from '../auth/ip-whitelist.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** A link opens a session for this long after it is made, once. */
 export const LINK_LIFETIME_MS = 10 * 60_000;
@@ -23,7 +23,7 @@ export interface ConsoleLink {
 }
 
 /** A new single-use link for the key `apiKeyId`: its token is shown once, in the link. */
-export async function createConsoleLink(prisma: PrismaClient, apiKeyId: string, now: Date): Promise<ConsoleLink> {
+export async function createConsoleLink(prisma: ReadClient, apiKeyId: string, now: Date): Promise<ConsoleLink> {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + LINK_LIFETIME_MS);
   await prisma.consoleSession.create({ data: { apiKeyId, startTokenHash: sha256(token), linkExpiresAt: expiresAt, createdAt: now } });
@@ -62,7 +62,7 @@ function ipCheck(key: { ipRestricted: boolean; ipWhitelist: string[] }, ip: stri
  * Whether `token` names a link that would start a session for this caller now (the start page's
  * check; uses nothing up). A link that opens nothing is remembered and counted against the IP.
  */
-export async function linkOpens(prisma: PrismaClient, sessions: ConsoleSessions, token: string, caller: ConsoleCaller): Promise<ConsoleLookup<undefined> | IpRefused> {
+export async function linkOpens(prisma: ReadClient, sessions: ConsoleSessions, token: string, caller: ConsoleCaller): Promise<ConsoleLookup<undefined> | IpRefused> {
   const tokenHash = sha256(token);
   const admitted = await sessions.admit(tokenHash, caller.ip);
   if (!('found' in admitted)) return admitted;
@@ -80,7 +80,7 @@ export async function linkOpens(prisma: PrismaClient, sessions: ConsoleSessions,
  * key valid and answering this caller's IP. One conditional UPDATE: of two browsers opening the
  * same link, one wins.
  */
-export async function startConsoleSession(prisma: PrismaClient, sessions: ConsoleSessions, token: string, caller: ConsoleCaller): Promise<ConsoleLookup<StartedSession> | IpRefused> {
+export async function startConsoleSession(prisma: ReadClient, sessions: ConsoleSessions, token: string, caller: ConsoleCaller): Promise<ConsoleLookup<StartedSession> | IpRefused> {
   const opens = await linkOpens(prisma, sessions, token, caller);
   if (!('found' in opens)) return opens;
   const { at } = caller;
@@ -95,7 +95,7 @@ export async function startConsoleSession(prisma: PrismaClient, sessions: Consol
 }
 
 /** Sessions and links over a day past their end: nothing reads them any more. */
-export async function deleteEndedConsoleSessions(prisma: PrismaClient, now: Date): Promise<number> {
+export async function deleteEndedConsoleSessions(prisma: ReadClient, now: Date): Promise<number> {
   const before = new Date(now.getTime() - 24 * 60 * 60_000);
   const { count } = await prisma.consoleSession.deleteMany({
     where: { OR: [{ expiresAt: { lt: before } }, { startedAt: null, linkExpiresAt: { lt: before } }] },
@@ -116,7 +116,7 @@ export interface ConsoleSessionView {
  * answering the caller's IP), or why not; undefined without a cookie.
  */
 export async function consoleSessionOf(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   sessions: ConsoleSessions,
   cookie: string | undefined,
   caller: ConsoleCaller,

@@ -12,12 +12,12 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../../generated/prisma/client.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 import { CONNECT_TIMEOUT_MS } from './connect-timeout.ts';
 import { OneQueryAtATimeClient } from './one-at-a-time.ts';
 import { applyMigrations } from './migrate.ts';
 import { SOCKET_FILE, servePGliteSocket, socketAnswers, type PGliteSocketServerHandle } from './pglite-socket.ts';
 
-export { PrismaClient };
 
 /** PGlite is one session, so transactions queue; Prisma's default wait to start one is too short for that. */
 export const PGLITE_TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 20_000 } as const;
@@ -43,7 +43,8 @@ function pgliteStartParams(): string[] {
 }
 
 export interface Database {
-  prisma: PrismaClient;
+  /** Reads only, for services, requests and endpoints: their writes go through src/events/writes.ts. */
+  prisma: ReadClient;
   /** What the data lives in. A CLI reaching PGlite through the server's socket is 'pglite'. */
   kind: DatabaseKind;
   /** 'direct': this process opened it; 'socket': through the server's PGlite socket. */

@@ -6,7 +6,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 const VERSION = 'v1';
 const IV_BYTES = 12;
@@ -124,7 +124,7 @@ const sourceOf = (envKey: string | undefined, dataDir: string) =>
  * One credential already stored (a service password, a webhook secret), if any: on a database
  * from before fingerprints, the first key recorded must be the one those were encrypted with.
  */
-async function storedSample(prisma: PrismaClient): Promise<string | undefined> {
+async function storedSample(prisma: ReadClient): Promise<string | undefined> {
   const service = await prisma.service.findFirst({ select: { passwordEnc: true }, orderBy: { id: 'desc' } });
   if (service) return service.passwordEnc;
   return (await prisma.webhookEndpoint.findFirst({ select: { secret: true }, orderBy: { createdAt: 'desc' } }))?.secret;
@@ -135,7 +135,7 @@ async function storedSample(prisma: PrismaClient): Promise<string | undefined> {
  * none (the first process on a database). Throws CredentialsKeyError, naming CREDENTIALS_KEY,
  * when they differ: such a process could neither read nor write what the others do.
  */
-export async function checkCredentialsKey(prisma: PrismaClient, key: Buffer, options: LoadKeyOptions): Promise<'recorded' | 'matched'> {
+export async function checkCredentialsKey(prisma: ReadClient, key: Buffer, options: LoadKeyOptions): Promise<'recorded' | 'matched'> {
   const source = sourceOf(options.envKey, options.dataDir);
   const fingerprint = keyFingerprint(key);
   let recorded = await prisma.credentialsKeyFingerprint.findUnique({ where: { id: 1 } });

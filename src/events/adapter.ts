@@ -1,4 +1,3 @@
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Contract } from '../http/contract.ts';
 import { instantParam, intParam, DEFAULT_LIMIT } from '../http/params.ts';
 import { operation } from '../http/operation.ts';
@@ -7,8 +6,9 @@ import type { ByMode } from '../shared/caller.ts';
 import { sandboxEvents } from './sandbox.ts';
 import type { EventType } from './store.ts';
 import { events, type EventUseCases } from './use-cases.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
-export function eventUseCases(deps: { prisma: PrismaClient }): ByMode<EventUseCases> {
+export function eventUseCases(deps: { prisma: ReadClient }): ByMode<EventUseCases> {
   return { live: events(deps.prisma, 'live'), sandbox: sandboxEvents(events(deps.prisma, 'test')) };
 }
 
@@ -18,7 +18,7 @@ function eventTypes(type: EventType | undefined, types: EventType[] | undefined)
   return types === undefined ? [type] : [...new Set([type, ...types])];
 }
 
-export const registerEventRoutes: RegisterRoutes<{ prisma: PrismaClient; contract: Contract }> = (router, deps) => {
+export const registerEventRoutes: RegisterRoutes<{ prisma: ReadClient; contract: Contract }> = (router, deps) => {
   const useCases = eventUseCases(deps);
   const { contract } = deps;
 

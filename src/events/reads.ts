@@ -1,9 +1,9 @@
 /** One broker and one mode at a time: a sandbox key sees its test-mode events only. */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { instantRange } from '../shared/dates.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import type { EventMode, EventType } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface EventScope {
   brokerId: string;
@@ -59,7 +59,7 @@ const EVENT_FIELDS = { id: true, sequence: true, type: true, mode: true, data: t
  * of the feed's gap-free rule: `recordEvents` hands out one (broker, mode)'s `seq` in commit order,
  * so no event that sorts before a visible one can still commit.
  */
-export async function listEvents(prisma: PrismaClient, scope: EventScope, query: EventQuery): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+export async function listEvents(prisma: ReadClient, scope: EventScope, query: EventQuery): Promise<{ rows: EventRow[]; hasMore: boolean }> {
   const ascending = query.order === 'asc';
   let cursor: bigint | undefined;
   if (query.startingAfter !== undefined) {
@@ -85,14 +85,14 @@ export async function listEvents(prisma: PrismaClient, scope: EventScope, query:
 }
 
 /** One stored event, as written. */
-export async function findEventRow(prisma: PrismaClient, scope: EventScope, id: string): Promise<EventRow> {
+export async function findEventRow(prisma: ReadClient, scope: EventScope, id: string): Promise<EventRow> {
   const row = await prisma.event.findFirst({ where: { id, ...scope }, select: EVENT_FIELDS });
   if (!row) throw new NotFoundError(`Event ${id} not found`);
   return row;
 }
 
 /** One event with its deliveries (in the order they were owed) and their attempts. */
-export async function findEvent(prisma: PrismaClient, scope: EventScope, id: string): Promise<{ event: EventRow; deliveries: DeliveryRow[] }> {
+export async function findEvent(prisma: ReadClient, scope: EventScope, id: string): Promise<{ event: EventRow; deliveries: DeliveryRow[] }> {
   const row = await prisma.event.findFirst({
     where: { id, ...scope },
     select: {
@@ -121,7 +121,7 @@ export async function findEvent(prisma: PrismaClient, scope: EventScope, id: str
  * recorded in the same transaction.
  */
 export async function redeliver(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EventScope,
   eventId: string,
   endpointId: string | undefined,

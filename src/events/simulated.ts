@@ -1,9 +1,9 @@
 /** A simulated change writes its live twin's events in test mode, so an integrator can try a receiver without live data. */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Caller } from '../shared/caller.ts';
 import type { Effect } from '../shared/unit-of-work.ts';
 import type { PreviousAttributes } from './previous-attributes.ts';
 import { recordEvents, type EventType } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface SimulatedEvent {
   type: EventType;
@@ -14,7 +14,7 @@ export interface SimulatedEvent {
 }
 
 /** With the Idempotency-Key's record of `effect`, so a retry replays the answer and writes no second event. */
-export async function recordSimulatedEvents(prisma: PrismaClient, caller: Caller, effect: Effect, events: SimulatedEvent[]): Promise<void> {
+export async function recordSimulatedEvents(prisma: ReadClient, caller: Caller, effect: Effect, events: SimulatedEvent[]): Promise<void> {
   await prisma.$transaction(async (tx) => {
     await recordEvents(
       tx,
@@ -31,7 +31,7 @@ const MADE_REQUESTS_SEARCHED = 1000;
  * The object of the newest `request.created` the sandbox wrote for this broker with `requestId`, if
  * any of its newest ones has it: what a sandbox decision reads back instead of a stored request.
  */
-export async function simulatedRequestObject(prisma: PrismaClient, brokerId: string, requestId: string): Promise<Record<string, unknown> | undefined> {
+export async function simulatedRequestObject(prisma: ReadClient, brokerId: string, requestId: string): Promise<Record<string, unknown> | undefined> {
   const rows = await prisma.$queryRaw<Array<{ object: Record<string, unknown> }>>`
     SELECT e."data"->'object' AS "object"
       FROM (SELECT "data", "seq" FROM "events"
@@ -46,7 +46,7 @@ export async function simulatedRequestObject(prisma: PrismaClient, brokerId: str
  * Whether the sandbox cancelled this service number for this broker (a test-mode `service.cancelled`
  * among its newest): cancelled is final, so no later simulated change may tell of it otherwise.
  */
-export async function simulatedCancellation(prisma: PrismaClient, brokerId: string, serviceNumber: number): Promise<boolean> {
+export async function simulatedCancellation(prisma: ReadClient, brokerId: string, serviceNumber: number): Promise<boolean> {
   const rows = await prisma.$queryRaw<Array<{ found: number }>>`
     SELECT 1 AS "found"
       FROM (SELECT "data" FROM "events"

@@ -1,8 +1,9 @@
 /** Written in the change's own transaction, so a change never commits without its event nor an event without its change. */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../shared/db-errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { PreviousAttributes } from './previous-attributes.ts';
+import type { ReadClient, ReadTx } from '../shared/db-errors.ts';
 
 export const EVENT_TYPES = [
   'service.created',
@@ -99,8 +100,8 @@ export async function lockFeeds(tx: Db, feeds: Array<{ brokerId: string; mode: E
 export async function recordEvents(db: Db, events: NewEvent[], at = new Date()): Promise<string[]> {
   if (events.length === 0) return [];
   // Outside a transaction the lock would end with its own statement, so one is opened (a transaction's client has no `$connect`).
-  if ('$connect' in db) return (db as PrismaClient).$transaction((tx) => recordEvents(tx, events, at));
-  const tx = db as Prisma.TransactionClient;
+  if ('$connect' in db) return (db as ReadClient).$transaction((tx) => recordEvents(tx, events, at));
+  const tx = db as ReadTx;
   const rows = events.map((e, ord) => ({
     ord,
     id: newEventId(),
@@ -152,7 +153,7 @@ export interface FixedEvent extends NewEvent {
  * even a back-dated example never goes back along the ascending feed; returns each event's date.
  * Owes no delivery: for a broker with no enabled endpoint (the demo's, as it is made).
  */
-export async function recordFixedEvents(tx: Prisma.TransactionClient, events: FixedEvent[]): Promise<Date[]> {
+export async function recordFixedEvents(tx: ReadTx, events: FixedEvent[]): Promise<Date[]> {
   await lockFeeds(tx, events.map((e) => ({ brokerId: e.brokerId, mode: e.mode })));
   const dates: Date[] = [];
   for (const e of events) {
@@ -171,7 +172,7 @@ export async function recordFixedEvents(tx: Prisma.TransactionClient, events: Fi
  * migration 20261202110000_events_sequence), and lets this by the setting it makes for its transaction.
  */
 export async function deleteEventsBefore(db: Db, before: Date, batch = 5000): Promise<number> {
-  if ('$connect' in db) return (db as PrismaClient).$transaction((tx) => deleteEventsBefore(tx, before, batch));
+  if ('$connect' in db) return (db as ReadClient).$transaction((tx) => deleteEventsBefore(tx, before, batch));
   await db.$executeRaw`SELECT set_config('client_api.events_retention', 'purge', true)`;
   const deleted = await db.$executeRaw`
     DELETE FROM "events" WHERE "id" IN (

@@ -1,9 +1,9 @@
 /** Sandbox events are real (test-mode) records, so live and sandbox share this, each bound to its mode. */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
 import { findEvent, findEventRow, listEvents, redeliver, type AttemptRow, type DeliveryRow, type EventQuery, type EventRow, type EventScope } from './reads.ts';
 import { shownObject, type EventMode } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type EventData = components['schemas']['Event'];
 export type EventDetail = components['schemas']['EventDetail'];
@@ -26,7 +26,7 @@ export function eventData(row: EventRow): EventData {
 }
 
 /** An event just written (a ping's answer), as it is stored: its `sequence` and `created_at` are the database's. */
-export async function storedEventData(prisma: PrismaClient, scope: EventScope, id: string): Promise<EventData> {
+export async function storedEventData(prisma: ReadClient, scope: EventScope, id: string): Promise<EventData> {
   return eventData(await findEventRow(prisma, scope, id));
 }
 
@@ -53,7 +53,7 @@ export function attemptData(a: AttemptRow): AttemptData {
   };
 }
 
-export function events(prisma: PrismaClient, mode: EventMode): EventUseCases {
+export function events(prisma: ReadClient, mode: EventMode): EventUseCases {
   const scope = (caller: Caller): EventScope => ({ brokerId: caller.brokerId, mode });
   const detail = async (caller: Caller, id: string): Promise<EventDetail> => {
     const { event, deliveries } = await findEvent(prisma, scope(caller), id);

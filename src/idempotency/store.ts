@@ -4,9 +4,9 @@
  * row proves nothing took effect and the key may run again, while an `applied` row never runs again.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Effect } from '../shared/unit-of-work.ts';
 import type { Claim, IdempotencyKeys } from '../shared/idempotency-keys.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** How long a key is kept: a retry later than this is a new request. */
 export const IDEMPOTENCY_KEY_HOURS = 24;
@@ -29,7 +29,7 @@ export function storedKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-export function idempotencyStore(prisma: PrismaClient): IdempotencyKeys {
+export function idempotencyStore(prisma: ReadClient): IdempotencyKeys {
   return {
     claim: (apiKeyId, key, fingerprint, leaseMs) => claim(prisma, apiKeyId, storedKey(key), fingerprint, leaseMs),
 
@@ -64,7 +64,7 @@ export function idempotencyStore(prisma: PrismaClient): IdempotencyKeys {
  * Takes the key, or says how the request that took it first was answered. A few rounds at most:
  * each round ends unless another request changed the row in between.
  */
-async function claim(prisma: PrismaClient, apiKeyId: string, keyHash: string, fingerprint: string, leaseMs: number): Promise<Claim> {
+async function claim(prisma: ReadClient, apiKeyId: string, keyHash: string, fingerprint: string, leaseMs: number): Promise<Claim> {
   for (let round = 0; ; round++) {
     const owner = randomUUID();
     const inserted = await prisma.$queryRaw<Array<{ id: bigint }>>`
@@ -81,7 +81,7 @@ async function claim(prisma: PrismaClient, apiKeyId: string, keyHash: string, fi
   }
 }
 
-function readRow(prisma: PrismaClient, apiKeyId: string, keyHash: string): Promise<Row | undefined> {
+function readRow(prisma: ReadClient, apiKeyId: string, keyHash: string): Promise<Row | undefined> {
   return prisma.$queryRaw<Row[]>`
     SELECT "id", "fingerprint", "status"::text AS "status", "owner", "effect_type", "effect_id",
            "response_status", "response_body",
@@ -90,7 +90,7 @@ function readRow(prisma: PrismaClient, apiKeyId: string, keyHash: string): Promi
       FROM "idempotency_keys" WHERE "api_key_id" = ${apiKeyId} AND "key" = ${keyHash}`.then((rows) => rows[0]);
 }
 
-async function decide(prisma: PrismaClient, row: Row, fingerprint: string, owner: string, leaseMs: number): Promise<Claim | undefined> {
+async function decide(prisma: ReadClient, row: Row, fingerprint: string, owner: string, leaseMs: number): Promise<Claim | undefined> {
   // A key older than its 24 hours is forgotten: this request starts it afresh.
   if (row.expired) return takeOver(prisma, row, fingerprint, owner, leaseMs, 'restart');
   if (row.fingerprint !== fingerprint) return { kind: 'reused' };
@@ -106,7 +106,7 @@ async function decide(prisma: PrismaClient, row: Row, fingerprint: string, owner
 
 /** Takes the row from the owner it had, if no one else did first (then `undefined`: look again). */
 async function takeOver(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   row: Row,
   fingerprint: string,
   owner: string,

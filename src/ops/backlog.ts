@@ -7,8 +7,8 @@
  * processes cost the database one read per process every few seconds at most.
  */
 import { Gauge } from 'prom-client';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { registry } from './metrics.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** An answer this recent is served again rather than read anew. */
 export const BACKLOG_CACHE_MS = 5000;
@@ -33,9 +33,9 @@ interface BacklogRow {
   emails_due: bigint | number;
 }
 
-async function readBacklog(prisma: PrismaClient): Promise<BacklogRow> {
+async function readBacklog(prisma: ReadClient): Promise<BacklogRow> {
   const [, rows] = await prisma.$transaction([
-    prisma.$executeRawUnsafe(`SET LOCAL statement_timeout = ${BACKLOG_TIMEOUT_MS}`),
+    prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(BACKLOG_TIMEOUT_MS)}, true)`,
     prisma.$queryRaw<BacklogRow[]>`
       SELECT
         (SELECT count(*) FROM "webhook_deliveries" WHERE "status" = 'pending' AND "next_attempt_at" <= now()) AS "deliveries_due",
@@ -71,7 +71,7 @@ export type BacklogRefresh = () => Promise<boolean>;
  * The refresher of one process's backlog gauges. Without an answer (the database away or slow) the
  * gauges read NaN rather than a stale number; /readyz says why.
  */
-export function backlogRefresher(prisma: PrismaClient, options: { cacheMs?: number; now?: () => number } = {}): BacklogRefresh {
+export function backlogRefresher(prisma: ReadClient, options: { cacheMs?: number; now?: () => number } = {}): BacklogRefresh {
   const cacheMs = options.cacheMs ?? BACKLOG_CACHE_MS;
   const now = options.now ?? Date.now;
   let readAt = Number.NEGATIVE_INFINITY;

@@ -7,12 +7,12 @@
 import type { Express, Response } from 'express';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Logger } from '../logger.ts';
 import { DEFAULT_PREFIX } from '../jobs/index.ts';
 import { backlogRefresher } from './backlog.ts';
 import { refreshQueueDepth, registry, type CountableQueue } from './metrics.ts';
 import { refreshWorkersAlive } from './process-registry.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** Each readiness probe gets this long before its dependency counts as down. */
 export const READY_TIMEOUT_MS = 2000;
@@ -57,7 +57,7 @@ function unavailable(res: Response, message: string, details: Record<string, unk
 }
 
 /** Mounts /healthz, /readyz and /metrics on `app` (before /api and the validator). */
-export function registerOps(app: Express, deps: { prisma: PrismaClient; redis: Redis; logger: Logger }, options: OpsOptions = {}): void {
+export function registerOps(app: Express, deps: { prisma: ReadClient; redis: Redis; logger: Logger }, options: OpsOptions = {}): void {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const started = Date.now();
 

@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Gauge } from 'prom-client';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { mailTarget, type Config, type Role } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { registry } from './metrics.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** How often a process renews its heartbeat. */
 export const HEARTBEAT_MS = 5000;
@@ -111,13 +111,13 @@ export interface ProcessRegistration {
  * a live process. Under an advisory lock, so two processes starting at once are compared too.
  */
 export async function registerProcess(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   parts: { role: Role; settings: Record<string, string>; logger: Logger },
 ): Promise<ProcessRegistration> {
   const { role, settings, logger } = parts;
   const id = randomUUID();
   const hostname = os.hostname();
-  const insert = (db: Pick<PrismaClient, '$executeRaw'>) =>
+  const insert = (db: Pick<ReadClient, '$executeRaw'>) =>
     db.$executeRaw`INSERT INTO process_registry (id, role, hostname, pid, settings) VALUES (${id}::uuid, ${role}, ${hostname}, ${process.pid}, ${JSON.stringify(settings)}::jsonb)`;
   await prisma.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('process_registry'))`;
@@ -168,7 +168,7 @@ export const workersAlive = new Gauge({
 });
 
 /** Reads the live processes into `workers_alive`; with the database unreachable the gauge is left empty, not stale. */
-export async function refreshWorkersAlive(prisma: PrismaClient): Promise<boolean> {
+export async function refreshWorkersAlive(prisma: ReadClient): Promise<boolean> {
   try {
     const rows = await prisma.$queryRaw<Array<{ role: string; n: number }>>`
       SELECT role, count(*)::int AS n FROM process_registry

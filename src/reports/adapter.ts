@@ -4,7 +4,6 @@
  * calls the use case the key's mode chooses and answers.
  */
 import type { Router } from 'express';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { Contract } from '../http/contract.ts';
 import { operation } from '../http/operation.ts';
@@ -16,11 +15,12 @@ import { MAX_RECIPIENTS, normalizeRecipients, validateDateRange } from './rules.
 import { sandboxReports } from './sandbox.ts';
 import type { ServiceStatusFilter } from './types.ts';
 import { liveReports, type InvoicesReportInput, type ReportUseCases, type ServicesReportInput } from './use-cases.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** What the report operations take of the app's parts (declared here, so the module imports no composition). */
 export interface ReportRouteDeps {
   contract: Contract;
-  prisma: PrismaClient;
+  prisma: ReadClient;
   config: Config;
   logger: Logger;
   jobs: { queues: JobQueues };

@@ -5,7 +5,6 @@
  * (use-cases.ts); src/background.ts knows none of it beyond these names.
  */
 import type { Job } from 'bullmq';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import type { JobQueues, Mailer } from '../jobs/index.ts';
@@ -13,12 +12,13 @@ import type { Logger } from '../logger.ts';
 import { processBuild, processReportSend, REPORTS_QUEUE, type BuildJobData, type Pipeline, type SendJobData } from './delivery/pipeline.ts';
 import { startReconciling } from './delivery/reconcile.ts';
 import { openChunkReader, WorkbookCache, type ChunkReader } from './workbook/store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export { REPORTS_QUEUE };
 export type { SendJobData };
 
 export interface ReportJobsParts {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** What the database is and its connection string (unset: an embedded database without a socket). */
   database: Pick<Database, 'kind' | 'databaseUrl'> | undefined;
   config: Config;

@@ -6,13 +6,13 @@
  * `report.completed` event all tell the same run.
  */
 import { randomUUID } from 'node:crypto';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Caller } from '../shared/caller.ts';
 import { testRecipientError, testRecipientOutcome } from './delivery/test-recipients.ts';
 import { findReportRun, listReportRuns, reportNotFound, type ReportRunData } from './runs/present.ts';
 import { recordSimulatedRun, type SimulatedRecipient } from './runs/store.ts';
 import { ReportNoDataError, type InvoiceTotals, type ServiceStatusFilter, type ServiceTotals } from './types.ts';
 import type { ReportUseCases } from './use-cases.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -61,7 +61,7 @@ interface SimulatedRun {
 }
 
 /** The run recorded in test mode, with the request's Idempotency-Key effect in its transaction; its counts and when it was made. */
-async function simulate(prisma: PrismaClient, caller: Caller, run: SimulatedRun) {
+async function simulate(prisma: ReadClient, caller: Caller, run: SimulatedRun) {
   const id = randomUUID();
   const generatedAt = new Date();
   const recorded = await recordSimulatedRun(
@@ -91,7 +91,7 @@ async function simulate(prisma: PrismaClient, caller: Caller, run: SimulatedRun)
 
 const SIMULATED = { mode: 'test', simulated: true } as const;
 
-export function sandboxReports(deps: { prisma: PrismaClient }): ReportUseCases {
+export function sandboxReports(deps: { prisma: ReadClient }): ReportUseCases {
   return {
     async sendInvoicesReport(caller, { recipients, start, end }) {
       if (caller.simulatedFailure === 'no_data') {

@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { components } from '../../generated/api.ts';
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import type { Logger } from '../logger.ts';
@@ -28,6 +27,7 @@ import {
   type ServiceStatusFilter,
   type ServiceTotals,
 } from './types.ts';
+import type { ReadClient, ReadTx } from '../shared/db-errors.ts';
 
 export type InvoicesReportData = components['schemas']['InvoicesReport'];
 export type ServicesReportData = components['schemas']['ServicesReport'];
@@ -53,7 +53,7 @@ export interface ReportUseCases {
 
 /** What a live report run takes: the database, its settings and log, and the queues its build goes on. */
 export interface ReportDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   config: Config;
   log: Logger;
   queues: JobQueues;
@@ -146,7 +146,7 @@ export async function sendReport<T extends ReportTotals>(p: ReportDeps, spec: Re
 type Counted = Awaited<ReturnType<(typeof reportKinds)[ReportSpec['type']]['count']>>;
 
 /** The run and its recipients, in the admission's transaction (with the effect's record, if any). */
-async function recordRun(tx: Prisma.TransactionClient, spec: ReportSpec, counted: Counted, generatedAt: Date) {
+async function recordRun(tx: ReadTx, spec: ReportSpec, counted: Counted, generatedAt: Date) {
   const run = await createRunRecords(
     tx,
     {

@@ -6,10 +6,10 @@
  * (STATS_DURATION_BOUNDS), so p50/p95 are a bin's lower bound. 1 M entries: bench/README.md,
  * "Request stats".
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import { bucketOf, bucketStarts, histogramPercentiles, sqlInterval, STATS_DURATION_BOUNDS, type StatsRange } from '../shared/stats-range.ts';
 import type { RequestLogScope } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type RequestStatsData = components['schemas']['RequestStats'];
 type Bucket = RequestStatsData['buckets'][number];
@@ -33,7 +33,7 @@ interface HistogramRow {
 }
 
 /** Counts and duration bins of the API log's own entries in [gte, lt), by bucket. */
-function fromLog(prisma: PrismaClient, scope: RequestLogScope, step: string, gte: Date, lt: Date): Array<Promise<CountRow[] | HistogramRow[]>> {
+function fromLog(prisma: ReadClient, scope: RequestLogScope, step: string, gte: Date, lt: Date): Array<Promise<CountRow[] | HistogramRow[]>> {
   const where = { ...scope };
   return [
     prisma.$queryRaw<CountRow[]>`
@@ -52,7 +52,7 @@ function fromLog(prisma: PrismaClient, scope: RequestLogScope, step: string, gte
   ];
 }
 
-export async function requestStats(prisma: PrismaClient, scope: RequestLogScope, range: StatsRange): Promise<RequestStatsData> {
+export async function requestStats(prisma: ReadClient, scope: RequestLogScope, range: StatsRange): Promise<RequestStatsData> {
   const step = sqlInterval(range.interval);
   // Whole hours [from, to) from the roll-up; what is left at either end from the log.
   const from = Math.ceil(range.gte.getTime() / HOUR) * HOUR;

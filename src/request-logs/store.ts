@@ -2,9 +2,9 @@
  * The API log as its broker reads it (rows written by the gate, src/auth/api-log.ts): one broker
  * and one mode at a time, newest first by the request's arrival (`at`, then the row's id).
  */
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { instantRange } from '../shared/dates.ts';
-import type { Db } from '../shared/db-errors.ts';
+import type { Db, ReadClient } from '../shared/db-errors.ts';
 import { InvalidValueError, NotFoundError } from '../shared/errors.ts';
 
 export type RequestLogMode = 'live' | 'test';
@@ -90,7 +90,7 @@ function filters(scope: RequestLogScope, query: RequestLogQuery, namedKeys: stri
  * the cursor is then its OLDEST entry, so paging always moves on (the newest could bring a page
  * back again and again), at the price of the entries between its uses.
  */
-async function cursorOf(prisma: PrismaClient, scope: RequestLogScope, requestId: string): Promise<Prisma.ApiLogWhereInput> {
+async function cursorOf(prisma: ReadClient, scope: RequestLogScope, requestId: string): Promise<Prisma.ApiLogWhereInput> {
   const cursor = await prisma.apiLog.findFirst({
     where: { ...scope, requestId },
     orderBy: [{ at: 'asc' }, { id: 'asc' }],
@@ -104,7 +104,7 @@ async function cursorOf(prisma: PrismaClient, scope: RequestLogScope, requestId:
 
 /** A page of entries, newest first, and whether older ones follow. */
 export async function listRequestLogs(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: RequestLogScope,
   query: RequestLogQuery,
 ): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
@@ -121,7 +121,7 @@ export async function listRequestLogs(
 }
 
 /** The ids of the broker's keys of this name (any mode: the entries' mode is filtered anyway). */
-async function keysNamed(prisma: PrismaClient, brokerId: string, name: string): Promise<string[]> {
+async function keysNamed(prisma: ReadClient, brokerId: string, name: string): Promise<string[]> {
   const keys = await prisma.apiKey.findMany({ where: { brokerId, name }, select: { id: true } });
   return keys.map((k) => k.id);
 }
@@ -130,7 +130,7 @@ async function keysNamed(prisma: PrismaClient, brokerId: string, name: string): 
  * The names of the broker's keys among `ids` (the log keeps a key's id, not its name: a renamed
  * key shows its name of now); a key deleted since, or another broker's id, is missing.
  */
-export async function keyNames(prisma: PrismaClient, brokerId: string, ids: Array<string | null>): Promise<Map<string, string>> {
+export async function keyNames(prisma: ReadClient, brokerId: string, ids: Array<string | null>): Promise<Map<string, string>> {
   const wanted = [...new Set(ids.filter((id): id is string => id !== null))];
   if (wanted.length === 0) return new Map();
   const keys = await prisma.apiKey.findMany({ where: { brokerId, id: { in: wanted } }, select: { id: true, name: true } });
@@ -138,7 +138,7 @@ export async function keyNames(prisma: PrismaClient, brokerId: string, ids: Arra
 }
 
 /** The newest entry of a request id (one a client reused names several). */
-export async function findRequestLog(prisma: PrismaClient, scope: RequestLogScope, requestId: string): Promise<RequestLogRow> {
+export async function findRequestLog(prisma: ReadClient, scope: RequestLogScope, requestId: string): Promise<RequestLogRow> {
   const row = await prisma.apiLog.findFirst({ where: { ...scope, requestId }, orderBy: [...NEWEST_FIRST], select: FIELDS });
   if (!row) throw requestLogNotFound(requestId);
   return row;

@@ -3,12 +3,12 @@
  * so live and sandbox share this one implementation, each bound to its mode: there is nothing to
  * simulate, and a sandbox key must read its own requests as they were.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Caller } from '../shared/caller.ts';
 import type { StatsRange } from '../shared/stats-range.ts';
 import { requestStats, type RequestStatsData } from './stats.ts';
 import { findRequestLog, keyNames, listRequestLogs, type RequestLogMode, type RequestLogQuery, type RequestLogRow } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type RequestLogData = components['schemas']['RequestLog'];
 export type RequestLogPagination = components['schemas']['RequestLogPagination'];
@@ -21,7 +21,7 @@ export interface RequestLogUseCases {
 }
 
 export interface RequestLogDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /**
    * Writes this process's buffered API log entries (src/auth/api-log.ts) before a read, so a key
    * reads its last requests to this process at once; other processes write theirs on their timer.

@@ -1,5 +1,4 @@
 /** Generated, never stored; a simulated decision still writes a live one's events, in test mode. */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { recordSimulatedEvents, simulatedCancellation, simulatedRequestObject, type SimulatedEvent } from '../events/simulated.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { endOfCurrentBillingPeriod } from '../services/billing.ts';
@@ -19,6 +18,7 @@ import { canonicalRequestId, sandboxRequestKind, sandboxServiceNumberOf, type Sa
 import { serviceAlreadyCancelled } from '../services/store.ts';
 import { alreadyDecided, planChangeRefused, requestNotFound } from './store.ts';
 import type { RequestUseCases } from './use-cases.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** The one generated row of the sandbox requests list: a pending create request (fixed, so it can be searched and managed). */
 export const SANDBOX_REQUEST_ID = 'REQ-318274';
@@ -81,7 +81,7 @@ const GENERATED_PLANS: Record<SandboxRequestKind, { current_plan: string | null;
  * its `request.created` event tells (so the decision names that service number), else one generated
  * from the id alone, of the kind its last digit tells, made a second before `now`.
  */
-async function pendingRequest(prisma: PrismaClient, caller: Caller, requestId: bigint, now: Date): Promise<RequestData> {
+async function pendingRequest(prisma: ReadClient, caller: Caller, requestId: bigint, now: Date): Promise<RequestData> {
   const id = canonicalRequestId(requestId);
   const kind = sandboxRequestKind(requestId);
   const made = await simulatedRequestObject(prisma, caller.brokerId, id);
@@ -139,7 +139,7 @@ function serviceEvent(approved: RequestData, serviceNumber: number, now: Date): 
 }
 
 /** The sandbox's request use cases: one generated row, simulated decisions, nothing read or stored but their events. */
-export function sandboxRequests(deps: { prisma: PrismaClient }): RequestUseCases {
+export function sandboxRequests(deps: { prisma: ReadClient }): RequestUseCases {
   return {
     async listRequests(_caller, query) {
       const row = sandboxRequest(new Date());

@@ -1,4 +1,4 @@
-import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { windowCursorSql } from '../shared/cursor-sql.ts';
 import { BrokenRecordError, ConflictError, NotFoundError } from '../shared/errors.ts';
@@ -17,8 +17,9 @@ import {
 import { canonicalRequestId, formatRequestId, isStorableRequestId } from '../shared/ids.ts';
 import { REQUEST_INCLUDE, requestData, type RequestWithRelations } from '../services/change-requests.ts';
 import { serviceData, type ServiceData, type ServiceWithPlan } from '../services/present.ts';
-import { recordEvents } from '../events/store.ts';
+import { writeWithEvents, type WriteTx } from '../events/writes.ts';
 import { previousAttributes, type PreviousAttributes } from '../events/previous-attributes.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type RequestStatus = 'pending' | 'provider_review' | 'approved' | 'denied';
 export type RequestType = 'create' | 'upgrade' | 'downgrade' | 'cancel';
@@ -111,7 +112,7 @@ async function lockRequest(tx: Db, brokerId: string, id: number): Promise<Reques
 
 /** One conditional UPDATE: of two concurrent decisions, row locking lets exactly one through; the other answers 409. */
 async function claim(
-  db: Db,
+  db: WriteTx,
   brokerId: string,
   id: number,
   decision: 'approved' | 'denied',
@@ -130,7 +131,7 @@ async function claim(
 }
 
 export async function denyRequest(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   brokerId: string,
   id: bigint,
   denialReason: string,
@@ -139,20 +140,19 @@ export async function denyRequest(
 ): Promise<RequestWithRelations> {
   const request = await findRequest(prisma, brokerId, id);
   // The request as decided, read in the decision's transaction: its event's object and the answer.
-  return prisma.$transaction(async (tx) => {
+  return writeWithEvents(prisma, async (tx) => {
     const before = requestData(await lockRequest(tx, brokerId, request.id));
     await claim(tx, brokerId, request.id, 'denied', now, denialReason);
     const denied = await findRequest(tx, brokerId, id);
     const object = requestData(denied);
-    await recordEvents(tx, [{ brokerId, mode: 'live' as const, type: 'request.denied', object, previousAttributes: previousAttributes(before, object) }], now);
     await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
-    return denied;
+    return { value: denied, events: [{ brokerId, mode: 'live' as const, type: 'request.denied', object, previousAttributes: previousAttributes(before, object) }], at: now };
   });
 }
 
 /** Carried out in the claim's transaction, so any failure rolls the claim back too. */
 export async function approveRequest(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   credentials: Credentials,
   brokerId: string,
   id: bigint,
@@ -164,19 +164,18 @@ export async function approveRequest(
   await applyDueCancellations(prisma, brokerId, now);
   // The request as carried out, read in the approval's transaction: its event's object and the answer.
   return withServiceNumberRetry(() =>
-    prisma.$transaction(async (tx) => {
+    writeWithEvents(prisma, async (tx) => {
       const before = requestData(await lockRequest(tx, brokerId, request.id));
       await claim(tx, brokerId, request.id, 'approved', now, null);
       const serviceEvent = await carryOut(tx, credentials, request, now);
       const approved = await findRequest(tx, brokerId, id);
       const object = requestData(approved);
-      await recordEvents(
-        tx,
-        [{ brokerId, mode: 'live' as const, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, { brokerId, mode: 'live' as const, ...serviceEvent }],
-        now,
-      );
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
-      return approved;
+      return {
+        value: approved,
+        events: [{ brokerId, mode: 'live' as const, type: 'request.approved', object, previousAttributes: previousAttributes(before, object) }, { brokerId, mode: 'live' as const, ...serviceEvent }],
+        at: now,
+      };
     }),
   );
 }
@@ -186,7 +185,7 @@ type ServiceEvent =
   | { type: 'service.created'; object: ServiceData }
   | { type: 'service.updated' | 'service.cancelled'; object: ServiceData; previousAttributes: PreviousAttributes };
 
-async function carryOut(tx: Db, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<ServiceEvent> {
+async function carryOut(tx: WriteTx, credentials: Credentials, request: RequestWithRelations, now: Date): Promise<ServiceEvent> {
   if (request.type === 'create') {
     if (request.requestedPlanId === null || request.hostname === null || request.customerEmail === null) {
       throw new BrokenRecordError(`Request ${formatRequestId(request.id)} lacks the data to create a service`);

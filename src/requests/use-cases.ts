@@ -1,4 +1,3 @@
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { requestData, type RequestData } from '../services/change-requests.ts';
 import type { ServiceReadCache } from '../services/read-cache.ts';
@@ -6,6 +5,7 @@ import { applyDueCancellations } from '../services/store.ts';
 import type { Caller } from '../shared/caller.ts';
 import { cursorOffset, pageOf, type Page } from '../shared/page.ts';
 import { approveRequest, denyRequest, listRequests, type RequestListQuery } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type RequestPageQuery = RequestListQuery;
 
@@ -20,7 +20,7 @@ export interface RequestUseCases {
 }
 
 export interface RequestDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   credentials: () => Promise<Credentials>;
   serviceReads: ServiceReadCache;
 }

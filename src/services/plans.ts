@@ -1,6 +1,7 @@
 /** Reference data, not a broker's record, so sandbox keys may read it too. */
-import type { Plan, PrismaClient } from '../../generated/prisma/client.ts';
+import type { Plan } from '../../generated/prisma/client.ts';
 import { InvalidValueError } from '../shared/errors.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface Catalogue {
   /** Lowest tier first. */
@@ -10,7 +11,7 @@ export interface Catalogue {
 }
 
 /** Reads the catalogue; an app holds it once (`AppDeps.catalogue`), so it is read once per app. */
-export async function loadCatalogue(prisma: PrismaClient): Promise<Catalogue> {
+export async function loadCatalogue(prisma: ReadClient): Promise<Catalogue> {
   const plans = await prisma.plan.findMany({ orderBy: { tier: 'asc' } });
   return {
     plans,

@@ -1,4 +1,4 @@
-import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { windowCursorSql } from '../shared/cursor-sql.ts';
 import { ConflictError, NotFoundError } from '../shared/errors.ts';
@@ -6,11 +6,12 @@ import type { PageWindow } from '../shared/page.ts';
 import { formatRequestId, MAX_INT4, randomServiceNumber } from '../shared/ids.ts';
 import { escapeLike, isUniqueViolation, type Db } from '../shared/db-errors.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
-import { recordEvents } from '../events/store.ts';
+import { writeWithEvents, type WriteTx } from '../events/writes.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { REQUEST_INCLUDE, requestData } from './change-requests.ts';
 import { generatePassword, SERVICE_USERNAME } from './generate.ts';
 import { serviceData, type BillingCycle, type ServiceStatus, type ServiceWithPlan } from './present.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type { BillingCycle, ServiceStatus };
 
@@ -25,25 +26,25 @@ export const OPEN_REQUEST_STATUSES = ['pending', 'provider_review'] as const;
  * scans; two callers at once cancel once, as the UPDATE's locking sub-select re-checks its condition
  * on the locked row.
  */
-export async function applyDueCancellations(prisma: PrismaClient, brokerId: string, now = new Date()): Promise<number> {
+export async function applyDueCancellations(prisma: ReadClient, brokerId: string, now = new Date()): Promise<number> {
   const [due] = await prisma.$queryRaw<Array<{ due: boolean }>>(dueCancellationsProbe(brokerId, now));
   if (!due?.due) return 0;
   return cancelDueOf(prisma, brokerId, now);
 }
 
 /** The broker's due cancellations, with their events, without the probe (its caller has probed). */
-const cancelDueOf = (prisma: PrismaClient, brokerId: string, now: Date) => cancelDue(prisma, Prisma.sql`"broker_id" = ${brokerId}`, now);
+const cancelDueOf = (prisma: ReadClient, brokerId: string, now: Date) => cancelDue(prisma, Prisma.sql`"broker_id" = ${brokerId}`, now);
 
 /** Every broker's due cancellations (the worker, once a minute); how many services were cancelled. */
-export async function applyAllDueCancellations(prisma: PrismaClient, now = new Date()): Promise<number> {
+export async function applyAllDueCancellations(prisma: ReadClient, now = new Date()): Promise<number> {
   return cancelDue(prisma, Prisma.sql`true`, now);
 }
 
 /** What a due cancellation changes, as the row stood before it (the event's `previous_attributes`). */
 type BeforeCancel = Pick<ServiceWithPlan, 'id' | 'status' | 'updatedAt' | 'cancelledAt'>;
 
-async function cancelDue(prisma: PrismaClient, which: Prisma.Sql, now: Date): Promise<number> {
-  return prisma.$transaction(async (tx) => {
+async function cancelDue(prisma: ReadClient, which: Prisma.Sql, now: Date): Promise<number> {
+  return writeWithEvents(prisma, async (tx) => {
     // The rows are locked and re-checked by the sub-select before the update, which returns their old values.
     const cancelled = await tx.$queryRaw<BeforeCancel[]>`
       UPDATE "services" s
@@ -53,19 +54,18 @@ async function cancelDue(prisma: PrismaClient, which: Prisma.Sql, now: Date): Pr
                FOR UPDATE) old
        WHERE s."id" = old."id"
       RETURNING s."id", old."status"::text AS "status", old."updated_at" AS "updatedAt", old."cancelled_at" AS "cancelledAt"`;
-    if (cancelled.length === 0) return 0;
+    if (cancelled.length === 0) return { value: 0, events: [] };
     const before = new Map(cancelled.map((c) => [c.id, c]));
     const services = await tx.service.findMany({ where: { id: { in: cancelled.map((c) => c.id) } }, include: { plan: true } });
-    await recordEvents(
-      tx,
-      services.map((service) => {
+    return {
+      value: cancelled.length,
+      events: services.map((service) => {
         const object = serviceData(service);
         const { status, updatedAt, cancelledAt } = before.get(service.id)!;
         return { brokerId: service.brokerId, mode: 'live' as const, type: 'service.cancelled' as const, object, previousAttributes: previousAttributes(serviceData({ ...service, status, updatedAt, cancelledAt }), object) };
       }),
-      now,
-    );
-    return cancelled.length;
+      at: now,
+    };
   });
 }
 
@@ -111,7 +111,7 @@ export interface ServiceListQuery extends PageWindow<number> {
  * what a list costs most (bench/README.md). Until `nextDueAt` the page cannot change without a write.
  */
 export async function listServices(
-  db: PrismaClient,
+  db: ReadClient,
   brokerId: string,
   query: ServiceListQuery,
   now = new Date(),
@@ -192,7 +192,7 @@ export interface NewServiceRow {
 
 /** A number collision raises a unique violation that `withServiceNumberRetry` retries as a whole transaction. */
 export async function insertActiveService(
-  db: Db,
+  db: WriteTx,
   credentials: Credentials,
   input: NewServiceRow,
   now: Date,
@@ -266,13 +266,13 @@ export interface NewChangeRequest {
 
 /** The partial unique index settles a race between two callers past `requireNoOpenRequest`: the loser gets the same 409. */
 export async function createChangeRequest(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   service: ServiceWithPlan,
   input: NewChangeRequest,
   work: UnitOfWork,
 ) {
   try {
-    return await prisma.$transaction(async (tx) => {
+    return await writeWithEvents(prisma, async (tx) => {
       const request = await tx.serviceRequest.create({
         data: {
           brokerId: service.brokerId,
@@ -292,9 +292,8 @@ export async function createChangeRequest(
         },
         include: REQUEST_INCLUDE,
       });
-      await recordEvents(tx, [{ brokerId: service.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(request) }]);
       await work.within(tx).recordEffect({ type: 'request', id: formatRequestId(request.id) });
-      return request;
+      return { value: request, events: [{ brokerId: service.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(request) }] };
     });
   } catch (err) {
     if (isUniqueViolation(err)) {

@@ -1,11 +1,10 @@
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Credentials } from '../db/credentials.ts';
 import type { Logger } from '../logger.ts';
 import type { Caller } from '../shared/caller.ts';
 import { clampInstant } from '../shared/dates.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { cursorOffset, pageOf, type Page, type PageWindow } from '../shared/page.ts';
-import { recordEvents } from '../events/store.ts';
+import { writeWithEvents } from '../events/writes.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { REQUEST_INCLUDE, requestData, type RequestData } from './change-requests.ts';
 import { generatePassword } from './generate.ts';
@@ -25,6 +24,7 @@ import {
   serviceNotFound,
   withServiceNumberRetry,
 } from './store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface NewService {
   plan: string;
@@ -83,7 +83,7 @@ export interface ServiceUseCases {
 }
 
 export interface ServiceDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   logger: Logger;
   catalogue: () => Promise<Catalogue>;
   credentials: () => Promise<Credentials>;
@@ -123,14 +123,13 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
     billingCycle: input.billingCycle,
   };
   if (caller.approval === 'manual') {
-    const request = await prisma.$transaction(async (tx) => {
+    const request = await writeWithEvents(prisma, async (tx) => {
       const created = await tx.serviceRequest.create({
         data: { ...fields, type: 'create', status: 'pending', source: 'api', requestedPlanId: plan.id, apiKeyId: caller.apiKeyId },
         include: REQUEST_INCLUDE,
       });
-      await recordEvents(tx, [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(created) }]);
       await caller.unitOfWork.within(tx).recordEffect({ type: 'request', id: formatRequestId(created.id) });
-      return created;
+      return { value: created, events: [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(created) }] };
     });
     // A pending create request has no service yet: the contract's 202 says so in its type.
     return { requested: { ...requestData(request), request_type: 'create', service_number: null } };
@@ -139,7 +138,7 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
   const cipher = await deps.credentials();
   const now = new Date();
   const service = await withServiceNumberRetry(() =>
-    prisma.$transaction(async (tx) => {
+    writeWithEvents(prisma, async (tx) => {
       const created = await insertActiveService(tx, cipher, { ...fields, planId: plan.id }, now);
       const request = await tx.serviceRequest.create({
         data: {
@@ -156,16 +155,15 @@ async function createService(deps: ServiceDeps, caller: Caller, input: NewServic
         },
         include: REQUEST_INCLUDE,
       });
-      await recordEvents(
-        tx,
-        [
+      await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
+      return {
+        value: created,
+        events: [
           { brokerId: caller.brokerId, mode: 'live' as const, type: 'service.created', object: serviceData(created) },
           { brokerId: caller.brokerId, mode: 'live' as const, type: 'request.created', object: requestData(request) },
         ],
-        now,
-      );
-      await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(created.serviceNumber) });
-      return created;
+        at: now,
+      };
     }),
   );
   await deps.serviceReads.changed(caller.brokerId);
@@ -207,15 +205,14 @@ async function changePassword(deps: ServiceDeps, caller: Caller, serviceNumber: 
   requireStatus(service, ['pending', 'active', 'suspended'], 'given a new password');
   const password = chosen ?? generatePassword();
   const passwordEnc = (await deps.credentials()).encrypt(password);
-  const updated = await prisma.$transaction(async (tx) => {
+  const updated = await writeWithEvents(prisma, async (tx) => {
     const locked = await lockService(tx, service.id);
     if (!locked) throw serviceNotFound(serviceNumber);
     const before = serviceData(locked);
     const changed = await tx.service.update({ where: { id: service.id }, data: { passwordEnc, updatedAt: now }, include: { plan: true } });
     const object = serviceData(changed);
-    await recordEvents(tx, [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'service.updated', object, previousAttributes: previousAttributes(before, object, { passwordChanged: true }) }], now);
     await caller.unitOfWork.within(tx).recordEffect({ type: 'service', id: String(service.serviceNumber) });
-    return changed;
+    return { value: changed, events: [{ brokerId: caller.brokerId, mode: 'live' as const, type: 'service.updated', object, previousAttributes: previousAttributes(before, object, { passwordChanged: true }) }], at: now };
   });
   await deps.serviceReads.changed(caller.brokerId);
   const notified = await deps

@@ -3,10 +3,11 @@
  * needs, and each attempt's outcome with the delivery's and the endpoint's new state, written in
  * one transaction. The database is the record; a job in Redis is only a way to get an attempt made.
  */
-import { Prisma, type PrismaClient } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { lockFeeds, type EventMode } from '../events/store.ts';
 import { endpointChanged } from './endpoint-store.ts';
 import { shouldDisable } from './schedule.ts';
+import type { ReadClient, ReadTx } from '../shared/db-errors.ts';
 
 /** A delivery given up: failed, nothing more due, no lease, ended now. */
 const GIVEN_UP = Prisma.sql`"status" = 'failed', "next_attempt_at" = NULL, "leased_until" = NULL, "leased_by" = NULL, "completed_at" = now()`;
@@ -45,7 +46,7 @@ export interface ClaimOptions {
  * (SKIP LOCKED), and an advisory lock makes claims one at a time, so two workers' counts of
  * leases do not both see room for the same slots.
  */
-export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<ClaimedDelivery[]> {
+export async function claimDue(prisma: ReadClient, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   return prisma.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('webhook_deliveries.claim'))`;
     const rows = await tx.$queryRaw<Array<{ id: string; attempts: number; leased_until: Date }>>`
@@ -96,7 +97,7 @@ export async function claimDue(prisma: PrismaClient, o: ClaimOptions): Promise<C
  * next_attempt_at) index, so that a dispatcher with nothing to do costs one cheap query a tick,
  * not a claim's transaction (on the embedded database every query takes the API's one session).
  */
-export async function anyDue(prisma: PrismaClient): Promise<boolean> {
+export async function anyDue(prisma: ReadClient): Promise<boolean> {
   const [row] = await prisma.$queryRaw<Array<{ due: boolean }>>`
     SELECT EXISTS (SELECT 1 FROM "webhook_deliveries" WHERE "status" = 'pending' AND "next_attempt_at" <= now()) AS "due"`;
   return row?.due === true;
@@ -107,7 +108,7 @@ export async function anyDue(prisma: PrismaClient): Promise<boolean> {
  * whatever the status): an endpoint disabled by its broker, by a 410 or for failing too long gets
  * nothing it was owed before, and nothing piles up for the day it is enabled again. How many ended.
  */
-export async function failDeliveriesOfDisabledEndpoints(prisma: PrismaClient): Promise<number> {
+export async function failDeliveriesOfDisabledEndpoints(prisma: ReadClient): Promise<number> {
   return prisma.$executeRaw`
     UPDATE "webhook_deliveries" d
        SET ${GIVEN_UP}
@@ -117,7 +118,7 @@ export async function failDeliveriesOfDisabledEndpoints(prisma: PrismaClient): P
 }
 
 /** What one attempt needs: the delivery, its event and its endpoint (secrets still encrypted). */
-export async function findDelivery(prisma: PrismaClient, deliveryId: string) {
+export async function findDelivery(prisma: ReadClient, deliveryId: string) {
   return prisma.webhookDelivery.findUnique({
     where: { id: BigInt(deliveryId) },
     include: { event: true, endpoint: true },
@@ -143,7 +144,7 @@ export interface HeldLease {
  * claim, or one that waited until its lease nearly ran out, must not send while the delivery is
  * (or is about to be) claimed again; and the lease names whoever sends, whoever claimed it.
  */
-export async function takeLease(prisma: PrismaClient, o: HeldLease): Promise<boolean> {
+export async function takeLease(prisma: ReadClient, o: HeldLease): Promise<boolean> {
   const taken = await prisma.$executeRaw`
     UPDATE "webhook_deliveries" SET "leased_by" = ${o.by}::text
      WHERE "id" = ${BigInt(o.deliveryId)} AND "status" = 'pending' AND "attempts" = ${o.number - 1}::int
@@ -152,7 +153,7 @@ export async function takeLease(prisma: PrismaClient, o: HeldLease): Promise<boo
 }
 
 /** The workers holding live leases. */
-export async function leaseHolders(prisma: PrismaClient): Promise<string[]> {
+export async function leaseHolders(prisma: ReadClient): Promise<string[]> {
   const rows = await prisma.$queryRaw<Array<{ by: string }>>`
     SELECT DISTINCT "leased_by" AS "by" FROM "webhook_deliveries"
      WHERE "status" = 'pending' AND "leased_until" >= now() AND "leased_by" IS NOT NULL`;
@@ -163,7 +164,7 @@ export async function leaseHolders(prisma: PrismaClient): Promise<string[]> {
  * Releases the live leases of these workers (their heartbeat stopped): the deliveries are claimed
  * again at once, and their old jobs, fenced on the lease, neither send nor record. How many.
  */
-export async function releaseLeasesOf(prisma: PrismaClient, workerIds: readonly string[]): Promise<number> {
+export async function releaseLeasesOf(prisma: ReadClient, workerIds: readonly string[]): Promise<number> {
   if (workerIds.length === 0) return 0;
   return prisma.$executeRaw`
     UPDATE "webhook_deliveries" SET "leased_until" = NULL, "leased_by" = NULL
@@ -208,7 +209,7 @@ export const failingReason = (hours: number) => `every delivery failed for ${hou
  * they leave `updated_at` alone); a 410, or failing for `disableAfterHours`, disables the endpoint
  * with the reason, records `webhook_endpoint.updated` and fails its pending deliveries.
  */
-export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Promise<Recorded> {
+export async function recordAttempt(prisma: ReadClient, o: AttemptOutcome): Promise<Recorded> {
   return prisma.$transaction(async (tx) => {
     const id = BigInt(o.deliveryId);
     const mayDisable = await feedLockedIfDisabling(tx, o);
@@ -281,7 +282,7 @@ export async function recordAttempt(prisma: PrismaClient, o: AttemptOutcome): Pr
  * (the order every endpoint change keeps, endpoint-store.ts). Judged before the row is locked: an
  * endpoint enabled again meanwhile is disabled by a later failure, not by this one.
  */
-async function feedLockedIfDisabling(tx: Prisma.TransactionClient, o: AttemptOutcome): Promise<boolean> {
+async function feedLockedIfDisabling(tx: ReadTx, o: AttemptOutcome): Promise<boolean> {
   if (o.ok) return false;
   const [seen] = await tx.$queryRaw<Array<{ broker_id: string; mode: EventMode; status: string; failing_since: Date | null }>>`
     SELECT "broker_id", "mode"::text AS "mode", "status"::text AS "status", "failing_since" FROM "webhook_endpoints" WHERE "id" = ${o.endpointId}`;
@@ -292,7 +293,7 @@ async function feedLockedIfDisabling(tx: Prisma.TransactionClient, o: AttemptOut
 }
 
 /** Ends one delivery as failed without an attempt (its endpoint was disabled after it was claimed). */
-export async function failDelivery(prisma: PrismaClient, deliveryId: string, attempts: number): Promise<void> {
+export async function failDelivery(prisma: ReadClient, deliveryId: string, attempts: number): Promise<void> {
   await prisma.$executeRaw`
     UPDATE "webhook_deliveries" SET ${GIVEN_UP}
      WHERE "id" = ${BigInt(deliveryId)} AND "status" = 'pending' AND "attempts" = ${attempts}::int`;

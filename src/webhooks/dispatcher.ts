@@ -9,7 +9,6 @@
  * repeats by `webhook-id`. Order is not promised.
  */
 import type { Job } from 'bullmq';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
 import type { JobQueues } from '../jobs/index.ts';
 import { eventData } from '../events/use-cases.ts';
@@ -31,6 +30,7 @@ import type { WorkerLiveness } from './heartbeat.ts';
 import { nextAttemptDelayMs } from './schedule.ts';
 import { signatureHeaders } from './sign.ts';
 import { traced } from '../shared/tracing.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 /** The queue of webhook attempts. */
 export const WEBHOOKS_QUEUE = 'webhooks';
@@ -71,7 +71,7 @@ export interface WebhookJobData {
 export const webhookJobId = (deliveryId: string, number: number, leasedUntil: number) => `delivery.${deliveryId}.${number}.${leasedUntil}`;
 
 export interface WebhookWorkOptions {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetrySchedule' | 'webhookDisableAfterHours' | 'webhookAllowPrivateUrls'>;
   log: Logger;
   queues: Pick<JobQueues, 'add'>;
@@ -170,7 +170,7 @@ export const RELEASE_AFTER_MS = 5000;
  * Releases the leases of workers whose heartbeat stopped. Two checks apart, not one: a Redis that
  * restarted empty loses every key at once, and live workers put theirs back within a second.
  */
-function deadWorkerReleaser(prisma: PrismaClient, liveness: WorkerLiveness, log: Logger) {
+function deadWorkerReleaser(prisma: ReadClient, liveness: WorkerLiveness, log: Logger) {
   const missingSince = new Map<string, number>();
   let checkedAt = 0;
   return async (): Promise<void> => {

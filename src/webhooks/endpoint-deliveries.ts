@@ -3,12 +3,12 @@
  * paged by the delivery's public id, each with its event's id and type and its last attempt. The
  * endpoint is looked up in the key's scope first, so another broker's or mode's is not found.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import { ATTEMPT_FIELDS } from '../events/reads.ts';
 import { attemptData } from '../events/use-cases.ts';
 import { InvalidValueError } from '../shared/errors.ts';
 import { findEndpoint, type EndpointScope } from './endpoint-store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type DeliveryData = components['schemas']['WebhookDelivery'];
 export type DeliveryStatus = DeliveryData['status'];
@@ -28,7 +28,7 @@ const iso = (d: Date | null): string | null => (d === null ? null : d.toISOStrin
  * endpoint that succeeded (a redelivery or a recover), if any: one probe of the (event, endpoint)
  * index each.
  */
-async function supersededBy(prisma: PrismaClient, ids: bigint[]): Promise<Map<bigint, string>> {
+async function supersededBy(prisma: ReadClient, ids: bigint[]): Promise<Map<bigint, string>> {
   if (ids.length === 0) return new Map();
   const rows = await prisma.$queryRaw<Array<{ id: bigint; by: string }>>`
     SELECT f."id", s."public_id" AS "by"
@@ -41,7 +41,7 @@ async function supersededBy(prisma: PrismaClient, ids: bigint[]): Promise<Map<bi
   return new Map(rows.map((r) => [BigInt(r.id), r.by]));
 }
 
-export async function listDeliveries(prisma: PrismaClient, scope: EndpointScope, endpointId: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>> {
+export async function listDeliveries(prisma: ReadClient, scope: EndpointScope, endpointId: string, query: DeliveryQuery): Promise<Omit<DeliveryPage, 'success'>> {
   await findEndpoint(prisma, scope, endpointId);
   let before: bigint | undefined;
   if (query.startingAfter !== undefined) {

@@ -4,10 +4,10 @@
  * `superseded_by` says in the deliveries list) and their attempts' latency percentiles. The
  * endpoint is looked up in the key's scope first, so another broker's or mode's is not found.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import { bucketStarts, percentiles, sqlInterval, type StatsRange } from '../shared/stats-range.ts';
 import { findEndpoint, type EndpointScope } from './endpoint-store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type EndpointStatsData = components['schemas']['WebhookEndpointStats'];
 type Bucket = EndpointStatsData['buckets'][number];
@@ -24,7 +24,7 @@ interface CountRow {
   attempts: number;
 }
 
-export async function endpointStats(prisma: PrismaClient, scope: EndpointScope, endpointId: string, range: StatsRange): Promise<EndpointStatsData> {
+export async function endpointStats(prisma: ReadClient, scope: EndpointScope, endpointId: string, range: StatsRange): Promise<EndpointStatsData> {
   await findEndpoint(prisma, scope, endpointId);
   const step = sqlInterval(range.interval);
   const [counts, latencies] = await Promise.all([

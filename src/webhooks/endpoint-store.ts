@@ -5,13 +5,15 @@
  * records its effect through `work` in its own transaction (the request's Idempotency-Key), so a
  * retried request is never carried out twice, and its `webhook_endpoint.*` event (endpointChanged).
  */
-import type { Prisma, PrismaClient, WebhookEndpoint } from '../../generated/prisma/client.ts';
+import type { WebhookEndpoint } from '../../generated/prisma/client.ts';
 import { previousAttributes } from '../events/previous-attributes.ts';
 import { lockFeeds, recordEvents, type EventMode, type NewEvent } from '../events/store.ts';
+import { writeWithEvents, type Changed, type WriteTx } from '../events/writes.ts';
 import { ConflictError, InvalidValueError, NotFoundError } from '../shared/errors.ts';
 import { randomId } from '../shared/ids.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { endpointData } from './endpoint-data.ts';
+import type { ReadClient, ReadTx } from '../shared/db-errors.ts';
 
 export type EndpointRow = WebhookEndpoint;
 
@@ -54,8 +56,8 @@ export const recoverRefused = (id: string, status: string) =>
  * row. Taken the other way round, a delete holding the row would wait for the feed's lock while an
  * event's writer holding that lock waits for the row (its deliveries' key share lock): a deadlock.
  */
-function endpointChange<T>(prisma: PrismaClient, scope: EndpointScope, change: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
-  return prisma.$transaction(async (tx) => {
+function endpointChange<T>(prisma: ReadClient, scope: EndpointScope, change: (tx: WriteTx) => Promise<Changed<T>>): Promise<T> {
+  return writeWithEvents(prisma, async (tx) => {
     await lockFeeds(tx, [scope]);
     return change(tx);
   });
@@ -68,7 +70,7 @@ function endpointChange<T>(prisma: PrismaClient, scope: EndpointScope, change: (
  * would get its own creation before its secret could be deployed).
  */
 export async function endpointChanged(
-  tx: Prisma.TransactionClient,
+  tx: ReadTx,
   scope: EndpointScope,
   change: { before?: EndpointRow; after?: EndpointRow },
   now: Date,
@@ -93,7 +95,7 @@ export function endpointEvent(scope: EndpointScope, change: { before?: EndpointR
  * creates count one after another, so together they cannot pass the bound either.
  */
 export async function createEndpoint(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   endpoint: NewEndpoint,
   work: UnitOfWork,
@@ -111,13 +113,12 @@ export async function createEndpoint(
       data: { id: newEndpointId(), brokerId: scope.brokerId, mode: scope.mode, ...endpoint, createdAt: now, updatedAt: now },
     });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id: row.id });
-    await endpointChanged(tx, scope, { after: row }, now);
-    return row;
+    return { value: row, events: [endpointEvent(scope, { after: row }, now)], at: now };
   });
 }
 
 export async function listEndpoints(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   page: { limit: number; offset: number },
 ): Promise<{ rows: EndpointRow[]; total: number }> {
@@ -129,7 +130,7 @@ export async function listEndpoints(
   return { rows, total };
 }
 
-export async function findEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
+export async function findEndpoint(prisma: ReadClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
   const row = await prisma.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode } });
   if (!row) throw notFound(id);
   return row;
@@ -141,7 +142,7 @@ export async function findEndpoint(prisma: PrismaClient, scope: EndpointScope, i
  * disabled already (the reason it has, a 410 say, is the one worth keeping).
  */
 export async function updateEndpoint(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   id: string,
   change: EndpointChange,
@@ -159,13 +160,12 @@ export async function updateEndpoint(
     };
     const row = await tx.webhookEndpoint.update({ where: { id }, data });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
-    await endpointChanged(tx, scope, { before: current, after: row }, now);
-    return row;
+    return { value: row, events: [endpointEvent(scope, { before: current, after: row }, now)], at: now };
   });
 }
 
 /** The endpoint's row, locked against concurrent changes and delivery attempts until the transaction ends. */
-async function lockedEndpoint(tx: Prisma.TransactionClient, scope: EndpointScope, id: string): Promise<EndpointRow> {
+async function lockedEndpoint(tx: ReadTx, scope: EndpointScope, id: string): Promise<EndpointRow> {
   const [locked] = await tx.$queryRaw<Array<{ id: string }>>`
     SELECT "id" FROM "webhook_endpoints"
      WHERE "id" = ${id} AND "broker_id" = ${scope.brokerId} AND "mode" = ${scope.mode}::"key_mode" FOR UPDATE`;
@@ -180,13 +180,12 @@ function statusChange(wanted: EndpointChange['status'], current: 'enabled' | 'di
 }
 
 /** Deletes the endpoint (its deliveries and attempts go with it); returns it as it was. */
-export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<EndpointRow> {
+export async function deleteEndpoint(prisma: ReadClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<EndpointRow> {
   return endpointChange(prisma, scope, async (tx) => {
     const row = await lockedEndpoint(tx, scope, id);
     await tx.webhookEndpoint.delete({ where: { id } });
     await work.within(tx).recordEffect({ type: 'webhook_endpoint', id });
-    await endpointChanged(tx, scope, { before: row }, now);
-    return row;
+    return { value: row, events: [endpointEvent(scope, { before: row }, now)], at: now };
   });
 }
 
@@ -195,7 +194,7 @@ export async function deleteEndpoint(prisma: PrismaClient, scope: EndpointScope,
  * PREVIOUS_SECRET_TTL_MS from now. The row is locked so two rotations cannot both keep the same old secret.
  */
 export async function rotateSecret(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   id: string,
   secret: string,
@@ -209,13 +208,12 @@ export async function rotateSecret(
       where: { id },
       data: { secret, previousSecret: current.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS), updatedAt: now },
     });
-    await endpointChanged(tx, scope, { before: current, after: row }, now);
-    return row;
+    return { value: row, events: [endpointEvent(scope, { before: current, after: row }, now)], at: now };
   });
 }
 
 /** Records a `ping` event owed to this endpoint only (whatever its status and types); its id. */
-export async function recordPing(prisma: PrismaClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<string> {
+export async function recordPing(prisma: ReadClient, scope: EndpointScope, id: string, work: UnitOfWork, now: Date): Promise<string> {
   return prisma.$transaction(async (tx) => {
     const row = await tx.webhookEndpoint.findFirst({ where: { id, brokerId: scope.brokerId, mode: scope.mode }, select: { id: true } });
     if (!row) throw notFound(id);
@@ -246,7 +244,7 @@ export interface Recovery {
  * run one after the other, and the second sees what the first queued.
  */
 export async function recoverFailedDeliveries(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   id: string,
   since: Date,

@@ -4,7 +4,6 @@
  * implementation, each bound to its mode: a key only ever sees its own mode's endpoints.
  */
 import dns from 'node:dns';
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import type { components } from '../../generated/api.ts';
 import type { Credentials } from '../db/credentials.ts';
 import { EVENT_RETENTION_DAYS, EVENT_TYPES, type EventMode, type EventType } from '../events/store.ts';
@@ -32,6 +31,7 @@ import { listDeliveries, type DeliveryPage, type DeliveryQuery } from './endpoin
 import { endpointStats, type EndpointStatsData } from './endpoint-stats.ts';
 import { recordExample, type EventExamples } from './examples.ts';
 import { newEndpointSecret } from './secrets.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export type { EndpointData };
 export type EndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
@@ -64,7 +64,7 @@ export interface WebhookEndpointUseCases {
 }
 
 export interface EndpointDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   credentials: () => Promise<Credentials>;
   /** Where webhooks may go (WEBHOOK_ALLOW_PRIVATE_URLS). */
   destinations: DestinationPolicy;

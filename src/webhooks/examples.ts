@@ -4,11 +4,11 @@
  * `data.example: true`. Read from the contract the server serves, so what a receiver gets is what
  * the docs show; a contract without an example of some type is refused at start-up.
  */
-import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { EVENT_TYPES, recordEvents, type EventType } from '../events/store.ts';
 import type { PreviousAttributes } from '../events/previous-attributes.ts';
 import type { UnitOfWork } from '../shared/unit-of-work.ts';
 import { notFound, pingObject, type EndpointScope } from './endpoint-store.ts';
+import type { ReadClient } from '../shared/db-errors.ts';
 
 export interface ExamplePayload {
   object: Record<string, unknown>;
@@ -40,7 +40,7 @@ export function eventExamples(document: Json): EventExamples {
  * as recordPing does; its id. A ping's object names this endpoint, as a real ping's does.
  */
 export async function recordExample(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   scope: EndpointScope,
   id: string,
   type: EventType,

@@ -10,8 +10,10 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { openDatabase, type Database, type PrismaClient } from '../../src/db/client.ts';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { openDatabase, type Database } from '../../src/db/client.ts';
 import { openCredentials } from '../../src/db/credentials.ts';
+import { writingClient } from '../helpers/db.ts';
 import { hashApiKey, KEY_PATTERN } from '../../src/auth/keys.ts';
 import { runFile, type FileRun } from '../helpers/run-file.ts';
 
@@ -83,7 +85,7 @@ test('brokers create (no server running: the CLI opens the database itself)', as
     // From here on the database is open in this process, as the server holds it, and served on
     // its socket: the CLI must go through that.
     server = await openDatabase({ dataDir });
-    prisma = server.prisma;
+    prisma = writingClient(server.prisma);
   }
   assert.equal((await prisma.broker.findUniqueOrThrow({ where: { slug: brokerSlug } })).id, out.id);
 });

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { connectForCli, openDatabase, pgliteSocketUrl, type Database } from '../../src/db/client.ts';
+import { writingClient } from '../helpers/db.ts';
 
 describe('PGlite shared through the socket', () => {
   let dataDir: string;
@@ -58,7 +59,7 @@ describe('PGlite shared through the socket', () => {
       let n = 0;
       const mk = (db: Database, tag: string) => async () => {
         const i = ++n;
-        return db.prisma.$transaction(async (tx) => {
+        return writingClient(db.prisma).$transaction(async (tx) => {
           const s = await tx.service.create({
             data: { serviceNumber: 100000000 + i, brokerId: broker.id, planId: plan.id, hostname: `${tag}${i}`, customerEmail: 'c@x.test', username: 'u', passwordEnc: 'v1:a:b:c' },
           });

@@ -11,6 +11,10 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import request from 'supertest';
 import { applyAllDueCancellations } from '../../src/services/store.ts';
+import type { Credentials } from '../../src/db/credentials.ts';
+import { runDemo } from '../../src/cli/demo.ts';
+import { importServices } from '../../src/cli/imports.ts';
+import { revokeKey } from '../../src/cli/keys.ts';
 import { BROKER_DISABLED_REASON } from '../../src/webhooks/endpoint-store.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { apiKey, broker } from '../helpers/factories.ts';
@@ -22,12 +26,14 @@ import { addInvoices } from '../reports/harness.ts';
 let t: TestApp;
 let smtp: TestSmtp;
 let receiver: Receiver;
+let credentials: Credentials;
 
 before(async () => {
   smtp = await startTestSmtp();
   receiver = await startReceiver();
   // Workers on: reports end, webhooks go out (and a 410 disables an endpoint), as on a server.
   t = await createTestApp({ smtpUrl: smtp.url, webhookAllowPrivateUrls: true, webhookRetrySchedule: [0, 1, 2] });
+  credentials = await t.deps.credentials();
 });
 after(async () => {
   await t?.close();
@@ -53,6 +59,8 @@ type Op =
   | { op: 'approve' | 'deny'; pick: number }
   | { op: 'clock'; days: number }
   | { op: 'report'; kind: 'services' | 'invoices' }
+  | { op: 'import'; count: number; status: number }
+  | { op: 'revoke' }
   | { op: 'endpoint create'; events: number; described: boolean }
   | { op: 'endpoint update'; pick: number; field: 'url' | 'events' | 'description'; value: number }
   | { op: 'endpoint enable' | 'endpoint disable' | 'endpoint rotate' | 'endpoint delete' | 'endpoint gone'; pick: number };
@@ -66,6 +74,8 @@ const OPS = {
   decision: fc.record({ op: fc.constantFrom('approve' as const, 'approve' as const, 'deny' as const), pick: fc.nat() }),
   clock: fc.record({ op: fc.constant('clock' as const), days: fc.integer({ min: 1, max: 400 }) }),
   report: fc.record({ op: fc.constant('report' as const), kind: fc.constantFrom('services' as const, 'invoices' as const) }),
+  import: fc.record({ op: fc.constant('import' as const), count: fc.integer({ min: 1, max: 3 }), status: fc.nat(3) }),
+  revoke: fc.record({ op: fc.constant('revoke' as const) }),
   'endpoint create': fc.record({ op: fc.constant('endpoint create' as const), events: fc.nat(SUBSCRIPTIONS.length - 1), described: fc.boolean() }),
   'endpoint update': fc.record({ op: fc.constant('endpoint update' as const), pick: fc.nat(), field: fc.constantFrom('url' as const, 'events' as const, 'description' as const), value: fc.nat(SUBSCRIPTIONS.length - 1) }),
   'endpoint action': fc.record({
@@ -77,7 +87,8 @@ const OPS = {
 /** The writes of each mode: the same in both (a sandbox report is a test-mode run that getReport answers). */
 const KINDS: Record<Mode, Array<keyof typeof OPS>> = {
   live: Object.keys(OPS) as Array<keyof typeof OPS>,
-  test: Object.keys(OPS) as Array<keyof typeof OPS>,
+  // The CLI's import writes live services, for the live feed only.
+  test: (Object.keys(OPS) as Array<keyof typeof OPS>).filter((k) => k !== 'import'),
 };
 const opsOf = (mode: Mode): fc.Arbitrary<Op> =>
   fc.oneof(...KINDS[mode].map((k) => ({ arbitrary: OPS[k] as fc.Arbitrary<Op>, weight: k === 'decision' ? 3 : k.startsWith('endpoint') ? 2 : 1 })));
@@ -177,8 +188,10 @@ let runs = 0;
 
 async function run(mode: Mode, ops: Op[]): Promise<void> {
   const n = ++runs;
-  const { id: brokerId } = await broker(t.prisma, { approval: 'manual' });
-  const { key } = await apiKey(t.prisma, { brokerId, mode, scopes: ['admin:full'], rateLimit: 100_000 });
+  const { id: brokerId, slug } = await broker(t.prisma, { approval: 'manual' });
+  const newKey = () => apiKey(t.prisma, { brokerId, mode, scopes: ['admin:full'], rateLimit: 100_000 });
+  // A revocation (the CLI's) swaps it for a new key: the mirror reads on from its cursor.
+  let { key, id: keyId } = await newKey();
   const get = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
   const post = (path: string, body: object = {}) => request(t.app).post(path).set('Authorization', `Bearer ${key}`).send(body);
   const mirror = new Mirror(get, mode);
@@ -259,6 +272,24 @@ async function run(mode: Mode, ops: Op[]): Promise<void> {
       const events = await newEvents();
       if (mode === 'test') assert.deepEqual(events, [], 'the sandbox stores no service to fall due');
       if (cancelled > 0 && events.length > 0) done[mode].add('due cancellation');
+    } else if (o.op === 'import') {
+      // The admin CLI's `services import` (live): each service's `service.created`, as GET shows it.
+      const numbers = Array.from({ length: o.count }, (_, k) => 700_000_000 + ((SEED * 7 + n * 131 + i * 17 + k) % 99_000_000));
+      const rows = numbers.map((number, k) => ({ service_number: number, plan: PLANS[(o.status + k) % 4], status: ['active', 'pending', 'suspended', 'cancelled'][(o.status + k) % 4], hostname: `imp${number}.example`, username: `u${k}`, password: `pw-${number}` }));
+      const clash = numbers.some((x) => services.includes(x));
+      if (clash) continue;
+      assert.deepEqual(await importServices(t.prisma, slug, rows, { credentials }), { imported: o.count });
+      const events = await newEvents();
+      assert.deepEqual(events.map((e) => [e.type, e.data.object.service_number]), numbers.map((x) => ['service.created', x]), 'import: one service.created each');
+      services.push(...numbers);
+      done[mode].add('import');
+    } else if (o.op === 'revoke') {
+      // The admin CLI's `keys revoke`: the key is refused from then on, and a new one reads the same feed on.
+      await revokeKey(t.prisma, keyId);
+      await eventually(async () => ((await get('/api/v1/events?limit=1')).status === 401) || undefined, 30_000, 'the revoked key to be refused');
+      ({ key, id: keyId } = await newKey());
+      assert.deepEqual(await newEvents(), [], 'a revocation is no change the feed tells of');
+      done[mode].add('revoke');
     } else if (o.op === 'report') {
       const res = await post(`/api/v1/reports/${o.kind}`, { recipients: [`r${n}@broker.example`], ...(o.kind === 'invoices' && { start_date: '2025-05-01', end_date: '2025-05-31' }) });
       assert.ok([200, 202].includes(res.status), JSON.stringify(res.body));
@@ -347,6 +378,8 @@ function everyWrite(mode: Mode): Op[] {
     { op: 'cancel', pick: 0, when: 'end_of_billing_period' }, approve,
     { op: 'cancel', pick: 1, when: 'immediate' }, approve,
     { op: 'clock', days: 400 },
+    ...(KINDS[mode].includes('import') ? ([{ op: 'import', count: 2, status: 0 }, { op: 'upgrade', pick: 2, plan: 0 }, approve] as const) : []),
+    { op: 'revoke' },
     { op: 'create', plan: 2 }, { op: 'deny', pick: 1 },
     ...(KINDS[mode].includes('report') ? ([{ op: 'report', kind: 'services' }, { op: 'report', kind: 'invoices' }] as const) : []),
     { op: 'endpoint create', events: 0, described: false },
@@ -363,7 +396,9 @@ function everyWrite(mode: Mode): Op[] {
 
 /** A fresh seed every run, so the runs together try ever more sequences; `MIRROR_SEED=<n>` replays one (a failure names it). */
 const SEED = process.env.MIRROR_SEED === undefined ? Math.floor(Math.random() * 2 ** 30) : Number(process.env.MIRROR_SEED);
-const settings = (mode: Mode, offset: number) => ({ numRuns: 5, seed: SEED + offset, examples: [[everyWrite(mode)]] as [Op[]][], endOnFailure: true, includeErrorInReport: true });
+/** Random sequences per mode after the every-write one; `npm run mutate:events` runs one (MIRROR_RUNS=1) per mutant. */
+const RUNS = Number(process.env.MIRROR_RUNS ?? 5);
+const settings = (mode: Mode, offset: number) => ({ numRuns: RUNS, seed: SEED + offset, examples: [[everyWrite(mode)]] as [Op[]][], endOnFailure: true, includeErrorInReport: true });
 
 /** fast-check's report, led by the seed to replay the whole test with. */
 async function replayable(check: () => Promise<void>): Promise<void> {
@@ -378,7 +413,7 @@ test('a mirror built from the ascending feed equals what the GETs answer, after 
   await replayable(() => fc.assert(fc.asyncProperty(fc.array(opsOf('live'), { minLength: 4, maxLength: 10 }), (ops) => run('live', ops)), settings('live', 0)));
   for (const write of [
     'approve cancel end_of_billing_period', 'approve cancel immediate', 'approve create', 'approve upgrade', 'approve downgrade', 'deny', 'due cancellation', 'password',
-    'report services', 'report invoices', 'endpoint create', 'endpoint update url', 'endpoint update events', 'endpoint update description',
+    'import', 'revoke', 'report services', 'report invoices', 'endpoint create', 'endpoint update url', 'endpoint update events', 'endpoint update description',
     'endpoint enable', 'endpoint disable', 'endpoint rotate', 'endpoint delete', 'endpoint disabled by a 410',
   ]) assert.ok(done.live.has(write), `${write} took place in some run`);
 });
@@ -387,7 +422,32 @@ test('the sandbox\'s events tell what it answered, and its endpoints\' feed equa
   await replayable(() => fc.assert(fc.asyncProperty(fc.array(opsOf('test'), { minLength: 4, maxLength: 10 }), (ops) => run('test', ops)), settings('test', 1)));
   for (const write of [
     'approve cancel end_of_billing_period', 'approve cancel immediate', 'approve create', 'approve upgrade', 'approve downgrade', 'deny', 'password',
-    'report services', 'report invoices', 'endpoint create', 'endpoint update url', 'endpoint update events', 'endpoint update description',
+    'revoke', 'report services', 'report invoices', 'endpoint create', 'endpoint update url', 'endpoint update events', 'endpoint update description',
     'endpoint enable', 'endpoint disable', 'endpoint rotate', 'endpoint delete', 'endpoint disabled by a 410',
   ]) assert.ok(done.test.has(write), `${write} took place in some run`);
+});
+
+/** Every row of a list the GETs answer, by id, as `shown`. */
+async function listedRows(get: (path: string) => request.Test, list: string, id: string): Promise<Map<unknown, Json>> {
+  const rows = new Map<unknown, Json>();
+  for (let offset = 0; ; offset += 100) {
+    const res = await get(`${list}?limit=100&offset=${offset}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    for (const row of res.body.data as Json[]) rows.set(row[id], shown(row));
+    if (!res.body.pagination.has_more) return new Map([...rows].sort());
+  }
+}
+
+test('the demo run twice (the admin CLI): a mirror built from its live feed alone equals what the GETs answer after each run', async () => {
+  const { live_key: key } = (await runDemo(t.prisma, { credentials })).result;
+  const get = (path: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
+  const mirror = new Mirror(get, 'live');
+  for (const run of ['first', 'second']) {
+    if (run === 'second') await runDemo(t.prisma, { credentials });
+    await mirror.catchUp();
+    const sorted = (kind: string) => new Map([...mirror.table(kind)].map(([k, v]) => [k, shown(v)] as const).sort());
+    assert.deepEqual(sorted('service'), await listedRows(get, '/api/v1/services', 'service_number'), `${run} demo run: services, mirror = GET`);
+    assert.deepEqual(sorted('service_request'), await listedRows(get, '/api/v1/requests', 'request_id'), `${run} demo run: requests, mirror = GET`);
+    assert.deepEqual(sorted('webhook_endpoint'), await listedRows(get, '/api/v1/webhook-endpoints', 'id'), `${run} demo run: endpoints, mirror = GET`);
+  }
 });

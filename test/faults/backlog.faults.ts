@@ -14,6 +14,7 @@ import { broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, webhookEndpoint, type Receiver } from '../helpers/webhooks.ts';
 import { waitUntil } from '../ops/helpers.ts';
 import { faultsAvailable, startSplitDeployment, withDatabaseAt, type SplitDeployment } from './harness.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = faultsAvailable();
 const KEY = randomBytes(32).toString('hex');
@@ -46,8 +47,8 @@ describe('backlog in /metrics with no worker', { skip }, () => {
     const path = 'backlog';
     receiver.answer(path, inTurn(200));
     const brokerId = await withDatabaseAt(split.cluster.url, split.dataDir, async (db) => {
-      const { id } = await broker(db.prisma);
-      await webhookEndpoint(db.prisma, credentials, { brokerId: id, url: receiver.url(path) });
+      const { id } = await broker(writingClient(db.prisma));
+      await webhookEndpoint(writingClient(db.prisma), credentials, { brokerId: id, url: receiver.url(path) });
       return id;
     });
     await waitUntil(async () => (await gauges()).due === 0, 30_000, 'no backlog at first');

@@ -14,6 +14,7 @@ import { apiKey } from '../helpers/factories.ts';
 import type { Database } from '../../src/db/client.ts';
 import { apiAddress, sleep, startRole, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { faultsAvailable, startFaultServers, type FaultServers, type FaultySmtp, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = faultsAvailable();
 /** Every recipient ends sent or failed within this once the fault is over (docs/operations.md, "Report delivery"). */
@@ -62,7 +63,7 @@ const withDatabase = <T>(use: (db: Database) => Promise<T>): Promise<T> => withD
 /** A broker with a live key and paid invoices in RANGE (`rows` of them). */
 async function brokerWithInvoices(rows = 2): Promise<string> {
   return withDatabase(async (db) => {
-    const k = await apiKey(db.prisma, { scopes: ['reports:generate'], rateLimit: 100_000 });
+    const k = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'], rateLimit: 100_000 });
     await db.prisma.$executeRaw`
       INSERT INTO "invoices" ("broker_id", "number", "service_number", "amount", "currency", "status", "date")
       SELECT ${k.brokerId}, 'F-' || n, 100000000 + n, 10.00, 'EUR', 'paid'::"invoice_status", DATE '2025-09-15'

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { apiKey } from '../helpers/factories.ts';
 import { sleep, type RoleProcess } from '../ops/helpers.ts';
 import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultServers, type FaultServers, withDatabaseAt, type PgCluster } from './harness.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 10_000;
@@ -39,9 +40,9 @@ before(async () => {
   };
   apis.push(...(await startTwoApisAndWorker(env, children)));
   await withDatabaseAt(cluster.url, dataDir, async (db) => {
-    const k = await apiKey(db.prisma, { rateLimit: 1_000_000 });
+    const k = await apiKey(writingClient(db.prisma), { rateLimit: 1_000_000 });
     key = k.key;
-    const r = await apiKey(db.prisma, { scopes: ['reports:generate'], rateLimit: 1_000_000 });
+    const r = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'], rateLimit: 1_000_000 });
     reportKey = r.key;
     await db.prisma.$executeRaw`
       INSERT INTO "invoices" ("broker_id", "number", "service_number", "amount", "currency", "status", "date")

@@ -16,6 +16,7 @@ import { apiKey, broker } from '../helpers/factories.ts';
 import { service } from '../helpers/service-factories.ts';
 import { sleep, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { concurrentClients, faultsAvailable, percentile, startTwoApisAndWorker, startFaultServers, type FaultServers, withDatabaseAt, type PgCluster } from './harness.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = faultsAvailable();
 const OUTAGE_MS = 20_000;
@@ -48,14 +49,14 @@ before(async () => {
   };
   apis.push(...(await startTwoApisAndWorker(env, children)));
   await withDatabaseAt(cluster.url, dataDir, async (db) => {
-    const { id: brokerId } = await broker(db.prisma);
+    const { id: brokerId } = await broker(writingClient(db.prisma));
     for (const name of ['stopped', 'frozen', 'probe'] as const) {
-      const k = await apiKey(db.prisma, { brokerId, rateLimit: LIMIT });
+      const k = await apiKey(writingClient(db.prisma), { brokerId, rateLimit: LIMIT });
       keys[name] = { key: k.key, id: k.id };
     }
     const deps = { credentials: async () => createCredentials(Buffer.from(CREDENTIALS_KEY, 'hex')) };
     const made = [];
-    for (let i = 0; i < 5; i++) made.push((await service({ prisma: db.prisma, deps }, { brokerId })).serviceNumber);
+    for (let i = 0; i < 5; i++) made.push((await service({ prisma: writingClient(db.prisma), deps }, { brokerId })).serviceNumber);
     etagService = made.pop()!;
     serviceNumbers = made;
   });

@@ -20,6 +20,7 @@ import { apiKey, broker } from '../helpers/factories.ts';
 import { inTurn, startReceiver, verified, webhookEndpoint, type Answer, type Receiver, type TestEndpoint } from '../helpers/webhooks.ts';
 import { apiAddress, sleep, startRole, startTcpRedis, tmpDir, waitUntil, type RoleProcess, type TcpRedis } from '../ops/helpers.ts';
 import { faultsAvailable, startPgCluster, type PgCluster, queryOnce, withDatabaseAt } from './harness.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = faultsAvailable();
 /** Every delivery is delivered within this once the fault is over. */
@@ -87,8 +88,8 @@ async function targets(tag: string, n: number, answer: Answer): Promise<Target[]
     for (let i = 1; i <= n; i++) {
       const path = `${tag}-${i}`;
       receiver.answer(path, answer);
-      const { id: brokerId } = await broker(db.prisma);
-      made.push({ path, brokerId, endpoint: await webhookEndpoint(db.prisma, credentials, { brokerId, url: receiver.url(path) }) });
+      const { id: brokerId } = await broker(writingClient(db.prisma));
+      made.push({ path, brokerId, endpoint: await webhookEndpoint(writingClient(db.prisma), credentials, { brokerId, url: receiver.url(path) }) });
     }
     return made;
   });
@@ -234,11 +235,11 @@ describe('webhook delivery under faults', { skip }, () => {
     const allowance = loadConfig({}).webhookEndpointsPerBroker;
     // The hog: WEBHOOK_ENDPOINTS_PER_BROKER endpoints in each mode, none of which ever answers, each owed 8 events.
     const hog = await withDatabase(async (db) => {
-      const { id: brokerId } = await broker(db.prisma);
+      const { id: brokerId } = await broker(writingClient(db.prisma));
       for (const mode of ['live', 'test'] as const) {
         for (let i = 0; i < allowance; i++) {
           receiver.answer(`hog-${mode}-${i}`, () => 'hang');
-          await webhookEndpoint(db.prisma, credentials, { brokerId, mode, url: receiver.url(`hog-${mode}-${i}`) });
+          await webhookEndpoint(writingClient(db.prisma), credentials, { brokerId, mode, url: receiver.url(`hog-${mode}-${i}`) });
         }
         await recordEvents(db.prisma, Array.from({ length: 8 }, (_, n) => ({ brokerId, mode, type: 'service.updated' as const, object: { object: 'service', n } })));
       }
@@ -248,7 +249,7 @@ describe('webhook delivery under faults', { skip }, () => {
     await waitUntil(() => hogCopies() >= 2 * PER_BROKER_IN_FLIGHT, 20_000, "the hog's attempts to hang");
 
     const [other] = await targets('fair', 1, inTurn(200));
-    const key = await withDatabase(async (db) => (await apiKey(db.prisma, { brokerId: other!.brokerId, mode: 'live', rateLimit: 100_000 })).key);
+    const key = await withDatabase(async (db) => (await apiKey(writingClient(db.prisma), { brokerId: other!.brokerId, mode: 'live', rateLimit: 100_000 })).key);
     const committed = new Map<string, number>();
     let mostHeld = { live: 0, test: 0 };
     await withDatabase(async (db) => {

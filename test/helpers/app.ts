@@ -12,7 +12,7 @@ import { createJobs, type Jobs } from '../../src/background.ts';
 import { createLogger } from '../../src/logger.ts';
 import { requestRedis, startPrivateRedis, waitUntilReady, type RedisEndpoint } from '../../src/redis.ts';
 import { createServiceReadCache } from '../../src/services/read-cache.ts';
-import { createTestDatabase } from './db.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
 import { openChunkReader } from '../../src/reports/workbook/store.ts';
 import type { Database } from '../../src/db/client.ts';
 import type { ResolveAll } from '../../src/webhooks/destination.ts';
@@ -20,7 +20,8 @@ import type { ResolveAll } from '../../src/webhooks/destination.ts';
 export interface TestApp {
   app: Express;
   deps: AppDeps;
-  prisma: AppDeps['prisma'];
+  /** The whole client, for the tests' own rows (test/helpers/db.ts). */
+  prisma: TestDatabase['prisma'];
   redisEndpoint: RedisEndpoint;
   /** The database (its kind and connection string: report builds run as in a server, src/reports/jobs.ts). */
   database: Database;

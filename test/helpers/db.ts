@@ -20,10 +20,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { openDatabase, pgliteSocketUrl, processIsAlive, runAdminSql, socketDirFor, type Database, type PrismaClient } from '../../src/db/client.ts';
+import type { PrismaClient } from '../../generated/prisma/client.ts';
+import { openDatabase, pgliteSocketUrl, processIsAlive, runAdminSql, socketDirFor, type Database } from '../../src/db/client.ts';
 import { applyMigrations, readMigrationsList } from '../../src/db/migrate.ts';
 import { servePGliteSocket } from '../../src/db/pglite-socket.ts';
 import { ROOT_DIR } from '../../src/root.ts';
+
+/**
+ * Tests build their data with the whole client: src/ holds only a ReadClient, whose writes of
+ * services, requests and endpoints go through src/events/writes.ts; a test's own rows need no events.
+ */
+export const writingClient = (prisma: Database['prisma']): PrismaClient => prisma as unknown as PrismaClient;
 
 export interface TestDatabase {
   prisma: PrismaClient;
@@ -94,7 +101,7 @@ export async function createTestDatabase(
   const dataDir = path.join(os.tmpdir(), 'capi-test-unused'); // nothing is written there in memory mode
   if (!serverUrl) {
     const db = await openDatabase({ dataDir, pgliteDataDir: 'memory://', pgliteTemplate: await pgliteTemplate() });
-    return { prisma: db.prisma, kind: db.kind, pglite: db.pglite!, db, drop: () => db.close() };
+    return { prisma: writingClient(db.prisma), kind: db.kind, pglite: db.pglite!, db, drop: () => db.close() };
   }
 
   const name = `capi_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -113,7 +120,7 @@ export async function createTestDatabase(
   }
   let dropped: Promise<void> | undefined;
   return {
-    prisma: db.prisma,
+    prisma: writingClient(db.prisma),
     kind: db.kind,
     databaseUrl,
     db,

@@ -10,6 +10,7 @@ import { after, test } from 'node:test';
 import { connectForCli } from '../../src/db/client.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startRole, tmpDir, waitUntil, type RoleProcess } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const data = tmpDir('capi-ops-perms-');
 let child: RoleProcess | undefined;
@@ -44,7 +45,7 @@ test('umask 0022: nothing under DATA_DIR is readable or writable by group or oth
   // A report writes a workbook under tmp/ and an e-mail under outbox/.
   const db = await connectForCli({ dataDir: data.dir });
   try {
-    const key = await apiKey(db.prisma, { scopes: ['reports:generate'] });
+    const key = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'] });
     const res = await fetch(`${child.url}/api/v1/reports/services`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${key.key}`, 'Content-Type': 'application/json' },

@@ -14,6 +14,7 @@ import { connectForCli, processIsAlive } from '../../src/db/client.ts';
 import { CONNECT_TIMEOUT_MS } from '../../src/db/connect-timeout.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { startRole, tmpDir, waitUntil, type RoleProcess } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const data = tmpDir('capi-ops-dbproc-');
 const children: RoleProcess[] = [];
@@ -73,7 +74,7 @@ async function newKey(): Promise<string> {
   const db = await connectForCli({ dataDir: data.dir });
   try {
     assert.equal(db.via, 'socket', 'the CLI goes through the socket while the server runs');
-    return (await apiKey(db.prisma, { scopes: ['services:read'] })).key;
+    return (await apiKey(writingClient(db.prisma), { scopes: ['services:read'] })).key;
   } finally {
     await db.close();
   }

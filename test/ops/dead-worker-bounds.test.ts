@@ -34,6 +34,7 @@ import {
   type RoleProcess,
   type TcpRedis,
 } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 const KEY = randomBytes(32).toString('hex');
@@ -100,7 +101,7 @@ async function anotherWorker(): Promise<RoleProcess> {
 describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
   test('a report e-mail it had claimed goes out from the other worker within the documented bound', async (ctx) => {
     const first = await anotherWorker();
-    const k = await apiKey(db.prisma, { scopes: ['reports:generate'], rateLimit: 1000 });
+    const k = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'], rateLimit: 1000 });
     await db.prisma.invoice.create({
       data: { brokerId: k.brokerId, number: 'B-1', serviceNumber: 100000001, amount: '10.00', currency: 'EUR', status: 'paid', date: new Date('2025-07-02T00:00:00Z') },
     });
@@ -128,9 +129,9 @@ describe('a worker apart SIGKILLed in the middle of its work', { skip }, () => {
     const running = children.filter((c) => c.role === 'worker' && alive(c));
     assert.equal(running.length, 1, 'one worker left from the first test');
     const holder = running[0]!;
-    const { id: brokerId } = await broker(db.prisma);
+    const { id: brokerId } = await broker(writingClient(db.prisma));
     receiver.answer('dead', (n) => (n === 1 ? 'hang' : 200));
-    await webhookEndpoint(db.prisma, createCredentials(Buffer.from(KEY, 'hex')), { brokerId, url: receiver.url('dead') });
+    await webhookEndpoint(writingClient(db.prisma), createCredentials(Buffer.from(KEY, 'hex')), { brokerId, url: receiver.url('dead') });
     await recordEvents(db.prisma, [{ brokerId, mode: 'live' as const, type: 'service.updated', object: { object: 'service' } }]);
     await waitUntil(() => receiver.to('dead').length === 1, 20_000, 'the first attempt to reach the receiver');
     const firstAt = receiver.to('dead')[0]!.at;

@@ -23,6 +23,7 @@ import {
   type PgDatabase,
   type TcpRedis,
 } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 
@@ -60,7 +61,7 @@ before(async () => {
     jobsCloseTimeoutMs: 2000,
     shutdownTimeoutMs: 2000,
   });
-  const prisma = runtime.database.prisma;
+  const prisma = writingClient(runtime.database.prisma);
   const k = await apiKey(prisma, { scopes: ['admin:full'], rateLimit: 10_000 });
   key = k.key;
   await prisma.invoice.createMany({
@@ -173,7 +174,7 @@ describe('faults', { skip }, () => {
 
   test('the database stops: requests answer 503 service_unavailable at once, /readyz 503, and the API recovers by itself', async (ctx) => {
     // A key the key cache has never seen, so authentication itself needs the database.
-    const fresh = await apiKey(runtime.database.prisma, { scopes: ['admin:full'] });
+    const fresh = await apiKey(writingClient(runtime.database.prisma), { scopes: ['admin:full'] });
     await db.takeDown();
     try {
       const a = await call('/api/v1/auth-check', { headers: { Authorization: `Bearer ${fresh.key}` } });
@@ -193,7 +194,7 @@ describe('faults', { skip }, () => {
   });
 
   test('the database hangs (a lock never released): the request answers 503 within the statement timeout, then recovers', async (ctx) => {
-    const fresh = await apiKey(runtime.database.prisma, { scopes: ['admin:full'] });
+    const fresh = await apiKey(writingClient(runtime.database.prisma), { scopes: ['admin:full'] });
     // Another session holds every lock on api_keys, so the key lookup waits, as on a hung server.
     const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();

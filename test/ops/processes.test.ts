@@ -31,6 +31,7 @@ import {
   type RoleProcess,
   type TcpRedis,
 } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const skip = !(await postgresAvailable()) && 'no PostgreSQL at DATABASE_URL or 127.0.0.1:5432';
 
@@ -115,7 +116,7 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
   });
 
   test("one key's rate limit holds across both API processes", async () => {
-    const { key } = await apiKey(db.prisma, { scopes: ['services:read'], rateLimit: 6 });
+    const { key } = await apiKey(writingClient(db.prisma), { scopes: ['services:read'], rateLimit: 6 });
     const answers = [];
     for (let i = 0; i < 8; i++) answers.push(await call(i % 2 === 0 ? api1.url! : api2.url!, key, '/api/v1/auth-check'));
     assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200, 429, 429]);
@@ -125,7 +126,7 @@ describe('start:api ×2 + start:worker on one PostgreSQL and Redis', { skip }, (
   });
 
   test('a live invoices report is built and mailed by the worker process; a killed worker leaves it to the next one', async (ctx) => {
-    const k = await apiKey(db.prisma, { scopes: ['reports:generate'], rateLimit: 1000 });
+    const k = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'], rateLimit: 1000 });
     await db.prisma.invoice.createMany({
       data: [
         { brokerId: k.brokerId, number: 'P-1', serviceNumber: 100000001, amount: '10.00', currency: 'EUR', status: 'paid', date: new Date('2025-07-02T00:00:00Z') },

@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { connectForCli } from '../../src/db/client.ts';
 import { apiKey } from '../helpers/factories.ts';
 import { createPgDatabase, sleep, startHoldingSmtp, startRole, tmpDir, waitUntil, type HoldingSmtp, type PgDatabase, type RoleProcess } from './helpers.ts';
+import { writingClient } from '../helpers/db.ts';
 
 const data = tmpDir('capi-ops-shutdown-');
 let pgdb: PgDatabase | undefined;
@@ -41,7 +42,7 @@ test('SIGTERM during a report: readiness withdrawn while still serving, then no 
   {
     const db = await database(); // through the server's PGlite socket (or PostgreSQL)
     try {
-      const k = await apiKey(db.prisma, { scopes: ['reports:generate'] });
+      const k = await apiKey(writingClient(db.prisma), { scopes: ['reports:generate'] });
       key = k.key;
       await db.prisma.invoice.createMany({
         data: [
@@ -145,7 +146,7 @@ test('SIGTERM under keep-alive load: clients that follow /readyz see no reset; t
     {
       const db = await database();
       try {
-        key = (await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 100_000 })).key;
+        key = (await apiKey(writingClient(db.prisma), { scopes: ['admin:full'], rateLimit: 100_000 })).key;
       } finally {
         await db.close();
       }
@@ -215,7 +216,7 @@ test('SIGTERM under keep-alive load, clients ignoring /readyz: every request sen
     server = await startOnData();
     const url = new URL(server.url!);
     const db = await database();
-    const key = await apiKey(db.prisma, { scopes: ['admin:full'], rateLimit: 1_000_000 }).finally(() => db.close());
+    const key = await apiKey(writingClient(db.prisma), { scopes: ['admin:full'], rateLimit: 1_000_000 }).finally(() => db.close());
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     const outcomes = { ok: 0, closeAnswers: 0, refused: 0, failures: [] as string[] };
     const once = () =>

@@ -8,7 +8,6 @@ import type { Request, Response, Router } from 'express';
 import type { Redis } from 'ioredis';
 import { pipeline } from 'node:stream/promises';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import { ApiError, notFound } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
@@ -17,10 +16,11 @@ import { reportKinds } from '../kinds/registry.ts';
 import { collectGarbage } from '../workbook/gc.ts';
 import { readWorkbook, type ReadChunk } from '../workbook/store.ts';
 import { DOWNLOAD_PATH, findDownload, recordDownload } from './links.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 /** What the download route takes of the app's parts. */
 interface DownloadDeps {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   readChunk: ReadChunk;
   redis: Redis;
   config: Config;

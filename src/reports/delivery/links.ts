@@ -5,10 +5,10 @@
  * worker died) gets a new link and the first keeps working, so no copy a person received is dead.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import type { WorkbookRef } from '../workbook/store.ts';
 import { specOfRun, type ReportSpec } from '../types.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 /** The path of a download link below PUBLIC_BASE_URL (outside /api: its holder has no API key). */
 export const DOWNLOAD_PATH = '/downloads/reports';
@@ -26,7 +26,7 @@ export interface NewLink {
 }
 
 /** A new link of one recipient of a run, valid for REPORT_LINK_TTL_HOURS from now. */
-export async function createLink(prisma: PrismaClient, config: Config, runId: string, recipientId: number): Promise<NewLink> {
+export async function createLink(prisma: ReadClient, config: Config, runId: string, recipientId: number): Promise<NewLink> {
   const token = randomBytes(TOKEN_BYTES).toString('base64url');
   const expiresAt = new Date(Date.now() + config.reportLinkTtlHours * 3600_000);
   await prisma.reportLink.create({ data: { tokenHash: tokenHash(token), reportRunId: runId, recipientId, expiresAt } });
@@ -47,7 +47,7 @@ export interface DownloadTarget {
  * The workbook behind a token, or undefined when the token is unknown, expired or its workbook gone
  * (one answer for all of them). Any text is hashed and looked up alike, a malformed token included.
  */
-export async function findDownload(prisma: PrismaClient, token: string): Promise<DownloadTarget | undefined> {
+export async function findDownload(prisma: ReadClient, token: string): Promise<DownloadTarget | undefined> {
   const hash = tokenHash(token);
   const link = await prisma.reportLink.findFirst({
     where: { tokenHash: hash, expiresAt: { gt: new Date() } },
@@ -74,6 +74,6 @@ export async function findDownload(prisma: PrismaClient, token: string): Promise
 }
 
 /** Records one download (before its body is sent: a download that starts is on record). */
-export async function recordDownload(prisma: PrismaClient, target: DownloadTarget, ip: string): Promise<void> {
+export async function recordDownload(prisma: ReadClient, target: DownloadTarget, ip: string): Promise<void> {
   await prisma.reportDownload.create({ data: { recipientId: target.recipientId, tokenHash: target.tokenHash, ip } });
 }

@@ -11,7 +11,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import { describeMailError, isTransientMailError, type MailMessage, type Mailer } from '../../jobs/index.ts';
 import { MAIL_QUEUE, type JobQueues } from '../../jobs/index.ts';
@@ -41,6 +40,7 @@ import {
 } from '../runs/store.ts';
 import { specOfRun, type RunRecord, type ReportTotals } from '../types.ts';
 import { discardBuild, discardOtherBuilds, releaseWorkbook, WorkbookUnavailableError, type ReadChunk, type StoredWorkbook, type WorkbookCache } from '../workbook/store.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 export interface BuildJobData {
   runId: string;
@@ -62,7 +62,7 @@ const BUILD_JOB_ATTEMPTS = 5;
 
 /** What every step of the pipeline works with. */
 export interface Pipeline {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** The database's connection string (PostgreSQL, or the embedded database's socket): builds read and store through a connection of their thread's own (workbook/build.ts); unset: relayed. */
   buildUrl?: string | undefined;
   /** Reads stored workbook chunks (workbook/store.ts, openChunkReader). */

@@ -1,6 +1,7 @@
-import { Prisma, type PrismaClient } from '../../../generated/prisma/client.ts';
+import { Prisma } from '../../../generated/prisma/client.ts';
 import type { InvoiceTotals, ReportSpec } from '../types.ts';
 import { openingLines, type ReportKind, type ReportCount } from './kind.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 /** The invoice statuses the report covers; `pending` is reported as unpaid (as workbook/pages.ts reads them). */
 const REPORTED = Prisma.sql`status IN ('paid'::invoice_status, 'pending'::invoice_status)`;
@@ -16,7 +17,7 @@ function inRange(spec: ReportSpec): Prisma.Sql {
 }
 
 /** Paid and pending invoices of the broker dated within the inclusive range. */
-export async function countInvoices(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<InvoiceTotals>> {
+export async function countInvoices(prisma: ReadClient, spec: ReportSpec): Promise<ReportCount<InvoiceTotals>> {
   const rows = await prisma.$queryRaw<Array<{ status: string; n: number; max_id: number | null }>>`
     SELECT status::text AS status, count(*)::int AS n, max(id)::int AS max_id
     FROM invoices WHERE ${inRange(spec)} GROUP BY status`;

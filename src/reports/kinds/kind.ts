@@ -1,6 +1,6 @@
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import type { ReportSpec, ReportTotals, ReportType } from '../types.ts';
 import type { BuildInput } from '../workbook/build.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -21,7 +21,7 @@ export interface ReportCount<T extends ReportTotals = ReportTotals> {
 /** One kind of report: how it is counted, written and mailed. */
 export interface ReportKind<T extends ReportTotals = ReportTotals> {
   type: ReportType;
-  count(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<T>>;
+  count(prisma: ReadClient, spec: ReportSpec): Promise<ReportCount<T>>;
   /** What a build of the workbook reads and states (workbook/build.ts builds it): the counted rows of `spec`, as at `generatedAt`. */
   input(spec: ReportSpec, snapshot: ReportSnapshot, generatedAt: Date): BuildInput;
   /** The workbook's file name, in the e-mail and on a download; a dated name takes the run's `generatedAt`, so it never changes. */

@@ -1,7 +1,8 @@
-import { Prisma, type PrismaClient } from '../../../generated/prisma/client.ts';
+import { Prisma } from '../../../generated/prisma/client.ts';
 import type { ReportSpec, ServiceStatusFilter, ServiceTotals } from '../types.ts';
 import { openingLines, type ReportKind, type ReportCount } from './kind.ts';
 import { SERVICE_STATUSES } from '../workbook/service-table.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 export { SERVICE_STATUSES };
 
@@ -14,7 +15,7 @@ function filterOf(spec: ReportSpec): Prisma.Sql {
 const emptyByStatus = (): Record<ServiceStatusFilter, number> => ({ pending: 0, active: 0, suspended: 0, cancelled: 0 });
 
 /** The broker's services (of one status when filtered), counted by status. */
-export async function countServices(prisma: PrismaClient, spec: ReportSpec): Promise<ReportCount<ServiceTotals>> {
+export async function countServices(prisma: ReadClient, spec: ReportSpec): Promise<ReportCount<ServiceTotals>> {
   const rows = await prisma.$queryRaw<Array<{ status: ServiceStatusFilter; n: number; max_id: number | null }>>`
     SELECT s.status::text AS status, count(*)::int AS n, max(s.id)::int AS max_id
     FROM services s WHERE ${filterOf(spec)} GROUP BY s.status`;

@@ -7,12 +7,12 @@
  * creation (a dead process's run cannot block its broker forever); every run of the last hour
  * counts against the hourly bound, whatever its state.
  */
-import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../shared/db-errors.ts';
 import { LimitReachedError } from '../../shared/errors.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countRunningRuns, countRunsCreatedSince, nthNewestRunCreatedSince, tryLockBrokerAdmissions } from './store.ts';
+import type { ReadClient, ReadTx } from '../../shared/db-errors.ts';
 
 export interface ReportLimits {
   concurrentPerBroker: number;
@@ -75,7 +75,7 @@ function tooMany(message: string, details: Record<string, string | number> & { r
  * report is not cheap): throws `429 rate_limit_exceeded` when the broker is at a bound. Not
  * atomic; `admitReportRun`, where the run is created, is.
  */
-export async function checkReportLimits(prisma: PrismaClient, config: Config, brokerId: string, now = new Date()): Promise<void> {
+export async function checkReportLimits(prisma: ReadClient, config: Config, brokerId: string, now = new Date()): Promise<void> {
   const refused = await refusal(prisma, reportLimitsOf(config), brokerId, now);
   if (refused) throw refused;
 }
@@ -103,10 +103,10 @@ const BUSY = Symbol('busy');
  * random pause, for at most `waitMs`, then the report is refused with a `429` (issue 45 item 3).
  */
 export async function admitReportRun<T>(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   limits: ReportLimits,
   brokerId: string,
-  create: (tx: Prisma.TransactionClient) => Promise<T>,
+  create: (tx: ReadTx) => Promise<T>,
   waitMs = ADMISSION_WAIT_MS,
 ): Promise<T> {
   const deadline = Date.now() + waitMs;

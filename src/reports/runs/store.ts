@@ -5,12 +5,13 @@
  * workers at once change a record once. The bounds' queries are here, their policy limits.ts's; the
  * stored workbook's chunks are workbook/store.ts's, the links delivery/links.ts's.
  */
-import type { Prisma, PrismaClient } from '../../../generated/prisma/client.ts';
+import type { Prisma } from '../../../generated/prisma/client.ts';
 import type { Db } from '../../shared/db-errors.ts';
 import { recordEvents } from '../../events/store.ts';
 import { previousAttributes } from '../../events/previous-attributes.ts';
 import type { StoredWorkbook } from '../workbook/store.ts';
 import { recipientCounts, reportRunOf, type RecipientCounts, type ReportRunData } from './present.ts';
+import type { ReadClient, ReadTx } from '../../shared/db-errors.ts';
 
 /** A run's counts as its recipients' records stand. */
 export async function countRunRecipients(db: Db, runId: string): Promise<RecipientCounts> {
@@ -21,22 +22,22 @@ export async function countRunRecipients(db: Db, runId: string): Promise<Recipie
 // ---- runs ----
 
 /** A new run and its recipients (`pending`), in the caller's transaction (the broker's admission). */
-export const createRunRecords = (tx: Prisma.TransactionClient, data: Omit<Prisma.ReportRunUncheckedCreateInput, 'recipients'>, recipients: string[]) =>
+export const createRunRecords = (tx: ReadTx, data: Omit<Prisma.ReportRunUncheckedCreateInput, 'recipients'>, recipients: string[]) =>
   tx.reportRun.create({ data: { ...data, recipients: { create: recipients.map((email) => ({ email })) } }, select: { id: true } });
 
-export const findRun = (prisma: PrismaClient, runId: string) => prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
+export const findRun = (prisma: ReadClient, runId: string) => prisma.reportRun.findUniqueOrThrow({ where: { id: runId } });
 
-export const runStatusOf = (prisma: PrismaClient, runId: string) =>
+export const runStatusOf = (prisma: ReadClient, runId: string) =>
   prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true } });
 
 /** Takes a run that waits for its workbook into `building`; false when it no longer waits (a repeated job). */
-export async function claimRunForBuild(prisma: PrismaClient, runId: string): Promise<boolean> {
+export async function claimRunForBuild(prisma: ReadClient, runId: string): Promise<boolean> {
   const claimed = await prisma.reportRun.updateMany({ where: { id: runId, mode: 'live', status: { in: ['queued', 'building'] } }, data: { status: 'building' } });
   return claimed.count > 0;
 }
 
 /** Records a stored workbook as the run's (`sending`), unless another build was recorded first. */
-export const recordRunBuilt = (prisma: PrismaClient, runId: string, stored: StoredWorkbook, totals: object, delivery: 'attachment' | 'link') =>
+export const recordRunBuilt = (prisma: ReadClient, runId: string, stored: StoredWorkbook, totals: object, delivery: 'attachment' | 'link') =>
   prisma.reportRun.updateMany({
     where: { id: runId, status: 'building' },
     data: {
@@ -51,7 +52,7 @@ export const recordRunBuilt = (prisma: PrismaClient, runId: string, stored: Stor
   });
 
 /** The build recorded as the run's workbook (null: none yet). */
-export async function recordedBuildOf(prisma: PrismaClient, runId: string): Promise<string | null> {
+export async function recordedBuildOf(prisma: ReadClient, runId: string): Promise<string | null> {
   return (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { workbookBuild: true } })).workbookBuild;
 }
 
@@ -59,7 +60,7 @@ export async function recordedBuildOf(prisma: PrismaClient, runId: string): Prom
  * A run that ends before any e-mail went out (`from`: the states it may still be in): it and every
  * recipient still waiting end failed with `error`.
  */
-export const failRunRecords = (prisma: PrismaClient, runId: string, error: string, from: Array<'queued' | 'building'>, extra: { recipientsFailed?: number } = {}) =>
+export const failRunRecords = (prisma: ReadClient, runId: string, error: string, from: Array<'queued' | 'building'>, extra: { recipientsFailed?: number } = {}) =>
   prisma.$transaction(async (tx) => {
     await lockRun(tx, runId);
     const before = await runAsShown(tx, runId);
@@ -92,10 +93,10 @@ export interface SimulatedRecipient {
  * `report.completed`, in this transaction, and `after(tx)` (the request's effect) commits with it.
  */
 export async function recordSimulatedRun(
-  prisma: PrismaClient,
+  prisma: ReadClient,
   data: Omit<Prisma.ReportRunUncheckedCreateInput, 'recipients' | 'mode' | 'status'>,
   recipients: SimulatedRecipient[],
-  after: (tx: Prisma.TransactionClient) => Promise<unknown>,
+  after: (tx: ReadTx) => Promise<unknown>,
 ): Promise<ReportRunData> {
   return prisma.$transaction(async (tx) => {
     const now = new Date();
@@ -143,12 +144,12 @@ async function completeSendingRun(tx: Db, runId: string, counts: StoredCounts, b
   return done.count > 0;
 }
 
-export async function deliveryOf(prisma: PrismaClient, runId: string): Promise<'attachment' | 'link' | null> {
+export async function deliveryOf(prisma: ReadClient, runId: string): Promise<'attachment' | 'link' | null> {
   return (await prisma.reportRun.findUniqueOrThrow({ where: { id: runId }, select: { delivery: true } })).delivery;
 }
 
 /** A recipient's claim given back and its run sent back to `queued`: the run was recorded `sending` without a stored workbook. */
-export const requeueRunForBuild = (prisma: PrismaClient, runId: string, recipientId: number) =>
+export const requeueRunForBuild = (prisma: ReadClient, runId: string, recipientId: number) =>
   prisma.$transaction([
     prisma.reportRecipient.update({ where: { id: recipientId }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } }),
     prisma.reportRun.updateMany({ where: { id: runId, status: 'sending', workbookBuild: null }, data: { status: 'queued' } }),
@@ -166,7 +167,7 @@ const ADMISSION_LOCK_SPACE = 0x52_50_54; // "RPT"
  * admissions count one after another. Never waits (a wait would hold a connection and run into the
  * transaction's timeout); false when another admission holds it.
  */
-export async function tryLockBrokerAdmissions(tx: Prisma.TransactionClient, brokerId: string): Promise<boolean> {
+export async function tryLockBrokerAdmissions(tx: ReadTx, brokerId: string): Promise<boolean> {
   const [row] = await tx.$queryRaw<Array<{ locked: boolean }>>`SELECT pg_try_advisory_xact_lock(${ADMISSION_LOCK_SPACE}::int4, hashtext(${brokerId})) AS locked`;
   return row?.locked === true;
 }
@@ -185,11 +186,11 @@ export async function nthNewestRunCreatedSince(db: Db, brokerId: string, since: 
 
 // ---- recipients ----
 
-export const pendingRecipientIds = async (prisma: PrismaClient, runId: string): Promise<number[]> =>
+export const pendingRecipientIds = async (prisma: ReadClient, runId: string): Promise<number[]> =>
   (await prisma.reportRecipient.findMany({ where: { reportRunId: runId, status: 'pending' }, select: { id: true } })).map((r) => r.id);
 
 /** Takes a waiting recipient of a `sending` run into `sending` (one more attempt); false when it does not wait. */
-export async function claimRecipient(prisma: PrismaClient, recipientId: number): Promise<boolean> {
+export async function claimRecipient(prisma: ReadClient, recipientId: number): Promise<boolean> {
   const claimed = await prisma.reportRecipient.updateMany({
     where: { id: recipientId, status: 'pending', reportRun: { is: { status: 'sending', mode: 'live' } } },
     data: { status: 'sending', claimedAt: new Date(), attempts: { increment: 1 } },
@@ -197,15 +198,15 @@ export async function claimRecipient(prisma: PrismaClient, recipientId: number):
   return claimed.count > 0;
 }
 
-export const findRecipientWithRun = (prisma: PrismaClient, recipientId: number) =>
+export const findRecipientWithRun = (prisma: ReadClient, recipientId: number) =>
   prisma.reportRecipient.findUniqueOrThrow({ where: { id: recipientId }, include: { reportRun: true } });
 
 /** Keeps a claim fresh while its worker lives. */
-export const renewClaim = (prisma: PrismaClient, recipientId: number) =>
+export const renewClaim = (prisma: ReadClient, recipientId: number) =>
   prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending' }, data: { claimedAt: new Date() } });
 
 /** Gives a claim back with its attempt: nothing was sent. */
-export const releaseClaim = (prisma: PrismaClient, recipientId: number) =>
+export const releaseClaim = (prisma: ReadClient, recipientId: number) =>
   prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending' }, data: { status: 'pending', claimedAt: null, attempts: { decrement: 1 } } });
 
 /** What one attempt of a recipient's e-mail came to, as its record changes. */
@@ -219,7 +220,7 @@ const outcomeChange = (o: RecipientOutcome): Prisma.ReportRecipientUpdateInput =
     : { status: o.final ? 'failed' : 'pending', error: o.error, claimedAt: null };
 
 /** A failed attempt: final, or waiting for the next one. */
-export const recordSendFailed = (prisma: PrismaClient, recipientId: number, error: string, final: boolean) =>
+export const recordSendFailed = (prisma: ReadClient, recipientId: number, error: string, final: boolean) =>
   prisma.reportRecipient.update({ where: { id: recipientId }, data: outcomeChange({ sent: false, error, final }) });
 
 /**
@@ -229,7 +230,7 @@ export const recordSendFailed = (prisma: PrismaClient, recipientId: number, erro
  * Nobody sees every recipient final while the run still shows `sending` (a report's answer, the
  * broker's count of running reports). Returns the counts, and whether this call completed the run.
  */
-export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<{ counts: RecipientCounts; completed: boolean }> {
+export async function recordOutcomeAndCounts(prisma: ReadClient, runId: string, recipientId: number, outcome: RecipientOutcome): Promise<{ counts: RecipientCounts; completed: boolean }> {
   return prisma.$transaction(async (tx) => {
     await lockRun(tx, runId);
     // Only a final outcome can complete the run: then its event compares with the run as it stood before this outcome.
@@ -244,7 +245,7 @@ export async function recordOutcomeAndCounts(prisma: PrismaClient, runId: string
  * before another worker's outcome is stored after it); a `sending` run none of whose recipients is
  * open is completed in the same commit, with its event. The reconciler's and a failed build's step.
  */
-export const settleRunCounts = (prisma: PrismaClient, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> =>
+export const settleRunCounts = (prisma: ReadClient, runId: string): Promise<{ counts: RecipientCounts; completed: boolean }> =>
   prisma.$transaction(async (tx) => {
     await lockRun(tx, runId);
     return countAndSettle(tx, runId, await runAsShown(tx, runId));
@@ -267,7 +268,7 @@ async function countAndSettle(tx: Db, runId: string, before: ReportRunData | und
 // ---- what the reconciler looks for ----
 
 /** `sending` runs not touched since `before` whose every recipient is final: their completion was missed. */
-export const unfinishedRuns = (prisma: PrismaClient, before: Date) =>
+export const unfinishedRuns = (prisma: ReadClient, before: Date) =>
   prisma.reportRun.findMany({
     where: { status: 'sending', mode: 'live', updatedAt: { lt: before }, recipients: { none: { status: { in: ['pending', 'sending'] } } } },
     select: { id: true },
@@ -275,7 +276,7 @@ export const unfinishedRuns = (prisma: PrismaClient, before: Date) =>
   });
 
 /** Runs whose stored workbook nobody can need: failed, attached and completed, or every link expired. */
-export const runsWithWorkbooksToRelease = (prisma: PrismaClient, now: Date) =>
+export const runsWithWorkbooksToRelease = (prisma: ReadClient, now: Date) =>
   prisma.reportRun.findMany({
     where: {
       workbookDeletedAt: null,
@@ -293,24 +294,24 @@ export const runsWithWorkbooksToRelease = (prisma: PrismaClient, now: Date) =>
   });
 
 /** Runs waiting for a build, not touched since `before`. */
-export const runsWaitingForBuild = (prisma: PrismaClient, before: Date) =>
+export const runsWaitingForBuild = (prisma: ReadClient, before: Date) =>
   prisma.reportRun.findMany({ where: { status: { in: ['queued', 'building'] }, mode: 'live', updatedAt: { lt: before } }, select: { id: true }, take: 100 });
 
 /** Marks a run as seen now (the reconciler resumed it). */
-export const touchRun = (prisma: PrismaClient, runId: string) => prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: new Date() } });
+export const touchRun = (prisma: ReadClient, runId: string) => prisma.reportRun.update({ where: { id: runId }, data: { updatedAt: new Date() } });
 
 /** Claims not renewed since `before`: their worker died, maybe after the server accepted. */
-export const abandonedClaims = (prisma: PrismaClient, before: Date) =>
+export const abandonedClaims = (prisma: ReadClient, before: Date) =>
   prisma.reportRecipient.findMany({ where: { status: 'sending', claimedAt: { lt: before }, reportRun: { is: { mode: 'live' } } }, select: { id: true, claimedAt: true, reportRunId: true }, take: 500 });
 
 /** Releases a claim as found (`claimedAt`), without its attempt; false when it changed meanwhile. */
-export async function releaseAbandonedClaim(prisma: PrismaClient, recipientId: number, claimedAt: Date | null): Promise<boolean> {
+export async function releaseAbandonedClaim(prisma: ReadClient, recipientId: number, claimedAt: Date | null): Promise<boolean> {
   const released = await prisma.reportRecipient.updateMany({ where: { id: recipientId, status: 'sending', claimedAt }, data: { status: 'pending', claimedAt: null } });
   return released.count > 0;
 }
 
 /** Recipients of `sending` runs waiting for a send, not touched since `before`. */
-export const waitingRecipients = (prisma: PrismaClient, before: Date) =>
+export const waitingRecipients = (prisma: ReadClient, before: Date) =>
   prisma.reportRecipient.findMany({
     where: { status: 'pending', updatedAt: { lt: before }, reportRun: { is: { status: 'sending', mode: 'live' } } },
     select: { id: true, reportRunId: true },
@@ -318,5 +319,5 @@ export const waitingRecipients = (prisma: PrismaClient, before: Date) =>
   });
 
 /** Marks a recipient as seen now (the reconciler resumed its send). */
-export const touchRecipient = (prisma: PrismaClient, recipientId: number) =>
+export const touchRecipient = (prisma: ReadClient, recipientId: number) =>
   prisma.reportRecipient.update({ where: { id: recipientId }, data: { updatedAt: new Date() } });

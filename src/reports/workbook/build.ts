@@ -1,7 +1,6 @@
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Worker } from 'node:worker_threads';
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
 import { siblingModule, startThread } from '../../shared/threads.ts';
 import type { FromThread, StoreTarget, ThreadInit, ToThread } from './build-thread.ts';
 // Imported for its effect: the main thread turns --expose-gc on before any build thread exists.
@@ -9,6 +8,7 @@ import './gc.ts';
 import { pagesOf, type PageRow, type PageScope } from './pages.ts';
 import { EXCEL_DATA_ROWS, type BuildFacts } from './writer.ts';
 import { insertChunkWith, WorkbookWriter, type StoredWorkbook } from './store.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 /**
  * A report build runs its per-row work (parsing, sheet XML, zipping) in a worker thread, because a
@@ -51,7 +51,7 @@ export interface BuildInput {
 
 /** The database a build reads and stores through. */
 export interface BuildDatabase {
-  prisma: PrismaClient;
+  prisma: ReadClient;
   /** A node-postgres connection string for the build thread's own connection; without it the build is relayed. */
   url?: string | undefined;
   queryTimeoutMs?: number | undefined;
@@ -64,7 +64,7 @@ export interface StoredBuild<T> extends BuildResult<T> {
 }
 
 /** The page queries run through Prisma, on this thread. */
-export function prismaPageQuery(prisma: PrismaClient) {
+export function prismaPageQuery(prisma: ReadClient) {
   return (sql: string, params: unknown[]) => prisma.$queryRawUnsafe<PageRow[]>(sql, ...params);
 }
 

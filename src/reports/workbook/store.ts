@@ -12,7 +12,7 @@ import { Readable, Writable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { CONNECT_TIMEOUT_MS } from '../../db/connect-timeout.ts';
-import type { PrismaClient } from '../../../generated/prisma/client.ts';
+import type { ReadClient } from '../../shared/db-errors.ts';
 
 /** Bytes per stored chunk: few rows for a large workbook, little memory per row for the embedded database. */
 export const WORKBOOK_CHUNK_BYTES = 512 * 1024;
@@ -45,7 +45,7 @@ export const INSERT_CHUNK_SQL = 'INSERT INTO "report_workbook_chunks" ("report_r
  * Chunks stored through Prisma: as base64 text decoded by the database, several times cheaper than a
  * bytea parameter through the driver adapter, on the embedded database most of all (bench/README.md).
  */
-export function insertChunkWith(prisma: PrismaClient): InsertChunk {
+export function insertChunkWith(prisma: ReadClient): InsertChunk {
   return async (runId, build, seq, data) => {
     const base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
     await prisma.$executeRaw`
@@ -206,7 +206,7 @@ export function copiedBytea(copy: Buffer): Buffer | undefined {
  * base64 text (PostgreSQL's `encode`) decoded here. A chunk read as a query's text is a large
  * string in V8's large-object space, garbage that waits for a full collection (bench/README.md).
  */
-export function openChunkReader(db: { prisma: PrismaClient; url?: string | undefined; queryTimeoutMs?: number | undefined }): ChunkReader {
+export function openChunkReader(db: { prisma: ReadClient; url?: string | undefined; queryTimeoutMs?: number | undefined }): ChunkReader {
   const { prisma, url, queryTimeoutMs } = db;
   if (url) {
     // No query_timeout on this pool: node-postgres would arm it for a COPY and never clear it (the
@@ -270,17 +270,17 @@ export function readWorkbook(read: ReadChunk, ref: WorkbookRef): Readable {
 }
 
 /** Deletes the chunks one build stored (a build that failed, or lost the run to another). */
-export async function discardBuild(prisma: PrismaClient, runId: string, build: string): Promise<void> {
+export async function discardBuild(prisma: ReadClient, runId: string, build: string): Promise<void> {
   await prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId, build } });
 }
 
 /** Deletes every chunk of the run that is not of `build` (the winner's). */
-export async function discardOtherBuilds(prisma: PrismaClient, runId: string, build: string): Promise<void> {
+export async function discardOtherBuilds(prisma: ReadClient, runId: string, build: string): Promise<void> {
   await prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId, build: { not: build } } });
 }
 
 /** Deletes the run's stored workbook for good and records when. */
-export async function releaseWorkbook(prisma: PrismaClient, runId: string): Promise<void> {
+export async function releaseWorkbook(prisma: ReadClient, runId: string): Promise<void> {
   await prisma.$transaction([
     prisma.reportWorkbookChunk.deleteMany({ where: { reportRunId: runId } }),
     prisma.reportRun.updateMany({ where: { id: runId, workbookDeletedAt: null }, data: { workbookDeletedAt: new Date() } }),
@@ -292,7 +292,7 @@ export async function releaseWorkbook(prisma: PrismaClient, runId: string): Prom
  * cleaned up, or of a run whose workbook was released. Runs still waiting for a build keep theirs
  * (a build may be writing them).
  */
-export async function sweepOrphanChunks(prisma: PrismaClient): Promise<number> {
+export async function sweepOrphanChunks(prisma: ReadClient): Promise<number> {
   return prisma.$executeRaw`
     DELETE FROM "report_workbook_chunks" AS c
     USING "report_runs" AS r
