@@ -20,7 +20,7 @@ const CLASSES: readonly StatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx'];
 const ORIGIN = new Date(0);
 const HOUR = 3_600_000;
 
-/** One bucket's counts: [status class, operation ('' for none), requests] triples (JSON: a 30-day range by hour has ~100,000, and a row each cost more to read than the query). */
+/** One bucket's counts: [status class, operation ('' for none), requests] triples, as JSON: a row per count cost more to read than the query (bench/README.md). */
 interface CountRow {
   start: Date;
   counts: Array<[number, string, number]>;

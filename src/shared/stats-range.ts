@@ -69,7 +69,8 @@ export function percentiles(values: number[] | null | undefined): { p50: number 
 
 /**
  * The lower bounds of getRequestStats' duration bins, in ms (the hourly roll-up's histogram,
- * migration 20261202130000_stats, holds the same list): exact up to 10 ms, then at most 20 % apart.
+ * migration 20261202130000_stats, holds the same list): one a millisecond up to 10 ms, then wider
+ * bins, about three to each doubling.
  */
 export const STATS_DURATION_BOUNDS: readonly number[] = [
   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 250, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500,

@@ -210,5 +210,7 @@ test('demo: once, then a fresh pair of keys for the same broker', async () => {
   assert.notEqual(second.test_key, first.test_key);
   assert.match(again.stderr, /already exists/);
   assert.equal(await prisma.broker.count({ where: { slug: first.broker as string } }), 1);
-  assert.equal(await prisma.apiKey.count({ where: { broker: { slug: first.broker as string } } }), 4);
+  // Two pairs of keys, and the demo's one revoked example key (its request logs name it), made once.
+  assert.equal(await prisma.apiKey.count({ where: { broker: { slug: first.broker as string } } }), 5);
+  assert.equal(await prisma.apiKey.count({ where: { broker: { slug: first.broker as string }, revokedAt: { not: null } } }), 1);
 });

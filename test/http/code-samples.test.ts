@@ -106,7 +106,7 @@ after(async () => {
 
 describe('x-codeSamples', () => {
   test('every operation has a curl and a TypeScript sample', () => {
-    assert.equal(operations.length, 31);
+    assert.equal(operations.length, 34);
     for (const op of operations) {
       const labels = (op['x-codeSamples'] ?? []).map((s) => s.lang).sort();
       assert.deepEqual(labels, ['Shell', 'TypeScript'], op.operationId);
@@ -115,7 +115,7 @@ describe('x-codeSamples', () => {
 
   test("every POST's curl sample that changes something sends an Idempotency-Key and retries with it", () => {
     const posts = Object.values(document.paths).flatMap((item) => (item.post ? [item.post] : []));
-    assert.equal(posts.length, 17);
+    assert.equal(posts.length, 18);
     for (const op of posts.filter((o) => o.operationId !== 'postAuthCheck')) {
       const curl = op['x-codeSamples']!.find((s) => s.lang === 'Shell')!.source;
       assert.match(curl, /-H "Idempotency-Key: \$\(openssl rand -hex 16\)" --retry \d/, op.operationId);

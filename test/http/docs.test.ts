@@ -44,7 +44,7 @@ describe('published contract and docs (no key needed)', () => {
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /json/);
     assert.deepEqual(res.body, parse(servedYaml()));
-    assert.equal(Object.keys(res.body.paths).length, 28);
+    assert.equal(Object.keys(res.body.paths).length, 31);
   });
 
   it('recoverWebhookEndpoint\'s since example is the start of the day the contract is read, a year from now too', async () => {

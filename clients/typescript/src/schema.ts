@@ -3769,7 +3769,7 @@ export interface components {
              */
             since: string;
         };
-        /** @description The median and 95th percentile of a bucket's durations, in milliseconds; `null` in a bucket with none. `getWebhookEndpointStats` gives durations that occurred; `getRequestStats` counts durations in bins (0, 1, 2 … 10, 12, 15, 20, 25, 30, 40, 50 … 60000 ms and over) and gives the lower bound of the bin holding each percentile, exact up to 10 ms and at most 20 % under it above. */
+        /** @description The median and 95th percentile of a bucket's durations, in milliseconds; `null` in a bucket with none. `getWebhookEndpointStats` gives durations that occurred; `getRequestStats` counts durations in bins (0, 1, 2 … 10, 12, 15, 20, 25, 30, 40, 50 … 60000 ms and over) and gives the lower bound of the bin holding each percentile, exact up to 10 ms and at most 25 % under it above. */
         StatsPercentiles: {
             /**
              * @description Half the durations are at most this.
