@@ -261,8 +261,10 @@ describe('demo', () => {
     const invoices = await prisma.invoice.findMany({ where: { brokerId: broker.id } });
     assert.ok(new Set(invoices.map((i) => i.status)).size >= 4, 'invoices across statuses');
     assert.ok(new Set(invoices.map((i) => i.date.toISOString().slice(0, 7))).size >= 3, 'invoices across months');
-    const keys = await prisma.apiKey.findMany({ where: { brokerId: broker.id } });
+    // Its two working keys, and one revoked example key with no scopes (the request logs' examples name it).
+    const keys = await prisma.apiKey.findMany({ where: { brokerId: broker.id, revokedAt: null } });
     assert.deepEqual(keys.map((k) => k.scopes), [['admin:full'], ['admin:full']]);
+    assert.equal(await prisma.apiKey.count({ where: { brokerId: broker.id, revokedAt: { not: null } } }), 1);
     assert.ok(keys.some((k) => k.keyHash === hashApiKey(first.result.test_key)));
 
     const second = await runDemo(prisma, { credentials });
@@ -270,6 +272,6 @@ describe('demo', () => {
     assert.notEqual(second.result.test_key, first.result.test_key);
     assert.equal(await prisma.broker.count({ where: { slug: DEMO_SLUG } }), 1);
     assert.equal(await prisma.service.count({ where: { brokerId: broker.id } }), services.length);
-    assert.equal(await prisma.apiKey.count({ where: { brokerId: broker.id } }), 4);
+    assert.equal(await prisma.apiKey.count({ where: { brokerId: broker.id } }), 5);
   });
 });

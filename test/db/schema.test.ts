@@ -189,6 +189,16 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     assert.equal(typeof log.id, 'bigint');
     assert.deepEqual(await t.prisma.apiLog.findFirstOrThrow({ where: { apiKeyId: key.id }, orderBy: { at: 'desc' } }), log);
     written.add('ApiLog');
+    // The insert's statement trigger keeps the hourly roll-up getRequestStats reads (migration 20261202130000_stats).
+    const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000);
+    assert.deepEqual(
+      await t.prisma.apiLogHourCount.findMany({ where: { brokerId: broker.id } }),
+      [{ brokerId: broker.id, mode: 'test', hour, statusClass: 2, operation: '', requests: 1 }],
+    );
+    written.add('ApiLogHourCount');
+    const histogram = await t.prisma.apiLogHour.findUniqueOrThrow({ where: { brokerId_mode_hour: { brokerId: broker.id, mode: 'test', hour } } });
+    assert.equal(histogram.durations.reduce((a, b) => a + b, 0), 1, 'one duration counted');
+    written.add('ApiLogHour');
 
     const run = await t.prisma.reportRun.create({
       data: {
