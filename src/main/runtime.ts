@@ -20,7 +20,7 @@ import { startDatabaseProcess } from '../db/process.ts';
 import { loadedOnce, type AppDeps } from '../deps.ts';
 import { loadContract } from '../http/contract.ts';
 import { useEntityTagSecret } from '../http/conditional.ts';
-import { protectDataDir } from '../shared/data-dir.ts';
+import { closeDataDir, protectDataDir } from '../shared/data-dir.ts';
 import { requestId } from '../http/request-id.ts';
 import { createJobs, type CreateJobsOptions } from '../background.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -166,7 +166,8 @@ async function checkKeyAgainstDatabase(config: Config, database: Database, logge
 export async function startRuntime(role: Role, options: StartOptions = {}): Promise<Runtime> {
   const env = options.env ?? process.env;
   const config = loadConfig(env);
-  void protectDataDir(config.dataDir);
+  // The walk below it runs once, after the database is open (a cluster PGlite unpacks is in it).
+  closeDataDir(config.dataDir);
   const logger = createLogger(config.logLevel, options.logDestination);
   checkSetup(role, config, env);
   const closers: Array<[string, () => Promise<void>]> = [];

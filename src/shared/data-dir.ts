@@ -11,11 +11,16 @@ import path from 'node:path';
  * The promise settles when the walk is done; it never rejects.
  */
 export function protectDataDir(dataDir: string): Promise<void> {
+  closeDataDir(dataDir);
+  return narrowBelow(dataDir);
+}
+
+/** The first half of protectDataDir: the umask and the directory itself, without the walk below it. */
+export function closeDataDir(dataDir: string): void {
   // Inherited by the child processes (the database process, the private redis-server).
   process.umask(0o077);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   chmodSync(dataDir, 0o700);
-  return narrowBelow(dataDir);
 }
 
 async function narrowBelow(root: string): Promise<void> {
