@@ -375,6 +375,22 @@ async function createBenchDatabase(serverUrl: string, suffix = ''): Promise<{ ur
 }
 
 /**
+ * Each side's CPU while no request comes (timers, pollers, heartbeats, in the API process and its
+ * database), over BENCH_IDLE seconds (5): a per-request figure of a timed run includes it.
+ */
+async function idleCost(sides: Array<{ name: string; child: ChildProcess }>): Promise<void> {
+  const seconds = Number(process.env.BENCH_IDLE ?? 5);
+  if (!(seconds > 0)) return;
+  const before = sides.map((s) => ({ api: cpuTimeUs(s.child.pid), db: childrenCpuTimeUs(childrenOf(s.child.pid)) }));
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  sides.forEach((s, i) => {
+    const api = (cpuTimeUs(s.child.pid) - before[i]!.api) / 1000 / seconds;
+    const db = (childrenCpuTimeUs(childrenOf(s.child.pid)) - before[i]!.db) / 1000 / seconds;
+    console.error(`bench: idle ${s.name}: API ${api.toFixed(1)} ms CPU/s, database ${db.toFixed(1)} ms CPU/s (${seconds} s, no requests)`);
+  });
+}
+
+/**
  * BENCH_BASE=<rev>: the API of this checkout (B) against the API of commit <rev> (A), both up at
  * once and measured in alternating rounds (A B B A A B …), so a change in the host's load falls
  * on both alike. Prints each round and the medians of throughput and CPU per request.
@@ -402,6 +418,7 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
       { name: `services?limit=100`, path: '/api/v1/services?limit=100', only: 'page' },
       { name: `services?limit=100 If-None-Match`, path: '/api/v1/services?limit=100', only: 'page', conditional: true },
     ].filter((r) => ONLY.has(r.only));
+    await idleCost(started);
     const figures = new Map<string, Figures[]>();
     for (let round = 0; round < rounds; round++) {
       // A B, then B A: each side goes first as often as the other.
@@ -432,6 +449,9 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         p99: median(fs.map((f) => f.p99)),
       });
       const [ma, mb] = [medians(a!), medians(b!)];
+      // Each round measures A and B back to back, so the host's drift over a sitting (seen here: both
+      // sides' req/s halving from the first round to the sixth) cancels in a round's own B/A.
+      const paired = (of: (f: Figures) => number) => median(a!.map((fa, i) => of(b![i]!) / of(fa)));
       rows.push({
         route: route.name,
         'A req/s': Math.round(ma.rps),
@@ -440,6 +460,8 @@ async function abMain(baseRev: string, env: NodeJS.ProcessEnv, serverUrl: string
         'A µs CPU/req': Math.round(ma.cpu),
         'B µs CPU/req': Math.round(mb.cpu),
         'B/A CPU': (mb.cpu / ma.cpu).toFixed(3),
+        'paired B/A req/s': paired((f) => f.rps).toFixed(3),
+        'paired B/A CPU': paired((f) => f.cpuUs).toFixed(3),
         'A db µs': Math.round(ma.db),
         'B db µs': Math.round(mb.db),
         'A client µs': Math.round(ma.client),
