@@ -1,8 +1,8 @@
 /** The console's frame: the broker and mode, the test-mode banner, the navigation and the open view. */
 import type { FunctionComponent } from 'preact';
 import { session } from './api.ts';
-import { BASE, usePath } from './router.ts';
-import { Link } from './ui.tsx';
+import { BASE, useLocation } from './router.ts';
+import { Link, TIME_ZONE } from './ui.tsx';
 import { RequestLogs } from './views/request-logs.tsx';
 import { Events } from './views/events.tsx';
 import { WebhookEndpoints } from './views/webhook-endpoints.tsx';
@@ -27,7 +27,7 @@ function current(path: string) {
 }
 
 export function App() {
-  const path = usePath();
+  const { path } = useLocation();
   const open = current(path);
   const View = open?.view;
   return (
@@ -37,6 +37,7 @@ export function App() {
         <p class="brand">
           <span>Console</span> <span class="broker">{session.broker}</span>{' '}
           <span class={`mode ${session.mode}`}>{session.mode === 'test' ? 'Test mode' : 'Live'}</span>
+          <span class="zone">Times in {TIME_ZONE} (UTC on hover)</span>
         </p>
         {/* Sign out ends the row of views: after them in the keyboard's order as on screen. */}
         <div class="top-row">

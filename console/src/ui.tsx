@@ -1,7 +1,7 @@
 /** The parts every view uses: loading, refusals, JSON, times, copying, paging. */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { moves, navigate } from './router.ts';
+import { moves, navigate, useQuery } from './router.ts';
 import { problemOf, type Problem } from './api.ts';
 
 export interface Loaded<T> {
@@ -88,11 +88,25 @@ export function Json({ value, label }: { value: unknown; label: string }) {
   );
 }
 
-const formatter = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+/** The browser's time zone, by its IANA name (Europe/Berlin), as the header names it. */
+export const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
-export function Time({ at }: { at: string | null | undefined }) {
+const formatter = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
+});
+
+/** An instant in UTC, to the second: `2026-12-02 10:49:48 UTC`. */
+const utcText = (at: string): string => `${new Date(at).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+/** A time in the browser's time zone, named; UTC on hover, and beside it with `utc` (the details). */
+export function Time({ at, utc }: { at: string | null | undefined; utc?: boolean }) {
   if (!at) return <span class="muted">—</span>;
-  return <time dateTime={at} title={at}>{formatter.format(new Date(at))}</time>;
+  return (
+    <>
+      <time dateTime={at} title={utcText(at)}>{formatter.format(new Date(at))}</time>
+      {utc && <span class="muted utc"> ({utcText(at)})</span>}
+    </>
+  );
 }
 
 /** A `datetime-local` field's value as an ISO timestamp (the browser's time zone), or undefined when empty. */
@@ -100,6 +114,14 @@ export function isoFromLocal(value: string): string | undefined {
   if (!value) return undefined;
   const at = new Date(value);
   return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
+}
+
+/** An ISO timestamp as a `datetime-local` field shows it (the browser's time zone, to the second); '' for none. */
+export function localFromIso(iso: string): string {
+  const at = new Date(iso);
+  if (!iso || Number.isNaN(at.getTime())) return '';
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())}T${p(at.getHours())}:${p(at.getMinutes())}:${p(at.getSeconds())}`;
 }
 
 /** Copies `text`; where the browser refuses the clipboard, selects the text for the user to copy. */
@@ -216,5 +238,58 @@ export function OffsetPager({ label, pagination, setOffset }: { label: string; p
       <span>{total === 0 ? 'none' : `${offset + 1}–${Math.min(offset + limit, total)} of ${total}`}</span>
       <button type="button" disabled={!hasMore} onClick={() => setOffset(offset + limit)}>Next</button>
     </nav>
+  );
+}
+
+/** Where each view's list was scrolled when an entry opened, so going back returns there. */
+const listScroll = new Map<string, number>();
+
+/** The view's open entry, held in its URL (`?open=…`), so a link to it opens it. */
+export function useOpenEntry(field = 'open'): { open: string | undefined; show: (id: string) => void; close: () => void } {
+  const query = useQuery();
+  const open = query.get(field) || undefined;
+  return {
+    open,
+    show: (id) => {
+      // Another entry in place of the open one: one step back still returns to the list.
+      if (open === undefined) listScroll.set(location.pathname, scrollY);
+      query.set({ [field]: id }, { state: { opened: true }, replace: open !== undefined && (history.state as { opened?: boolean } | null)?.opened === true });
+    },
+    // An entry opened here goes back the way it came, so the browser's Forward opens it again.
+    close: () => ((history.state as { opened?: boolean } | null)?.opened ? history.back() : query.set({ [field]: undefined })),
+  };
+}
+
+/**
+ * A list and its open entry: side by side on a wide screen (console.css, from 900 px), the entry in
+ * place of the list on a narrow one. Opening moves the focus to the entry's heading and brings it into
+ * view; going back (the button, or the browser's Back) returns to the list where it was scrolled, and
+ * to the button that opened the entry.
+ */
+export function SplitView({ open, onBack, list, detail }: { open: string | undefined; onBack: () => void; list: ComponentChildren; detail: ComponentChildren }) {
+  const side = useRef<HTMLDivElement>(null);
+  const before = useRef(open);
+  useLayoutEffect(() => {
+    const was = before.current;
+    before.current = open;
+    if (open !== undefined && open !== was && side.current) {
+      side.current.querySelector<HTMLElement>('.detail-heading')?.focus({ preventScroll: true });
+      const top = side.current.getBoundingClientRect().top;
+      if (top < 0 || top > innerHeight / 2) side.current.scrollIntoView({ block: 'start' });
+    } else if (open === undefined && was !== undefined) {
+      scrollTo(0, listScroll.get(location.pathname) ?? 0);
+      document.querySelector<HTMLElement>(`[data-opens="${CSS.escape(was)}"]`)?.focus({ preventScroll: true });
+    }
+  }, [open]);
+  return (
+    <div class={open === undefined ? 'split' : 'split has-detail'}>
+      <div class="split-list">{list}</div>
+      {open !== undefined && (
+        <div class="split-detail" ref={side}>
+          <button type="button" class="back" onClick={onBack}>Back to the list</button>
+          {detail}
+        </div>
+      )}
+    </div>
   );
 }

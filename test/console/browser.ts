@@ -27,13 +27,15 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function launch(): Promise<Browser> {
+/** `timezoneId` (an IANA name) sets the browser's time zone, which the console names beside its times. */
+export async function launch(options: { timezoneId?: string } = {}): Promise<Browser> {
   const profile = mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: ARGS,
     viewport: { width: 1280, height: 900 },
+    ...(options.timezoneId !== undefined && { timezoneId: options.timezoneId }),
   });
   const errors: string[] = [];
   const watch = (page: Page) => {

@@ -1,7 +1,7 @@
 /**
  * The console's build (console/build.mjs, `npm run build:console`): its sources type-check, what
  * dist/console holds is their build, the page loads nothing from another origin, and its scripts
- * and styles together stay within 150 KB gzipped (issue 41).
+ * and styles together, uPlot's charts included (issue 48), stay within 150 KB gzipped (issue 41).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -40,6 +40,17 @@ test('scripts and styles together are at most 150 KB gzipped', () => {
   assert.deepEqual(assets, ['console-style.css', 'console.js']);
   const gzipped = assets.reduce((sum, f) => sum + gzipSync(readFileSync(path.join(fresh, 'assets', f)), { level: 9 }).length, 0);
   assert.ok(gzipped <= BUDGET, `${gzipped} bytes gzipped, over ${BUDGET}`);
+});
+
+test("uPlot and its stylesheet are inside the console's two files, at the version package.json pins", () => {
+  const script = readFileSync(path.join(fresh, 'assets', 'console.js'), 'utf8');
+  const style = readFileSync(path.join(fresh, 'assets', 'console-style.css'), 'utf8');
+  assert.match(script, /["']uplot["']/, "uPlot (its root's class name) is bundled into console.js");
+  assert.match(style, /\.uplot\s*\{/, "uPlot's stylesheet is bundled into console-style.css");
+  assert.doesNotMatch(style, /@import/);
+  const pkg = JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const installed = JSON.parse(readFileSync(path.join(ROOT_DIR, 'node_modules', 'uplot', 'package.json'), 'utf8')) as { version: string };
+  assert.equal(pkg.dependencies.uplot, installed.version);
 });
 
 test('the page names no other origin: no CDN, so it works offline', () => {

@@ -1,13 +1,18 @@
-/** "Requests": service requests and where they stand; a pending one can be approved or denied here. */
+/** "Requests": service requests and where they stand; a pending one can be approved or denied here. The filter and the page are the URL's. */
 import { useState } from 'preact/hooks';
 import { api, type Schemas } from '../api.ts';
+import { useQuery } from '../router.ts';
 import { Badge, Done, OffsetPager, ProblemNote, TableWrap, Time, useAction, useLoad, ViewHeading } from '../ui.tsx';
 
 type ServiceRequest = Schemas['ServiceRequest'];
 
 export function Requests() {
-  const [status, setStatus] = useState<'' | Schemas['RequestStatus']>('pending');
-  const [offset, setOffset] = useState(0);
+  const query = useQuery();
+  // The pending ones unless the URL says otherwise (`status=any` for every status).
+  const asked = query.get('status') || 'pending';
+  const status = (asked === 'any' ? '' : asked) as '' | Schemas['RequestStatus'];
+  const offset = Math.max(0, Number.parseInt(query.get('offset'), 10) || 0);
+  const setOffset = (n: number) => query.set({ offset: n > 0 ? String(n) : undefined });
   const page = useLoad(async () => {
     const query = { limit: 25, offset, status: status || undefined };
     return (await api.GET('/api/v1/requests', { params: { query } })).data;
@@ -20,6 +25,8 @@ export function Requests() {
       const body = choice === 'deny' ? { action: choice, denial_reason: reason.trim() } : { action: choice };
       const { data } = await api.POST('/api/v1/requests/{request_id}/manage', { params: { path: { request_id: r.request_id } }, body });
       page.reload();
+      // The sandbox simulates the decision and stores nothing: say what it answered, not that the request changed.
+      if (data.data.simulated) return `The sandbox answered ${data.data.request_status} for ${r.request_id} (simulated: nothing was stored, so the list still shows it as it was).`;
       return `${r.request_id}: ${data.data.request_status}.`;
     });
   return (
@@ -29,8 +36,8 @@ export function Requests() {
       <div class="filters">
         <label>
           Status
-          <select value={status} onChange={(e) => { setOffset(0); setStatus(e.currentTarget.value as typeof status); }}>
-            <option value="">Any</option>
+          <select value={asked} onChange={(e) => query.set({ status: e.currentTarget.value === 'pending' ? undefined : e.currentTarget.value, offset: undefined })}>
+            <option value="any">Any</option>
             <option value="pending">Pending</option>
             <option value="provider_review">Provider review</option>
             <option value="approved">Approved</option>
@@ -65,7 +72,7 @@ function RequestRow({ request: r, decide, busy }: { request: ServiceRequest; dec
       <td><code>{r.request_id}</code></td>
       <td>{r.request_type}{plan && <div class="muted">{plan}</div>}</td>
       <td>{r.service_number ?? ''}<div class="muted">{r.hostname ?? ''}</div></td>
-      <td><Badge value={r.request_status} />{r.denial_reason && <div class="muted">{r.denial_reason}</div>}</td>
+      <td><Badge value={r.request_status} />{r.denial_reason && <div class="muted wrap">{r.denial_reason}</div>}</td>
       <td><Time at={r.created_at} /></td>
       <td>
         {r.request_status === 'pending' ? (

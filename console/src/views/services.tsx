@@ -1,15 +1,18 @@
-/** "Services": the broker's hosting services, filtered by status or searched. */
+/** "Services": the broker's hosting services, filtered by status or searched; the filters and the page are the URL's. */
 import { useState } from 'preact/hooks';
 import { api, type Schemas } from '../api.ts';
+import { useQuery } from '../router.ts';
 import { Badge, OffsetPager, ProblemNote, TableWrap, Time, useLoad, ViewHeading } from '../ui.tsx';
 
 const PAGE = 25;
 
 export function Services() {
-  const [status, setStatus] = useState<'' | Schemas['ServiceStatus']>('');
-  const [search, setSearch] = useState('');
-  const [draft, setDraft] = useState('');
-  const [offset, setOffset] = useState(0);
+  const query = useQuery();
+  const status = query.get('status') as '' | Schemas['ServiceStatus'];
+  const search = query.get('search');
+  const offset = Math.max(0, Number.parseInt(query.get('offset'), 10) || 0);
+  const setOffset = (n: number) => query.set({ offset: n > 0 ? String(n) : undefined });
+  const [draft, setDraft] = useState(search);
   const page = useLoad(async () => {
     const query = { limit: PAGE, offset, status: status || undefined, search: search || undefined };
     return (await api.GET('/api/v1/services', { params: { query } })).data;
@@ -18,10 +21,10 @@ export function Services() {
     <section aria-labelledby="view-title">
       <ViewHeading><span id="view-title">Services</span></ViewHeading>
       <p class="lede">The hosting services of this broker{page.data ? `: ${page.data.pagination.total} in all` : ''}.</p>
-      <form class="filters" aria-label="Filter services" onSubmit={(e) => { e.preventDefault(); setOffset(0); setSearch(draft.trim()); }}>
+      <form class="filters" aria-label="Filter services" onSubmit={(e) => { e.preventDefault(); query.set({ search: draft.trim(), offset: undefined }); }}>
         <label>
           Status
-          <select value={status} onChange={(e) => { setOffset(0); setStatus(e.currentTarget.value as typeof status); }}>
+          <select value={status} onChange={(e) => query.set({ status: e.currentTarget.value, offset: undefined })}>
             <option value="">Any</option>
             <option value="pending">Pending</option>
             <option value="active">Active</option>
@@ -47,7 +50,7 @@ export function Services() {
                 <td><code class="wrap">{s.hostname}</code></td>
                 <td>{s.plan}</td>
                 <td><Badge value={s.status} />{s.cancel_at && <div class="muted">cancels <Time at={s.cancel_at} /></div>}</td>
-                <td>{s.customer_name ?? ''}<div class="muted">{s.customer_email}</div></td>
+                <td class="wrap">{s.customer_name ?? ''}<div class="muted">{s.customer_email}</div></td>
                 <td><Time at={s.created_at} /></td>
               </tr>
             ))}
