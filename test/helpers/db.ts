@@ -63,7 +63,7 @@ const TEMPLATE_LAYOUT = 'compact1';
  * Shrinks the template's data directory before it is dumped (bench/README.md, "Test suite time"):
  * without the cluster's template0 and template1 (no test creates a database on PGlite), and with
  * a checkpoint in a fresh WAL segment cut after its last written page, so a load neither copies the
- * zeroes of a 16 MB segment nor replays the migrations' WAL. The recycled segment is removed, not kept.
+ * zeroes of a whole segment nor replays the migrations' WAL. The recycled segment is removed, not kept.
  */
 async function compactTemplate(pglite: PGlite): Promise<void> {
   await pglite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);
