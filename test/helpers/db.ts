@@ -5,7 +5,8 @@
  *   data directory as a template; later calls start from that template (~0.5 s instead of a
  *   2–5 s initdb) and still run the migrations (a no-op) through the same code path. The template
  *   is also kept in the temporary directory, named by a hash of the migrations and of PGlite's
- *   version, so the suite's other test files (processes of their own) start from it too.
+ *   version, so the suite's other test files (processes of their own) start from it too. It is
+ *   compacted first (compactTemplate): every file loads it, and its size is most of that load.
  * - With DATABASE_URL set: CREATE DATABASE capi_test_<pid>_<random> on that server as a copy of a
  *   migrated template database (TEMPLATE capi_template_<hash>, named like the PGlite template and
  *   made by the first test file that needs it), run the migrations (a no-op) through the same code
@@ -52,8 +53,37 @@ let template: Promise<Blob> | undefined;
  * that applies them, is kept between test processes.
  */
 async function templateFile(): Promise<string> {
-  return path.join(os.tmpdir(), `capi-pglite-template-${await migrationsHash()}.tar`);
+  return path.join(os.tmpdir(), `capi-pglite-template-${await migrationsHash()}-${TEMPLATE_LAYOUT}.tar`);
 }
+
+/** Names how compactTemplate leaves a template, so a change to it does not load an older file. */
+const TEMPLATE_LAYOUT = 'compact1';
+
+/**
+ * Shrinks the template's data directory before it is dumped (bench/README.md, "Test suite time"):
+ * without the cluster's template0 and template1 (no test creates a database on PGlite), and with
+ * a checkpoint in a fresh WAL segment cut after its last written page, so a load neither copies the
+ * zeroes of a whole segment nor replays the migrations' WAL. The recycled segment is removed, not kept.
+ */
+async function compactTemplate(pglite: PGlite): Promise<void> {
+  await pglite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);
+  await pglite.exec('DROP DATABASE template0');
+  await pglite.exec('DROP DATABASE template1');
+  await pglite.query('SELECT pg_switch_wal()');
+  await pglite.exec('CHECKPOINT');
+  const fs = pglite.Module.FS;
+  const walDir = `${(await pglite.query<{ dir: string }>("SELECT current_setting('data_directory') AS dir")).rows[0]!.dir}/pg_wal`;
+  for (const name of fs.readdir(walDir).filter((n: string) => /^[0-9A-F]{24}$/.test(n))) {
+    const file = `${walDir}/${name}`;
+    const bytes = fs.readFile(file) as Uint8Array;
+    let end = bytes.length;
+    while (end > 0 && bytes[end - 1] === 0) end--;
+    // Whole WAL pages: a read past the end is the end of the WAL, as after the last record.
+    fs.truncate(file, Math.ceil(end / WAL_PAGE) * WAL_PAGE);
+  }
+}
+
+const WAL_PAGE = 8192;
 
 async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');
@@ -73,9 +103,10 @@ function pgliteTemplate(): Promise<Blob> {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     }
-    const pglite = await PGlite.create({ dataDir: 'memory://' });
+    const pglite = await PGlite.create({ dataDir: 'memory://', startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off'] });
     try {
       await applyMigrations({ kind: 'pglite', pglite });
+      await compactTemplate(pglite);
       const dump = await pglite.dumpDataDir('none');
       // Written aside and renamed: a test file starting meanwhile reads a whole template or none.
       // Only a saving: a file that cannot be written (a full disk) leaves the next file to make its own.
