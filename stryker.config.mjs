@@ -1,9 +1,10 @@
 // `npm run mutate:events` (issue 46, bench/README.md "Mutation: every write's event"): StrykerJS
 // mutates the write module (src/events/writes.ts) and every event its changes return (the `events`
-// of each writeWithEvents change, found with the TypeScript compiler), and the mirror property test
-// (test/events/mirror.test.ts) must kill each mutant: an event removed or changed leaves the feed's
-// mirror unlike what the GETs answer. The command runner runs node's own test runner per mutant;
-// MIRROR_RUNS=1 keeps each run to the every-write sequences and one random one per mode.
+// of each writeWithEvents change, found with the TypeScript compiler), and test/events/every-write.ts
+// must kill each mutant: every change once, then a mirror built from the feed alone must equal the
+// records, so an event removed or changed leaves it unlike one. Its runner (scripts/mutate-events-runner.mjs)
+// keeps the modules loaded in each worker and runs it per mutant on a PostgreSQL database copied
+// from the migrated template (test/helpers/db.ts; MUTATE_DATABASE_URL, default the machine's server).
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -31,16 +32,18 @@ function eventRanges() {
 
 export default {
   mutate: ['src/events/writes.ts', ...eventRanges()],
-  testRunner: 'command',
-  commandRunner: { command: 'NODE_ENV=test LOG_LEVEL=silent MIRROR_RUNS=1 node --import tsx --test --test-concurrency=1 --test-timeout=300000 test/events/mirror.test.ts' },
-  // Types are not checked per mutant (tsx strips them); the mirror test is the judge.
+  appendPlugins: ['./scripts/mutate-events-runner.mjs'],
+  testRunner: 'every-write',
+  // Types are not checked per mutant (tsx strips them); the test is the judge.
   disableTypeChecks: 'src/**/*.ts',
-  coverageAnalysis: 'off',
-  concurrency: 1,
-  timeoutMS: 240_000,
+  // The dry run's coverage tells Stryker no mutant runs at import, so a worker needs no restart between mutants.
+  coverageAnalysis: 'perTest',
+  concurrency: 2,
+  // A mutant's run may take this much longer than the run without one before it counts as hung (killed).
+  timeoutMS: 10_000,
   reporters: ['clear-text', 'progress'],
   thresholds: { high: 100, low: 100, break: 100 },
   tempDirName: 'var/stryker-tmp',
   cleanTempDir: 'always',
-  ignorePatterns: ['var', 'dist', 'docs', 'coverage', 'clients/*/dist', '.git'],
+  ignorePatterns: ['var', 'dist', 'docs', 'coverage', 'clients/*/dist', 'console', 'bench', '.git'],
 };

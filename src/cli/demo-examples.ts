@@ -13,11 +13,11 @@ import type { Credentials } from '../db/credentials.ts';
 import { generatePassword } from '../services/generate.ts';
 import { formatRequestId } from '../shared/ids.ts';
 import { discardOtherBuilds, reportKinds, specOfRun, storeWorkbook, tokenHash } from '../reports/index.ts';
-import { lockFeeds, newEventId, recordFixedEvents, type NewEvent } from '../events/store.ts';
-import { writeWithEvents, type WriteTx } from '../events/writes.ts';
+import { lockFeeds, newEventId, type FixedEvent, type NewEvent } from '../events/store.ts';
+import { writeWithEventsIn, type WriteTx } from '../events/writes.ts';
 import { endpointEvent, pingObject } from '../webhooks/endpoint-store.ts';
-import { serviceData } from '../services/present.ts';
-import { REQUEST_INCLUDE, requestData } from '../services/change-requests.ts';
+import { serviceData, type ServiceWithPlan } from '../services/present.ts';
+import { REQUEST_INCLUDE, requestData, type RequestWithRelations } from '../services/change-requests.ts';
 import { requestEvent, serviceEvent } from './demo-events.ts';
 import { putRequestLogs } from './demo-request-logs.ts';
 import type { ReadClient } from '../shared/db-errors.ts';
@@ -367,16 +367,15 @@ function exampleIdOf(event: NewEvent): string | undefined {
 /**
  * The first run's events, dated minutes before it (the demo broker's feed is empty, so nothing goes
  * back along it) and the examples' with their fixed ids; a fixed id another broker or mode holds is
- * left out with a note. `ping`: the example endpoint was made, so its example ping is written.
+ * left out with a note (`taken`). `ping`: the example endpoint was made, so its example ping is written.
  */
-async function recordFirstEvents(tx: Tx, brokerId: string, events: NewEvent[], ping: boolean, now: Date): Promise<string[]> {
+async function firstEvents(tx: Tx, brokerId: string, events: NewEvent[], ping: boolean, now: Date): Promise<{ events: FixedEvent[]; taken: string[] }> {
   const wished = (minutes: number) => new Date(now.getTime() - minutes * 60_000);
-  const fixed = events.map((e) => ({ ...e, mode: e.mode ?? 'live', id: exampleIdOf(e) ?? newEventId(), wishedAt: wished(EXAMPLES_MINUTES_AGO) }));
+  const fixed: FixedEvent[] = events.map((e) => ({ ...e, id: exampleIdOf(e) ?? newEventId(), wishedAt: wished(EXAMPLES_MINUTES_AGO) }));
   if (ping) fixed.push({ brokerId, mode: 'live', type: 'ping', object: pingObject(EXAMPLE_ENDPOINT), id: EXAMPLE_EVENTS.ping, wishedAt: wished(PING_MINUTES_AGO) });
   const taken = new Set((await tx.event.findMany({ where: { id: { in: [...EXAMPLE_EVENT_IDS] } }, select: { id: true } })).map((e) => e.id));
   const written = fixed.filter((e) => !(taken.has(e.id) && e.type === 'ping')).map((e) => (taken.has(e.id) ? { ...e, id: newEventId() } : e));
-  await recordFixedEvents(tx, written);
-  return [...taken];
+  return { events: written, taken: [...taken] };
 }
 
 /**
@@ -398,15 +397,22 @@ async function putExampleDelivery(tx: Tx, brokerId: string, now: Date): Promise<
   await tx.webhookEndpoint.update({ where: { id: EXAMPLE_ENDPOINT }, data: { lastSuccessAt: after(DELIVERED_AFTER_MS), updatedAt: at('2025-03-01T09:00:00.000Z') } });
 }
 
+/** The demo's sample records, as created: their creations are the first run's last events. */
+export interface DemoSamples {
+  services: ServiceWithPlan[];
+  requests: RequestWithRelations[];
+}
+
 /** A demo broker still to make: made in the examples' transaction, its sample data written after them. */
 export interface NewDemoBroker {
   create(tx: Tx): Promise<string>;
-  samples(tx: Tx, brokerId: string): Promise<void>;
+  samples(tx: Tx, brokerId: string): Promise<DemoSamples>;
 }
 
 /**
  * Safe to repeat: nothing is duplicated, and what the examples' live calls changed is put back,
- * each change with its event. `broker`: the demo broker's id, or one to make first.
+ * each change with its event. `broker`: the demo broker's id, or one to make first. Two changes in
+ * one transaction: the example delivery names the first one's example event, so it follows them.
  */
 export async function putContractExamples(
   prisma: ReadClient,
@@ -414,9 +420,8 @@ export async function putContractExamples(
   options: { credentials: Credentials; linkTtlHours: number; now: Date },
 ): Promise<ExamplesOutcome> {
   const skipped: string[] = [];
-  const linkRun = await writeWithEvents(
-    prisma,
-    async (tx) => {
+  const linkRun = await prisma.$transaction(async (outer) => {
+    const put = await writeWithEventsIn(outer, async (tx) => {
       const brokerId = typeof broker === 'string' ? broker : await broker.create(tx);
       const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
       const plan = (name: string) => {
@@ -453,19 +458,28 @@ export async function putContractExamples(
       const endpoint = await putEndpoint(tx, brokerId, options.credentials, options.now, events);
       if (!endpoint) skipped.push(`webhook endpoint ${EXAMPLE_ENDPOINT}: another broker or mode has that id`);
       await disableOtherExampleEndpoints(tx, brokerId, options.now, events);
+      // A first run's events are its records' creations, the examples' with their fixed ids, then the sample data's.
+      const first =
+        typeof broker === 'string'
+          ? undefined
+          : { ...(await firstEvents(tx, brokerId, events, endpoint && !endpointBefore, options.now)), samples: await broker.samples(tx, brokerId) };
+      skipped.push(...(first?.taken ?? []).map((id) => `event ${id}: another broker or mode has that id`));
       // Recorded last, after the example endpoints are disabled: nothing is owed to an address that reaches no one.
-      if (typeof broker !== 'string') {
-        const taken = await recordFirstEvents(tx, brokerId, events, endpoint && !endpointBefore, options.now);
-        skipped.push(...taken.map((id) => `event ${id}: another broker or mode has that id`));
-        await broker.samples(tx, brokerId);
-      }
-      if (endpoint) await putExampleDelivery(tx, brokerId, options.now);
-      await putRequestLogs(tx, brokerId, options.now);
-      // A first run wrote its records' events with their fixed ids (recordFirstEvents).
-      return { value: linkRunOk, events: typeof broker === 'string' ? events : [], at: options.now };
-    },
-    { maxWait: 30_000, timeout: 60_000 },
-  );
+      return {
+        value: { brokerId, endpoint, linkRunOk },
+        events: first
+          ? [...first.events, ...first.samples.services.map((x) => serviceEvent('service.created', x)), ...first.samples.requests.map((r) => requestEvent('request.created', r))]
+          : events,
+        at: options.now,
+      };
+    });
+    // The example delivery and request log: a delivery figure and log rows, told by no event.
+    return writeWithEventsIn(outer, async (tx) => {
+      if (put.endpoint) await putExampleDelivery(tx, put.brokerId, options.now);
+      await putRequestLogs(tx, put.brokerId, options.now);
+      return { value: put.linkRunOk, events: [] };
+    });
+  }, { maxWait: 30_000, timeout: 60_000 });
   if (linkRun) await putLinkWorkbook(prisma);
   return { skipped };
 }

@@ -5,9 +5,7 @@ import { createKey } from './keys.ts';
 import { randomId, randomServiceNumber } from '../shared/ids.ts';
 import { generatePassword } from '../services/generate.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
-import { putContractExamples, type NewDemoBroker } from './demo-examples.ts';
-import { requestEvent, serviceEvent } from './demo-events.ts';
-import { recordEvents } from '../events/store.ts';
+import { putContractExamples, type DemoSamples, type NewDemoBroker } from './demo-examples.ts';
 import { REQUEST_INCLUDE, type RequestWithRelations } from '../services/change-requests.ts';
 import type { ServiceWithPlan } from '../services/present.ts';
 import type { ReadClient } from '../shared/db-errors.ts';
@@ -202,7 +200,7 @@ function newDemoBroker(credentials: Credentials, now: Date): NewDemoBroker {
   };
 }
 
-async function createDemoData(tx: WriteTx, brokerId: string, credentials: Credentials, now: Date): Promise<void> {
+async function createDemoData(tx: WriteTx, brokerId: string, credentials: Credentials, now: Date): Promise<DemoSamples> {
   const plans = new Map((await tx.plan.findMany()).map((p) => [p.name, p]));
   const plan = (name: string) => {
     const p = plans.get(name);
@@ -212,12 +210,8 @@ async function createDemoData(tx: WriteTx, brokerId: string, credentials: Creden
   const services = await createDemoServices(tx, brokerId, plan, credentials, now);
   const requests = await createDemoRequests(tx, brokerId, plan, services, now);
   await createDemoInvoices(tx, brokerId, plan, services, now);
-  // Dated the run, like the import's: the records are back-dated, their creation is now.
-  await recordEvents(
-    tx,
-    [...services.map((s) => serviceEvent('service.created', s)), ...requests.map((r) => requestEvent('request.created', r))],
-    now,
-  );
+  // Their events are the change's (putContractExamples), dated the run like the import's: the records are back-dated, their creation is now.
+  return { services, requests };
 }
 
 export async function runDemo(prisma: ReadClient, options: { credentials: Credentials; now?: Date; linkTtlHours?: number }): Promise<DemoOutcome> {

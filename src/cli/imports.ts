@@ -10,7 +10,6 @@ import type { Credentials } from '../db/credentials.ts';
 import { CliError, ImportRowError } from './errors.ts';
 import { findBrokerBySlug } from './brokers.ts';
 import { isUniqueViolation } from '../shared/db-errors.ts';
-import type { NewEvent } from '../events/store.ts';
 import { writeWithEvents } from '../events/writes.ts';
 import { serviceData, type ShownService } from '../services/present.ts';
 import { checkRowShape, type FieldSpec } from './import-file.ts';
@@ -260,11 +259,11 @@ export async function importServices(
   const encrypted = services.map((s) => options.credentials.encrypt(s.password));
   try {
     await writeWithEvents(prisma, async (tx) => {
-      const created: NewEvent[] = [];
+      const inserted: InsertedService[] = [];
       for (let i = 0; i < services.length; i += CHUNK_SIZE) {
         const c = services.slice(i, i + CHUNK_SIZE);
         // updated_at is the import time, so a modified_since sync sees them.
-        const inserted = await tx.$queryRaw<InsertedService[]>`
+        const chunk = await tx.$queryRaw<InsertedService[]>`
           INSERT INTO "services" ("service_number", "broker_id", "plan_id", "status", "hostname", "customer_email",
             "customer_name", "billing_cycle", "username", "password_enc", "created_at", "updated_at")
           SELECT t.service_number, ${broker.id}, t.plan_id, t.status::"service_status", t.hostname, t.customer_email,
@@ -285,17 +284,19 @@ export async function importServices(
           RETURNING "service_number" AS "serviceNumber", "plan_id" AS "planId", "status"::text AS "status", "hostname",
             "customer_email" AS "customerEmail", "customer_name" AS "customerName", "billing_cycle"::text AS "billingCycle",
             "created_at" AS "createdAt", "updated_at" AS "updatedAt", "cancel_at" AS "cancelAt", "cancelled_at" AS "cancelledAt"`;
-        created.push(
-          ...inserted.map(({ planId: id, ...service }) => ({
-            brokerId: broker.id,
-            mode: 'live' as const,
-            type: 'service.created' as const,
-            object: serviceData({ ...service, plan: { name: planName.get(id)! } }),
-          })),
-        );
+        inserted.push(...chunk);
       }
       // Recorded last (writeWithEvents): the events take the broker's feed lock, held to the end of the transaction.
-      return { value: undefined, events: created, at: now };
+      return {
+        value: undefined,
+        events: inserted.map(({ planId: id, ...service }) => ({
+          brokerId: broker.id,
+          mode: 'live' as const,
+          type: 'service.created' as const,
+          object: serviceData({ ...service, plan: { name: planName.get(id)! } }),
+        })),
+        at: now,
+      };
     }, TRANSACTION_OPTIONS);
   } catch (e) {
     if (!isUniqueViolation(e)) throw e;

@@ -91,6 +91,9 @@ export async function lockFeeds(tx: Db, feeds: Array<{ brokerId: string; mode: E
      ORDER BY k`;
 }
 
+/** Events per statement: an import's 100,000 go in bounded statements (bench/README.md, `bench:import`). */
+const EVENTS_PER_STATEMENT = 10_000;
+
 /**
  * The deliveries they owe go in the same statement, so none is lost between a change and its
  * webhooks. `created_at` is stamped here, under the feed's lock, never before the feed's last event,
@@ -101,7 +104,14 @@ export async function recordEvents(db: Db, events: NewEvent[], at = new Date()):
   if (events.length === 0) return [];
   // Outside a transaction the lock would end with its own statement, so one is opened (a transaction's client has no `$connect`).
   if ('$connect' in db) return (db as ReadClient).$transaction((tx) => recordEvents(tx, events, at));
-  const tx = db as ReadTx;
+  const ids: string[] = [];
+  for (let i = 0; i < events.length; i += EVENTS_PER_STATEMENT) {
+    for (const id of await insertEvents(db as ReadTx, events.slice(i, i + EVENTS_PER_STATEMENT), at)) ids.push(id);
+  }
+  return ids;
+}
+
+async function insertEvents(tx: ReadTx, events: NewEvent[], at: Date): Promise<string[]> {
   const rows = events.map((e, ord) => ({
     ord,
     id: newEventId(),
@@ -154,6 +164,7 @@ export interface FixedEvent extends NewEvent {
  * Owes no delivery: for a broker with no enabled endpoint (the demo's, as it is made).
  */
 export async function recordFixedEvents(tx: ReadTx, events: FixedEvent[]): Promise<Date[]> {
+  if (events.length === 0) return [];
   await lockFeeds(tx, events.map((e) => ({ brokerId: e.brokerId, mode: e.mode })));
   const dates: Date[] = [];
   for (const e of events) {

@@ -396,7 +396,7 @@ function everyWrite(mode: Mode): Op[] {
 
 /** A fresh seed every run, so the runs together try ever more sequences; `MIRROR_SEED=<n>` replays one (a failure names it). */
 const SEED = process.env.MIRROR_SEED === undefined ? Math.floor(Math.random() * 2 ** 30) : Number(process.env.MIRROR_SEED);
-/** Random sequences per mode after the every-write one; `npm run mutate:events` runs one (MIRROR_RUNS=1) per mutant. */
+/** Random sequences per mode after the every-write one (MIRROR_RUNS=1: only one each, for a quick run). */
 const RUNS = Number(process.env.MIRROR_RUNS ?? 5);
 const settings = (mode: Mode, offset: number) => ({ numRuns: RUNS, seed: SEED + offset, examples: [[everyWrite(mode)]] as [Op[]][], endOnFailure: true, includeErrorInReport: true });
 
