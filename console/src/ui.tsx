@@ -229,6 +229,15 @@ export function ViewHeading({ children }: { children: ComponentChildren }) {
   return <h1 ref={ref} tabIndex={-1}>{children}</h1>;
 }
 
+/** The list's offset, held in the URL (`?offset=…`, none on the first page), for OffsetPager. */
+export function useQueryOffset(): { offset: number; setOffset: (n: number) => void } {
+  const query = useQuery();
+  return {
+    offset: Math.max(0, Number.parseInt(query.get('offset'), 10) || 0),
+    setOffset: (n) => query.set({ offset: n > 0 ? String(n) : undefined }),
+  };
+}
+
 /** Offset paging (services, requests, endpoints): the position and total the API gives. */
 export function OffsetPager({ label, pagination, setOffset }: { label: string; pagination: { total: number; limit: number; offset: number; has_more: boolean }; setOffset: (n: number) => void }) {
   const { total, limit, offset, has_more: hasMore } = pagination;

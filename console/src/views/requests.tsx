@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Schemas } from '../api.ts';
 import { useQuery } from '../router.ts';
-import { Badge, Done, OffsetPager, ProblemNote, TableWrap, Time, useAction, useLoad, ViewHeading } from '../ui.tsx';
+import { Badge, Done, OffsetPager, ProblemNote, TableWrap, Time, useAction, useLoad, useQueryOffset, ViewHeading } from '../ui.tsx';
 
 type ServiceRequest = Schemas['ServiceRequest'];
 
@@ -11,8 +11,7 @@ export function Requests() {
   // The pending ones unless the URL says otherwise (`status=any` for every status).
   const asked = query.get('status') || 'pending';
   const status = (asked === 'any' ? '' : asked) as '' | Schemas['RequestStatus'];
-  const offset = Math.max(0, Number.parseInt(query.get('offset'), 10) || 0);
-  const setOffset = (n: number) => query.set({ offset: n > 0 ? String(n) : undefined });
+  const { offset, setOffset } = useQueryOffset();
   const page = useLoad(async () => {
     const query = { limit: 25, offset, status: status || undefined };
     return (await api.GET('/api/v1/requests', { params: { query } })).data;

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Schemas } from '../api.ts';
 import { useQuery } from '../router.ts';
-import { Badge, OffsetPager, ProblemNote, TableWrap, Time, useLoad, ViewHeading } from '../ui.tsx';
+import { Badge, OffsetPager, ProblemNote, TableWrap, Time, useLoad, useQueryOffset, ViewHeading } from '../ui.tsx';
 
 const PAGE = 25;
 
@@ -10,8 +10,7 @@ export function Services() {
   const query = useQuery();
   const status = query.get('status') as '' | Schemas['ServiceStatus'];
   const search = query.get('search');
-  const offset = Math.max(0, Number.parseInt(query.get('offset'), 10) || 0);
-  const setOffset = (n: number) => query.set({ offset: n > 0 ? String(n) : undefined });
+  const { offset, setOffset } = useQueryOffset();
   const [draft, setDraft] = useState(search);
   const page = useLoad(async () => {
     const query = { limit: PAGE, offset, status: status || undefined, search: search || undefined };
