@@ -9,13 +9,9 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MIGRATIONS_DIR, applyMigrations, type MigrationTarget } from '../../src/db/migrate.ts';
+import { MIGRATIONS_DIR, applyMigrations } from '../../src/db/migrate.ts';
 import { NO_TRANSACTION_MARKER, runsOutsideTransaction, splitStatements } from '../../src/db/migration-script.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-
-function targetOf(t: TestDatabase): MigrationTarget {
-  return t.databaseUrl ? { kind: 'postgres', connectionString: t.databaseUrl } : { kind: 'pglite', pglite: t.pglite! };
-}
+import { createTestDatabase, migrationTargetOf, type TestDatabase } from '../helpers/db.ts';
 
 describe('splitting a script into statements', () => {
   it('splits at semicolons outside quotes, dollar quotes and comments', () => {
@@ -75,7 +71,7 @@ describe(`a migration outside a transaction (${process.env.DATABASE_URL ? 'Postg
         // A backfill in batches commits each one, which only a statement outside a transaction may.
         `DO $$ BEGIN FOR i IN 1..3 LOOP UPDATE "webhook_deliveries" SET "attempts" = "attempts" WHERE false; COMMIT; END LOOP; END $$;\n`,
     );
-    assert.deepEqual(await applyMigrations(targetOf(t), { migrationsDir: dir }), ['29991231000000_concurrent_index']);
+    assert.deepEqual(await applyMigrations(migrationTargetOf(t), { migrationsDir: dir }), ['29991231000000_concurrent_index']);
     const rows = await t.prisma.$queryRawUnsafe<Array<{ valid: boolean }>>(
       `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1`,
       index,
@@ -83,7 +79,7 @@ describe(`a migration outside a transaction (${process.env.DATABASE_URL ? 'Postg
     assert.deepEqual(rows, [{ valid: true }]);
     const [setting] = await t.prisma.$queryRawUnsafe<Array<{ lock_timeout: string }>>('SHOW lock_timeout');
     assert.equal(setting?.lock_timeout, '0', "the migration's SET ended with its session");
-    assert.deepEqual(await applyMigrations(targetOf(t), { migrationsDir: dir }), [], 'recorded as applied');
+    assert.deepEqual(await applyMigrations(migrationTargetOf(t), { migrationsDir: dir }), [], 'recorded as applied');
   });
 
   it('a default migration is one transaction: CONCURRENTLY is refused there and nothing of it stays', async () => {
@@ -91,7 +87,7 @@ describe(`a migration outside a transaction (${process.env.DATABASE_URL ? 'Postg
       '29991231000001_concurrent_in_transaction',
       `CREATE TABLE "half_done" (id int);\nCREATE INDEX CONCURRENTLY "half_done_idx" ON "webhook_deliveries" ("updated_at");\n`,
     );
-    await assert.rejects(applyMigrations(targetOf(t), { migrationsDir: dir }), /transaction block|CONCURRENTLY/i);
+    await assert.rejects(applyMigrations(migrationTargetOf(t), { migrationsDir: dir }), /transaction block|CONCURRENTLY/i);
     const [row] = await t.prisma.$queryRaw<Array<{ n: bigint | number }>>`
       SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'half_done'`;
     assert.equal(Number(row?.n), 0);

@@ -10,12 +10,8 @@ import { cp, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { MIGRATIONS_DIR, applyMigrations, type MigrationTarget } from '../../src/db/migrate.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-
-function targetOf(t: TestDatabase): MigrationTarget {
-  return t.databaseUrl ? { kind: 'postgres', connectionString: t.databaseUrl } : { kind: 'pglite', pglite: t.pglite! };
-}
+import { MIGRATIONS_DIR, applyMigrations } from '../../src/db/migrate.ts';
+import { createTestDatabase, migrationTargetOf, type TestDatabase } from '../helpers/db.ts';
 
 describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, () => {
   let t: TestDatabase;
@@ -34,8 +30,8 @@ describe(`database schema (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
       assert.ok(r.finished_at instanceof Date, `${r.migration_name} finished`);
       assert.equal(r.rolled_back_at, null);
     }
-    assert.deepEqual(await applyMigrations(targetOf(t)), []);
-    assert.deepEqual(await applyMigrations(targetOf(t)), []);
+    assert.deepEqual(await applyMigrations(migrationTargetOf(t)), []);
+    assert.deepEqual(await applyMigrations(migrationTargetOf(t)), []);
   });
 
   it('seeds the plan catalogue, lowest tier first, with decimal prices', async () => {
@@ -389,7 +385,7 @@ describe('a failing migration leaves nothing half-applied', () => {
   });
 
   it('throws and rolls the whole script back', async () => {
-    await assert.rejects(applyMigrations(targetOf(t), { migrationsDir: dir }), /no_such_table/);
+    await assert.rejects(applyMigrations(migrationTargetOf(t), { migrationsDir: dir }), /no_such_table/);
     const [row] = await t.prisma.$queryRaw<Array<{ n: bigint | number }>>`
       SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'half_done'`;
     assert.equal(Number(row?.n), 0);

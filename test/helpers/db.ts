@@ -23,7 +23,7 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { PrismaClient } from '../../generated/prisma/client.ts';
 import { openDatabase, pgliteSocketUrl, processIsAlive, runAdminSql, socketDirFor, type Database } from '../../src/db/client.ts';
-import { applyMigrations, readMigrationsList } from '../../src/db/migrate.ts';
+import { applyMigrations, readMigrationsList, type MigrationTarget } from '../../src/db/migrate.ts';
 import { servePGliteSocket } from '../../src/db/pglite-socket.ts';
 import { ROOT_DIR } from '../../src/root.ts';
 
@@ -32,6 +32,16 @@ import { ROOT_DIR } from '../../src/root.ts';
  * services, requests and endpoints go through src/events/writes.ts; a test's own rows need no events.
  */
 export const writingClient = (prisma: Database['prisma']): PrismaClient => prisma as unknown as PrismaClient;
+
+/**
+ * Where applyMigrations reaches a database the test holds (a TestDatabase, or an app's Database): its
+ * PGlite instance first, since an app's PGlite also has a URL (its socket's).
+ */
+export function migrationTargetOf(db: { pglite?: PGlite | undefined; databaseUrl?: string | undefined }): MigrationTarget {
+  if (db.pglite) return { kind: 'pglite', pglite: db.pglite };
+  if (db.databaseUrl) return { kind: 'postgres', connectionString: db.databaseUrl };
+  throw new Error('migrationTargetOf: neither a PGlite instance nor a database URL');
+}
 
 export interface TestDatabase {
   prisma: PrismaClient;

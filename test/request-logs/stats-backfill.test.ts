@@ -11,8 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { MIGRATIONS_DIR, applyMigrations, type MigrationTarget } from '../../src/db/migrate.ts';
+import { MIGRATIONS_DIR, applyMigrations } from '../../src/db/migrate.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { migrationTargetOf } from '../helpers/db.ts';
 import { brokerWithKeys, requestLog } from '../helpers/factories.ts';
 
 const STATS_MIGRATION = '20261202130000_stats';
@@ -31,17 +32,12 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-function target(): MigrationTarget {
-  const db = t.database;
-  return db.pglite ? { kind: 'pglite', pglite: db.pglite } : { kind: 'postgres', connectionString: db.databaseUrl! };
-}
-
 /** The stats migration once more, under a name after every other, so it is applied again. */
 async function applyStatsMigrationAs(name: string): Promise<void> {
   const sql = await readFile(path.join(MIGRATIONS_DIR, STATS_MIGRATION, 'migration.sql'), 'utf8');
   await mkdir(path.join(dir, name));
   await writeFile(path.join(dir, name, 'migration.sql'), sql);
-  assert.deepEqual(await applyMigrations(target(), { migrationsDir: dir }), [name]);
+  assert.deepEqual(await applyMigrations(migrationTargetOf(t.database), { migrationsDir: dir }), [name]);
 }
 
 /** The roll-up's rows of one broker, and the same figures counted from its entries directly. */
